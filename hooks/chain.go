@@ -1,0 +1,271 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"runtime/debug"
+	"sync/atomic"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/synchook/synchook/patch"
+)
+
+// Result is the outcome of one chain run.
+type Result struct {
+	// Patch is the RFC 6902 JSON Patch (a JSON array) that turns the request object into the
+	// hooked object; nil when no hook changed anything or no hook is registered.
+	Patch []byte
+	// Operations is the number of operations in Patch.
+	Operations int
+	// Object is the request object with Patch applied (the request bytes themselves when
+	// nothing changed).
+	Object []byte
+	// Hooks is the number of hooks that ran.
+	Hooks int
+}
+
+// HookError is returned by Run when a hook fails: it returned an error, panicked, outlived the
+// request deadline, returned an object of another kind, or changed a protected field.
+type HookError struct {
+	// Hook is the name of the hook, Type its hook type and GVK the kind of the object.
+	Hook string
+	Type HookType
+	GVK  schema.GroupVersionKind
+	// Err is the cause: the hook's own error, a *PanicError, context.DeadlineExceeded (or
+	// Canceled), ErrWrongKind or a *patch.ForbiddenPathError.
+	Err error
+}
+
+func (e *HookError) Error() string {
+	return fmt.Sprintf("hook %q %s %s: %v", e.Hook, e.Type, e.GVK.Kind, e.Err)
+}
+
+func (e *HookError) Unwrap() error { return e.Err }
+
+// PanicError is the cause of a HookError when the hook panicked. Value is the panic value as
+// text; Stack is the goroutine stack, for logs only (never sent to callers).
+type PanicError struct {
+	Value string
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return "panic: " + e.Value }
+
+// ErrWrongKind is the cause of a HookError when a hook returns nil or an object of another Go
+// type or GVK than it was given.
+var ErrWrongKind = errors.New("hook returned a different kind of object")
+
+// DecodeError is returned by Run when the request object is not valid JSON for its GVK.
+type DecodeError struct {
+	GVK schema.GroupVersionKind
+	Err error
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("decode %s object: %v", e.GVK.Kind, e.Err)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// StatusCode maps an error from Run to the HTTP status code that transports report:
+// 400 for a DecodeError, 422 for a protected-field change, 504 for a deadline, 500 for a panic
+// or a wrong kind, the code of a Kubernetes API status error a hook returned, and 403 for any
+// other hook error (the hook refused the object).
+func StatusCode(err error) int32 {
+	var (
+		decodeErr *DecodeError
+		panicErr  *PanicError
+		apiStatus apierrors.APIStatus
+	)
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.As(err, &decodeErr):
+		return http.StatusBadRequest
+	case errors.Is(err, patch.ErrForbiddenPath):
+		return http.StatusUnprocessableEntity
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return http.StatusGatewayTimeout
+	case errors.As(err, &panicErr), errors.Is(err, ErrWrongKind):
+		return http.StatusInternalServerError
+	case errors.As(err, &apiStatus) && apiStatus.Status().Code != 0:
+		return apiStatus.Status().Code
+	default:
+		return http.StatusForbidden
+	}
+}
+
+// Run runs the chain of (gvk, t) on the JSON object raw and returns the JSON Patch from raw to
+// the hooked object.
+//
+// The object is decoded once (into the scheme's type, or Unstructured for unknown kinds), every
+// hook runs in registration order on it, and the result is encoded once. The patch is the diff
+// between the typed round trip of raw and the result, moved onto raw (patch.Rebase), so fields
+// the compiled types do not know are never touched. No hooks, or no change, gives a Result with
+// a nil Patch.
+//
+// Errors: *DecodeError for malformed input; *HookError (naming hook, type and kind) when a hook
+// fails, panics, changes apiVersion, kind, name, namespace or uid, returns another kind, or is
+// still running when ctx ends — the hook is then abandoned and never waited for.
+func (r *Registry) Run(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) (*Result, error) {
+	c := r.chains[Key{GVK: gvk, Type: t}]
+	if c == nil {
+		return &Result{Object: raw}, nil
+	}
+	obj := c.newObject()
+	if err := decode(raw, obj); err != nil {
+		return nil, &DecodeError{GVK: gvk, Err: err}
+	}
+	before, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", gvk.Kind, err)
+	}
+	out, err := c.exec(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	after, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
+	}
+	res := &Result{Object: raw, Hooks: len(c.hooks)}
+	ops, err := patch.Create(before, after)
+	if err != nil || len(ops) == 0 {
+		return res, err
+	}
+	if err := patch.Guard(c.names(), ops); err != nil {
+		return nil, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
+	}
+	res.Patch, res.Operations, res.Object, err = patch.Rebase(raw, ops)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.key, err)
+	}
+	return res, nil
+}
+
+// decode unmarshals raw into obj the way the Kubernetes JSON serializer does: case-sensitive
+// field names, integers preserved as int64 in maps.
+func decode(raw []byte, obj client.Object) error {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		want := u.GroupVersionKind()
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return err
+		}
+		if got := u.GroupVersionKind(); got != want {
+			return fmt.Errorf("object is %s, want %s", got, want)
+		}
+		return nil
+	}
+	return kjson.UnmarshalCaseSensitivePreserveInts(raw, obj)
+}
+
+// names returns the chain's hook names joined by ",", for errors that no single hook owns.
+func (c *chain) names() string {
+	s := ""
+	for i, h := range c.hooks {
+		if i > 0 {
+			s += ","
+		}
+		s += h.name
+	}
+	return s
+}
+
+// exec runs the hooks on obj in order and returns the last object. When ctx can end, the hooks
+// run on their own goroutine so that a hook that does not return is abandoned when ctx ends;
+// the abandoned goroutine owns obj from then on and its result is dropped.
+func (c *chain) exec(ctx context.Context, obj client.Object) (client.Object, error) {
+	var running atomic.Int32
+	if ctx.Done() == nil {
+		return c.runHooks(ctx, obj, &running)
+	}
+	type outcome struct {
+		obj client.Object
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		o, err := c.runHooks(ctx, obj, &running)
+		done <- outcome{o, err}
+	}()
+	select {
+	case o := <-done:
+		return o.obj, o.err
+	case <-ctx.Done():
+		h := c.hooks[running.Load()]
+		return nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK,
+			Err: fmt.Errorf("abandoned, still running when the request ended: %w", ctx.Err())}
+	}
+}
+
+// runHooks calls every hook in order, recovering panics and checking after each hook that the
+// object kept its Go type and identity. running is set to the index of the hook being called.
+func (c *chain) runHooks(ctx context.Context, obj client.Object, running *atomic.Int32) (client.Object, error) {
+	goType := reflect.TypeOf(obj)
+	for i, h := range c.hooks {
+		running.Store(int32(i))
+		id := identityOf(obj)
+		out, err := callHook(ctx, h.fn, obj)
+		if err == nil {
+			err = checkSameObject(h.name, out, goType, id)
+		}
+		if err != nil {
+			return nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+		}
+		obj = out
+	}
+	return obj, nil
+}
+
+// callHook calls fn and turns a panic into a *PanicError.
+func callHook(ctx context.Context, fn MutateFunc, obj client.Object) (out client.Object, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = nil, &PanicError{Value: fmt.Sprint(v), Stack: debug.Stack()}
+		}
+	}()
+	return fn(ctx, obj)
+}
+
+// identity is what no hook may change.
+type identity struct {
+	apiVersion, kind, name, namespace string
+	uid                               types.UID
+}
+
+func identityOf(obj client.Object) identity {
+	apiVersion, kind := obj.GetObjectKind().GroupVersionKind().ToAPIVersionAndKind()
+	return identity{apiVersion, kind, obj.GetName(), obj.GetNamespace(), obj.GetUID()}
+}
+
+func checkSameObject(hook string, out client.Object, goType reflect.Type, before identity) error {
+	if out == nil || reflect.ValueOf(out).IsNil() {
+		return fmt.Errorf("%w: returned nil", ErrWrongKind)
+	}
+	if reflect.TypeOf(out) != goType {
+		return fmt.Errorf("%w: got %T, want %s", ErrWrongKind, out, goType)
+	}
+	after := identityOf(out)
+	for _, f := range []struct{ path, was, is string }{
+		{"/apiVersion", before.apiVersion, after.apiVersion},
+		{"/kind", before.kind, after.kind},
+		{"/metadata/name", before.name, after.name},
+		{"/metadata/namespace", before.namespace, after.namespace},
+		{"/metadata/uid", string(before.uid), string(after.uid)},
+	} {
+		if f.was != f.is {
+			return &patch.ForbiddenPathError{Hook: hook, Op: "change", Path: f.path, Field: f.path}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,236 @@
+package hooks
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// Key identifies one hook chain: a resource kind and a hook type.
+type Key struct {
+	GVK  schema.GroupVersionKind
+	Type HookType
+}
+
+// String returns "<group/version>, Kind=<kind> <type>", for logs and errors.
+func (k Key) String() string { return k.GVK.String() + " " + string(k.Type) }
+
+// Registry holds every registered hook, keyed by (GVK, HookType), in registration order.
+// Register all hooks before the first Run; after that a Registry is read-only and safe for
+// concurrent use.
+type Registry struct {
+	scheme *runtime.Scheme
+	names  map[string]bool
+	chains map[Key]*chain
+	gvks   []schema.GroupVersionKind // in order of first registration, for Capabilities
+}
+
+// namedFunc is one link of a chain.
+type namedFunc struct {
+	name string
+	fn   MutateFunc
+}
+
+// chain is the ordered list of hooks for one Key, with what it takes to decode the object once.
+type chain struct {
+	key   Key
+	hooks []namedFunc
+	// newObject returns an empty object to decode into: the scheme's typed object for known
+	// kinds, an *unstructured.Unstructured for the rest.
+	newObject func() client.Object
+}
+
+// NewRegistry returns an empty Registry that resolves hook resources with scheme. A nil scheme
+// means client-go's scheme (all built-in Kubernetes kinds).
+func NewRegistry(scheme *runtime.Scheme) *Registry {
+	if scheme == nil {
+		scheme = clientgoscheme.Scheme
+	}
+	return &Registry{scheme: scheme, names: map[string]bool{}, chains: map[Key]*chain{}}
+}
+
+// Scheme returns the scheme the Registry decodes typed objects with.
+func (r *Registry) Scheme() *runtime.Scheme { return r.scheme }
+
+// Register adds h to the end of the chain of every hook type it implements, for the GVK of
+// h.Resource(). It fails when the name is empty or already registered, when the GVK cannot be
+// resolved (a typed object the scheme does not know, or an Unstructured without apiVersion and
+// kind), or when h implements none of the eight hook types.
+func (r *Registry) Register(h ClientHook) error {
+	name := h.Name()
+	if name == "" {
+		return errors.New("register hook: empty name")
+	}
+	if r.names[name] {
+		return fmt.Errorf("register hook %q: a hook with this name is already registered", name)
+	}
+	gvk, err := r.resolveGVK(h.Resource())
+	if err != nil {
+		return fmt.Errorf("register hook %q: %w", name, err)
+	}
+	funcs, err := mutateFuncs(h)
+	if err != nil {
+		return fmt.Errorf("register hook %q: %w", name, err)
+	}
+	if len(funcs) == 0 {
+		return fmt.Errorf("register hook %q: it implements none of the hook types (%s)", name, ValidHookTypes())
+	}
+	for _, e := range hookTypeTable {
+		fn, ok := funcs[e.typ]
+		if !ok || fn == nil {
+			continue
+		}
+		key := Key{GVK: gvk, Type: e.typ}
+		c := r.chains[key]
+		if c == nil {
+			c = &chain{key: key, newObject: r.objectFactory(gvk)}
+			r.chains[key] = c
+		}
+		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn})
+	}
+	if !slices.Contains(r.gvks, gvk) {
+		r.gvks = append(r.gvks, gvk)
+	}
+	r.names[name] = true
+	return nil
+}
+
+// MustRegister is Register that panics on error, for hooks compiled into main.
+func (r *Registry) MustRegister(hooks ...ClientHook) {
+	for _, h := range hooks {
+		if err := r.Register(h); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// mutateFuncs finds the hook types h implements: from FuncHook.MutateFuncs when it has it, else
+// from the eight interfaces through hookTypeTable.
+func mutateFuncs(h ClientHook) (map[HookType]MutateFunc, error) {
+	if fh, ok := h.(FuncHook); ok {
+		funcs := fh.MutateFuncs()
+		for t := range funcs {
+			if !t.Valid() {
+				_, err := ParseHookType(string(t))
+				return nil, err
+			}
+		}
+		return funcs, nil
+	}
+	funcs := map[HookType]MutateFunc{}
+	for _, e := range hookTypeTable {
+		if fn := e.bind(h); fn != nil {
+			funcs[e.typ] = fn
+		}
+	}
+	return funcs, nil
+}
+
+// resolveGVK returns the GVK of a hook's Resource: from the object itself for Unstructured,
+// from the scheme for typed objects.
+func (r *Registry) resolveGVK(obj client.Object) (schema.GroupVersionKind, error) {
+	if obj == nil {
+		return schema.GroupVersionKind{}, errors.New("Resource() returned nil")
+	}
+	if u, ok := obj.(runtime.Unstructured); ok {
+		gvk := u.GetObjectKind().GroupVersionKind()
+		if gvk.Version == "" || gvk.Kind == "" {
+			return gvk, errors.New("Resource() is Unstructured without apiVersion and kind")
+		}
+		return gvk, nil
+	}
+	gvk, err := apiutil.GVKForObject(obj, r.scheme)
+	if err != nil {
+		return gvk, fmt.Errorf("resolve GVK of %T: %w", obj, err)
+	}
+	return gvk, nil
+}
+
+// objectFactory returns the constructor of the object a chain decodes into.
+func (r *Registry) objectFactory(gvk schema.GroupVersionKind) func() client.Object {
+	if r.scheme.Recognizes(gvk) {
+		if probe, err := r.scheme.New(gvk); err == nil {
+			if _, ok := probe.(client.Object); ok {
+				return func() client.Object {
+					obj, _ := r.scheme.New(gvk) // cannot fail: probed above
+					return obj.(client.Object)
+				}
+			}
+		}
+	}
+	return func() client.Object {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		return u
+	}
+}
+
+// Has reports whether any hook is registered for (gvk, t). It is the transports' fast path:
+// no hooks means no decode and no patch.
+func (r *Registry) Has(gvk schema.GroupVersionKind, t HookType) bool {
+	return r.chains[Key{GVK: gvk, Type: t}] != nil
+}
+
+// Keys returns every (GVK, HookType) that has at least one hook, GVKs in order of first
+// registration and hook types in canonical order.
+func (r *Registry) Keys() []Key {
+	var keys []Key
+	for _, gvk := range r.gvks {
+		for _, e := range hookTypeTable {
+			if key := (Key{GVK: gvk, Type: e.typ}); r.chains[key] != nil {
+				keys = append(keys, key)
+			}
+		}
+	}
+	return keys
+}
+
+// Capabilities describes what a Registry serves, as returned by GET /capabilities.
+type Capabilities struct {
+	// Resources lists one entry per GVK, in order of first registration.
+	Resources []ResourceCapabilities `json:"resources"`
+}
+
+// ResourceCapabilities lists the hook types of one GVK and, for each, its hook names in chain
+// order.
+type ResourceCapabilities struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// HookTypes lists the hook types that have hooks, in canonical order.
+	HookTypes []HookTypeCapabilities `json:"hookTypes"`
+}
+
+// HookTypeCapabilities names the hooks of one hook type, in chain order.
+type HookTypeCapabilities struct {
+	Type  HookType `json:"type"`
+	Hooks []string `json:"hooks"`
+}
+
+// Capabilities returns GVK → hook types → hook names for every registered hook.
+func (r *Registry) Capabilities() Capabilities {
+	caps := Capabilities{Resources: []ResourceCapabilities{}}
+	for _, gvk := range r.gvks {
+		apiVersion, kind := gvk.ToAPIVersionAndKind()
+		rc := ResourceCapabilities{APIVersion: apiVersion, Kind: kind}
+		for _, e := range hookTypeTable {
+			c := r.chains[Key{GVK: gvk, Type: e.typ}]
+			if c == nil {
+				continue
+			}
+			names := make([]string, len(c.hooks))
+			for i, h := range c.hooks {
+				names[i] = h.name
+			}
+			rc.HookTypes = append(rc.HookTypes, HookTypeCapabilities{Type: e.typ, Hooks: names})
+		}
+		caps.Resources = append(caps.Resources, rc)
+	}
+	return caps
+}

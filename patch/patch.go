@@ -1,0 +1,175 @@
+package patch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	jsonpatchapply "github.com/evanphx/json-patch/v5"
+	"gomodules.xyz/jsonpatch/v2"
+)
+
+// Operation is one RFC 6902 operation: op, path and, for add and replace, value.
+type Operation = jsonpatch.Operation
+
+// Create returns the operations that turn the JSON document original into mutated. Equal
+// documents give nil (no operations), never an empty non-nil slice. The order of operations
+// within one object follows Go map order: compare them as sets.
+func Create(original, mutated []byte) ([]Operation, error) {
+	ops, err := jsonpatch.CreatePatch(original, mutated)
+	if err != nil {
+		return nil, fmt.Errorf("create JSON patch: %w", err)
+	}
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	return ops, nil
+}
+
+// Marshal returns the JSON array of ops, or nil when there are none (so that "no change" is an
+// absent patch, not "[]").
+func Marshal(ops []Operation) ([]byte, error) {
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(ops)
+	if err != nil {
+		return nil, fmt.Errorf("marshal JSON patch: %w", err)
+	}
+	return b, nil
+}
+
+// Apply applies the JSON Patch patchJSON (a JSON array of operations) to doc and returns the
+// new document. An empty or nil patch returns doc unchanged. It fails, leaving doc untouched,
+// when the patch is malformed or an operation does not apply (e.g. replace of a missing path).
+func Apply(doc, patchJSON []byte) ([]byte, error) {
+	if len(patchJSON) == 0 {
+		return doc, nil
+	}
+	p, err := jsonpatchapply.DecodePatch(patchJSON)
+	if err != nil {
+		return nil, fmt.Errorf("decode JSON patch: %w", err)
+	}
+	out, err := p.Apply(doc)
+	if err != nil {
+		return nil, fmt.Errorf("apply JSON patch: %w", err)
+	}
+	return out, nil
+}
+
+// Rebase returns a patch that, applied to raw, makes every change that ops makes, where ops
+// was computed between a normalised copy of raw (e.g. its typed round trip) and the mutated
+// document. It returns the patch JSON (nil when there is nothing to change), the number of
+// operations and raw with the patch applied.
+//
+// When ops applies to raw as it is, it is returned unchanged. When it does not (the normalised
+// copy had a parent that raw lacks, such as "status": {}), the operations are applied one by
+// one with missing parents created and removals of missing paths skipped, and the patch is
+// created again between raw and that result, so it still touches only what ops changed.
+func Rebase(raw []byte, ops []Operation) (patchJSON []byte, n int, patched []byte, err error) {
+	patchJSON, err = Marshal(ops)
+	if err != nil || patchJSON == nil {
+		return nil, 0, raw, err
+	}
+	if patched, err = Apply(raw, patchJSON); err == nil {
+		return patchJSON, len(ops), patched, nil
+	}
+	lenient, err := applyLenient(raw, ops)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	ops, err = Create(raw, lenient)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	patchJSON, err = Marshal(ops)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return patchJSON, len(ops), lenient, nil
+}
+
+// applyLenient applies ops one at a time: add creates missing parents, a replace of a missing
+// path becomes an add, and a remove of a missing path is skipped.
+func applyLenient(doc []byte, ops []Operation) ([]byte, error) {
+	opts := jsonpatchapply.NewApplyOptions()
+	opts.EnsurePathExistsOnAdd = true
+	opts.AllowMissingPathOnRemove = true
+	for _, op := range ops {
+		out, err := applyOne(doc, op, opts)
+		if err != nil && op.Operation == "replace" {
+			op.Operation = "add"
+			out, err = applyOne(doc, op, opts)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("apply JSON patch operation %s %s: %w", op.Operation, op.Path, err)
+		}
+		doc = out
+	}
+	return doc, nil
+}
+
+func applyOne(doc []byte, op Operation, opts *jsonpatchapply.ApplyOptions) ([]byte, error) {
+	b, err := json.Marshal([]Operation{op})
+	if err != nil {
+		return nil, err
+	}
+	p, err := jsonpatchapply.DecodePatch(b)
+	if err != nil {
+		return nil, err
+	}
+	return p.ApplyWithOptions(doc, opts)
+}
+
+// ForbiddenPaths are the JSON Pointers that identify an object; no patch may touch them or a
+// parent of them.
+var ForbiddenPaths = []string{"/apiVersion", "/kind", "/metadata/name", "/metadata/namespace", "/metadata/uid"}
+
+// ForbiddenPathError is returned by Guard for an operation that touches one of ForbiddenPaths.
+type ForbiddenPathError struct {
+	// Hook names the hook that made the change, when known.
+	Hook string
+	// Op is the operation ("add", "replace", "remove", …) and Path the JSON Pointer it targets.
+	Op, Path string
+	// Field is the protected path the operation touches (Path itself or a child of it).
+	Field string
+}
+
+func (e *ForbiddenPathError) Error() string {
+	who := "patch"
+	if e.Hook != "" {
+		who = fmt.Sprintf("hook %q", e.Hook)
+	}
+	if e.Path == e.Field {
+		return fmt.Sprintf("%s may not change %s (operation %s %s)", who, e.Field, e.Op, e.Path)
+	}
+	return fmt.Sprintf("%s may not change %s (operation %s %q touches it)", who, e.Field, e.Op, e.Path)
+}
+
+// ErrForbiddenPath is matched by every *ForbiddenPathError with errors.Is.
+var ErrForbiddenPath = errors.New("patch touches a protected path")
+
+// Is makes errors.Is(err, ErrForbiddenPath) true.
+func (e *ForbiddenPathError) Is(target error) bool { return target == ErrForbiddenPath }
+
+// Guard returns a *ForbiddenPathError for the first operation that targets one of
+// ForbiddenPaths, one of their parents (e.g. "replace /metadata") or the whole document, and nil
+// when there is none. hook is put in the error to name who made the change; it may be empty.
+func Guard(hook string, ops []Operation) error {
+	for _, op := range ops {
+		if field := touchesForbidden(op.Path); field != "" {
+			return &ForbiddenPathError{Hook: hook, Op: op.Operation, Path: op.Path, Field: field}
+		}
+	}
+	return nil
+}
+
+func touchesForbidden(path string) string {
+	for _, f := range ForbiddenPaths {
+		if path == f || path == "" || strings.HasPrefix(f, path+"/") {
+			return f
+		}
+	}
+	return ""
+}

@@ -1,0 +1,129 @@
+package patch_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/synchook/synchook/patch"
+)
+
+func TestCreateGivesNilForEqualDocuments(t *testing.T) {
+	ops, err := patch.Create([]byte(`{"a":{"b":1}}`), []byte(`{"a":{"b":1}}`))
+	if err != nil || ops != nil {
+		t.Fatalf("Create = %v, %v, want nil, nil", ops, err)
+	}
+	b, err := patch.Marshal(ops)
+	if err != nil || b != nil {
+		t.Fatalf("Marshal(nil) = %q, %v, want nil (not []) ", b, err)
+	}
+}
+
+func TestCreateThenApplyRoundTrips(t *testing.T) {
+	cases := []struct{ name, original, mutated string }{
+		{"a label is added", `{"metadata":{"labels":{"a":"1"}}}`, `{"metadata":{"labels":{"a":"1","b":"2"}}}`},
+		{"a key with ~ and / is escaped", `{"metadata":{"annotations":{}}}`, `{"metadata":{"annotations":{"x.io/a~b":"v"}}}`},
+		{"an array element changes", `{"l":[1,2,3]}`, `{"l":[1,5,3]}`},
+		{"a field is removed", `{"a":1,"b":2}`, `{"a":1}`},
+		{"a null value is kept", `{"a":null}`, `{"a":null,"b":1}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ops, err := patch.Create([]byte(tc.original), []byte(tc.mutated))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := patch.Marshal(ops)
+			got, err := patch.Apply([]byte(tc.original), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertJSONEqual(t, got, []byte(tc.mutated))
+		})
+	}
+}
+
+func TestApplyFailsWithoutTouchingTheDocument(t *testing.T) {
+	doc := []byte(`{"a":1}`)
+	if _, err := patch.Apply(doc, []byte(`[{"op":"replace","path":"/missing","value":1}]`)); err == nil {
+		t.Fatal("replace of a missing path applied")
+	}
+	if _, err := patch.Apply(doc, []byte(`not json`)); err == nil || !strings.Contains(err.Error(), "decode JSON patch") {
+		t.Fatalf("malformed patch error = %v", err)
+	}
+	if string(doc) != `{"a":1}` {
+		t.Fatalf("document changed: %s", doc)
+	}
+}
+
+func TestRebaseCreatesMissingParentsAndKeepsUnknownFields(t *testing.T) {
+	raw := []byte(`{"metadata":{"name":"p"},"unknown":{"x":1}}`)
+	// computed between normalised copies that had "status":{} and a creationTimestamp
+	ops := []patch.Operation{
+		{Operation: "add", Path: "/status/phase", Value: "Running"},
+		{Operation: "replace", Path: "/metadata/creationTimestamp", Value: "2026-01-01T00:00:00Z"},
+		{Operation: "remove", Path: "/spec/gone"},
+	}
+	b, n, patched, err := patch.Rebase(raw, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied, err := patch.Apply(raw, b)
+	if err != nil {
+		t.Fatalf("rebased patch %s does not apply: %v", b, err)
+	}
+	assertJSONEqual(t, applied, patched)
+	assertJSONEqual(t, patched, []byte(`{"metadata":{"name":"p","creationTimestamp":"2026-01-01T00:00:00Z"},"unknown":{"x":1},"status":{"phase":"Running"}}`))
+	if n != 2 {
+		t.Errorf("operations = %d, want 2", n)
+	}
+}
+
+func TestGuard(t *testing.T) {
+	cases := []struct {
+		name, op, path, field string
+	}{
+		{"a name change is rejected", "replace", "/metadata/name", "/metadata/name"},
+		{"a namespace removal is rejected", "remove", "/metadata/namespace", "/metadata/namespace"},
+		{"replacing the whole metadata is rejected", "replace", "/metadata", "/metadata/name"},
+		{"replacing the whole document is rejected", "replace", "", "/apiVersion"},
+		{"a kind change is rejected", "replace", "/kind", "/kind"},
+		{"a uid change is rejected", "add", "/metadata/uid", "/metadata/uid"},
+		{"an apiVersion change is rejected", "replace", "/apiVersion", "/apiVersion"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := patch.Guard("h", []patch.Operation{{Operation: "add", Path: "/metadata/labels/a"}, {Operation: tc.op, Path: tc.path}})
+			var fe *patch.ForbiddenPathError
+			if !errors.As(err, &fe) || fe.Field != tc.field || fe.Hook != "h" || !errors.Is(err, patch.ErrForbiddenPath) {
+				t.Fatalf("Guard error = %#v, want field %s", err, tc.field)
+			}
+			if !strings.Contains(err.Error(), `hook "h"`) || !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("message %q does not name the hook and the path", err)
+			}
+		})
+	}
+	t.Run("labels, annotations and a name-like label are allowed", func(t *testing.T) {
+		ops := []patch.Operation{{Operation: "add", Path: "/metadata/labels/metadata~1name"}, {Operation: "add", Path: "/metadata/namespaced"}, {Operation: "add", Path: "/kinds"}}
+		if err := patch.Guard("h", ops); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func assertJSONEqual(t *testing.T, got, want []byte) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("got is not JSON: %v: %s", err, got)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	gb, _ := json.Marshal(g)
+	wb, _ := json.Marshal(w)
+	if string(gb) != string(wb) {
+		t.Errorf("got %s, want %s", gb, wb)
+	}
+}

@@ -1,0 +1,26 @@
+// Package webhook serves a hooks.Registry over HTTPS the way a Kubernetes mutating admission
+// webhook is served, on controller-runtime's webhook server.
+//
+// Endpoints (see Server.Handler):
+//
+//	POST /mutate/{hookType}  admission.k8s.io/v1 AdmissionReview in, AdmissionReview out
+//	GET  /capabilities       hooks.Capabilities as JSON
+//	GET  /healthz, /readyz   controller-runtime healthz handlers
+//
+// The same /healthz and /readyz are also served on a separate plain-HTTP probe address, because
+// kubelet probes reach the pod IP and the webhook listens on 127.0.0.1 by default.
+//
+// Response codes of /mutate/{hookType}:
+//
+//	HTTP 200  an AdmissionReview; response.allowed=true with patchType JSONPatch and patch when a
+//	          hook changed the object (no patch when nothing changed); allowed=false with
+//	          status.code and a message naming the hook when a hook failed (403 refused,
+//	          422 protected field, 500 panic or wrong kind, 504 deadline)
+//	HTTP 400  the body is not an admission.k8s.io/v1 AdmissionReview with a request
+//	HTTP 404  unknown hook type in the path (the message lists the valid ones)
+//	HTTP 405  not a POST
+//	HTTP 413  the body is larger than Options.MaxRequestBytes; it is not read further
+//
+// The package does not create certificates (see package certs) and does not decide what a
+// caller does when the sidecar fails (that is the caller's failure policy).
+package webhook

@@ -1,0 +1,190 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/synchook/synchook/hooks"
+)
+
+var admissionGVK = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
+
+// mutateHandler serves POST /mutate/{hookType}.
+type mutateHandler struct{ s *Server }
+
+func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "only POST is allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	hookType, err := hooks.ParseHookType(strings.TrimPrefix(r.URL.Path, "/mutate/"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	body, status, err := readBody(w, r, h.s.opts.MaxRequestBytes)
+	if err != nil {
+		http.Error(w, err.Error(), status)
+		return
+	}
+	review, err := decodeReview(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	req := review.Request
+	gvk, object, err := requestObject(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+
+	// The request context is cancelled when the server shuts down; a draining server must still
+	// finish in-flight chains, so only the deadline is kept.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), requestTimeout(r, h.s.opts.RequestTimeout))
+	defer cancel()
+	res, runErr := h.s.registry.Run(ctx, gvk, hookType, object)
+
+	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: runErr == nil}
+	if runErr != nil {
+		resp.Result = &metav1.Status{
+			Status:  metav1.StatusFailure,
+			Code:    hooks.StatusCode(runErr),
+			Message: runErr.Error(),
+		}
+	} else if res.Patch != nil {
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.PatchType, resp.Patch = &pt, res.Patch
+	}
+	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
+	writeJSON(w, http.StatusOK, &out)
+
+	log := h.s.opts.Log.WithValues(
+		"uid", req.UID, "hookType", hookType, "gvk", gvk.String(),
+		"namespace", req.Namespace, "name", req.Name,
+		"duration", time.Since(start).String(),
+	)
+	if runErr != nil {
+		log.Info("hook chain failed", "code", resp.Result.Code, "error", runErr.Error())
+		return
+	}
+	ops, hooksRan := 0, 0
+	if res != nil {
+		ops, hooksRan = res.Operations, res.Hooks
+	}
+	log.Info("mutated", "hooks", hooksRan, "patchOperations", ops)
+}
+
+// readBody reads at most limit bytes of the body; a larger body (by Content-Length or by what
+// arrives) gives 413 without reading the rest.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int, error) {
+	if r.ContentLength > limit {
+		return nil, http.StatusRequestEntityTooLarge,
+			fmt.Errorf("request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, http.StatusRequestEntityTooLarge,
+				fmt.Errorf("request body exceeds the limit of %d bytes", limit)
+		}
+		return nil, http.StatusBadRequest, fmt.Errorf("read request body: %w", err)
+	}
+	return body, http.StatusOK, nil
+}
+
+// decodeReview parses an admission.k8s.io/v1 AdmissionReview that has a request with a uid.
+func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil {
+		return nil, fmt.Errorf("request body is not an AdmissionReview: %w", err)
+	}
+	if gvk := review.GroupVersionKind(); gvk != admissionGVK {
+		return nil, fmt.Errorf("request body is %q %q, want apiVersion %q kind %q",
+			review.APIVersion, review.Kind, admissionGVK.GroupVersion().String(), admissionGVK.Kind)
+	}
+	if review.Request == nil {
+		return nil, errors.New("AdmissionReview has no request")
+	}
+	if review.Request.UID == "" {
+		return nil, errors.New("AdmissionReview request has no uid")
+	}
+	return &review, nil
+}
+
+// requestObject returns the GVK and JSON of the object a request is about: request.object, or
+// request.oldObject for a DELETE. The GVK is request.kind, or the object's own apiVersion and
+// kind when request.kind is empty.
+func requestObject(req *admissionv1.AdmissionRequest) (schema.GroupVersionKind, []byte, error) {
+	raw := req.Object.Raw
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = req.OldObject.Raw
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return schema.GroupVersionKind{}, nil, errors.New("AdmissionReview request has neither object nor oldObject")
+	}
+	gvk := schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
+	if gvk.Kind != "" && gvk.Version != "" {
+		return gvk, raw, nil
+	}
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(raw, &tm); err != nil {
+		return gvk, nil, fmt.Errorf("request object: %w", err)
+	}
+	if tm.Kind == "" || tm.APIVersion == "" {
+		return gvk, nil, errors.New("request has no kind, and its object has no apiVersion and kind")
+	}
+	return tm.GroupVersionKind(), raw, nil
+}
+
+// requestTimeout returns the smaller of def and the ?timeout= duration kube-apiserver sends.
+func requestTimeout(r *http.Request, def time.Duration) time.Duration {
+	if v := r.URL.Query().Get("timeout"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d > 0 && d < def {
+			return d
+		}
+	}
+	return def
+}
+
+func (s *Server) serveCapabilities(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "only GET is allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(s.caps)
+}
+
+func marshalCapabilities(reg *hooks.Registry) ([]byte, error) {
+	b, err := json.Marshal(reg.Capabilities())
+	if err != nil {
+		return nil, fmt.Errorf("marshal capabilities: %w", err)
+	}
+	return b, nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "encode response: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
+}
