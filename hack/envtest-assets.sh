@@ -23,7 +23,7 @@ exec 9>"$CACHE_ROOT/.lock"
 flock 9
 
 build_apiserver() {
-  if [ -x "$DIR/kube-apiserver" ] && "$DIR/kube-apiserver" --version 2>/dev/null | grep -q "Kubernetes $K8S_VERSION\$"; then
+  if [ -x "$DIR/kube-apiserver" ] && [ "$("$DIR/kube-apiserver" --version 2>/dev/null)" = "kube-apiserver $K8S_VERSION" ]; then
     return
   fi
   log "building kube-apiserver $K8S_VERSION (cold: several minutes)"
@@ -55,7 +55,7 @@ build_apiserver() {
 }
 
 build_etcd() {
-  if [ -x "$DIR/etcd" ] && "$DIR/etcd" --version 2>/dev/null | grep -q "etcd Version: ${ETCD_VERSION#v}"; then
+  if [ -x "$DIR/etcd" ] && [[ "$("$DIR/etcd" --version 2>/dev/null)" == *"etcd Version: ${ETCD_VERSION#v}"* ]]; then
     return
   fi
   log "building etcd $ETCD_VERSION"

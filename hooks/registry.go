@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -233,4 +234,24 @@ func (r *Registry) Capabilities() Capabilities {
 		caps.Resources = append(caps.Resources, rc)
 	}
 	return caps
+}
+
+// ObjectGVK returns the GVK named by the apiVersion and kind of a JSON object, or an error when
+// either is missing or the JSON is malformed.
+func ObjectGVK(objectJSON []byte) (schema.GroupVersionKind, error) {
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := json.Unmarshal(objectJSON, &tm); err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("read apiVersion and kind: %w", err)
+	}
+	if tm.APIVersion == "" || tm.Kind == "" {
+		return schema.GroupVersionKind{}, errors.New("object has no apiVersion and kind")
+	}
+	gv, err := schema.ParseGroupVersion(tm.APIVersion)
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("apiVersion %q: %w", tm.APIVersion, err)
+	}
+	return gv.WithKind(tm.Kind), nil
 }

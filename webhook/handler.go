@@ -140,14 +140,11 @@ func requestObject(req *admissionv1.AdmissionRequest) (schema.GroupVersionKind, 
 	if gvk.Kind != "" && gvk.Version != "" {
 		return gvk, raw, nil
 	}
-	var tm metav1.TypeMeta
-	if err := json.Unmarshal(raw, &tm); err != nil {
-		return gvk, nil, fmt.Errorf("request object: %w", err)
+	gvk, err := hooks.ObjectGVK(raw)
+	if err != nil {
+		return gvk, nil, fmt.Errorf("request has no kind, and its object: %w", err)
 	}
-	if tm.Kind == "" || tm.APIVersion == "" {
-		return gvk, nil, errors.New("request has no kind, and its object has no apiVersion and kind")
-	}
-	return tm.GroupVersionKind(), raw, nil
+	return gvk, raw, nil
 }
 
 // requestTimeout returns the smaller of def and the ?timeout= duration kube-apiserver sends.

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# test.sh runs every check and test of synchook on a fresh machine: it installs what the tests
+# need (golangci-lint from the Go module proxy, kube-apiserver + etcd built from the Go module
+# proxy by hack/envtest-assets.sh), then runs gofmt, go vet, golangci-lint, the unit tests (with
+# the race detector) and the end-to-end tests against a real kube-apiserver.
+#
+# Environment: SKIP_LINT=1 skips golangci-lint; GO_TEST_FLAGS adds flags to go test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GOLANGCI_LINT_VERSION=v2.15.0
+export GOFLAGS=${GOFLAGS:--buildvcs=false}
+BIN="$PWD/bin"
+mkdir -p "$BIN"
+step() { printf '\n==> %s\n' "$*" >&2; }
+start=$(date +%s)
+
+step "tools"
+if ! "$BIN/golangci-lint" version 2>/dev/null | grep -q "version ${GOLANGCI_LINT_VERSION#v}"; then
+  GOBIN="$BIN" go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
+fi
+KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh | tail -n 1)
+export KUBEBUILDER_ASSETS
+echo "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS" >&2
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1
+fi
+
+step "go vet"
+go vet ./...
+
+if [ "${SKIP_LINT:-}" != 1 ]; then
+  step "golangci-lint $GOLANGCI_LINT_VERSION"
+  "$BIN/golangci-lint" run ./...
+fi
+
+step "unit tests (race detector)"
+go test -race -count=1 ${GO_TEST_FLAGS:-} $(go list ./... | grep -v -e /e2e -e /internal/testenv)
+
+step "end-to-end tests (real kube-apiserver + etcd)"
+go test -count=1 -timeout 20m ${GO_TEST_FLAGS:-} ./e2e/... .
+
+step "all passed in $(( $(date +%s) - start ))s"

@@ -1,0 +1,208 @@
+// Command synchook is a sidecar that runs hooks on the objects a virtual-cluster syncer
+// (vcluster first) writes to the host cluster and reads back, served as a Kubernetes mutating
+// admission webhook that answers with RFC 6902 JSON Patches.
+//
+//	synchook serve  [flags]                      run the sidecar
+//	synchook mutate --type T -f obj.yaml [flags] offline dry run: print the patch and the result
+//
+// Add your own Go hooks in registerGoHooks below.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/sidecar"
+	"github.com/synchook/synchook/webhook"
+)
+
+// registerGoHooks is where compiled Go hooks are added; they run after the config's hooks.
+// Example: return reg.Register(myhooks.NewPodHook())
+func registerGoHooks(reg *hooks.Registry) error {
+	_ = reg
+	return nil
+}
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2 // bad flags or invalid configuration
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stderr)
+	case "mutate":
+		return mutate(args[1:], stdin, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "synchook: unknown command %q (valid: serve, mutate; see synchook --help)\n", args[0])
+		return exitUsage
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `synchook runs hooks on the objects a vcluster syncer writes and reads, as a mutating
+admission webhook that answers with JSON Patches.
+
+Usage:
+  synchook serve  [flags]                          run the sidecar
+  synchook mutate --type HOOKTYPE -f FILE [flags]  offline dry run: print the JSON Patch and the result
+
+Hook types: `+hooks.ValidHookTypes()+`
+
+Flags of serve:
+`)
+	fs, _ := serveFlags()
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprint(w, "\nFlags of mutate:\n")
+	mfs, _ := mutateFlags()
+	mfs.SetOutput(w)
+	mfs.PrintDefaults()
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func serveFlags() (*flag.FlagSet, *sidecar.Options) {
+	opts := &sidecar.Options{}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&opts.ConfigFile, "config", "", "path of the YAML hook config; empty: the SYNCHOOK_CONFIG env var, else the built-in default (label synchook.io/hooked=true on pods for CreatePhysical, UpdatePhysical)")
+	fs.StringVar(&opts.Webhook.BindAddress, "bind-address", webhook.DefaultBindAddress, "host:port of the HTTPS listener")
+	fs.StringVar(&opts.Webhook.ProbeBindAddress, "health-probe-bind-address", webhook.DefaultProbeBindAddress, "host:port of the plain-HTTP /healthz and /readyz listener for kubelet probes; \"0\" disables it")
+	fs.StringVar(&opts.CertDir, "cert-dir", sidecar.DefaultCertDir, "directory of the generated CA and serving cert (tls.crt, tls.key, ca.crt); tls.crt+tls.key without ca.key there are used as they are")
+	fs.Var((*stringList)(&opts.CertDNSNames), "cert-dns-name", "extra DNS name (or IP) for the generated serving cert, on top of localhost, 127.0.0.1, ::1; repeatable")
+	fs.StringVar(&opts.TLSCertFile, "tls-cert-file", "", "user-supplied serving cert (PEM), used as it is; needs --tls-key-file")
+	fs.StringVar(&opts.TLSKeyFile, "tls-key-file", "", "user-supplied serving key (PEM)")
+	fs.Int64Var(&opts.Webhook.MaxRequestBytes, "max-request-bytes", webhook.DefaultMaxRequestBytes, "largest request body in bytes; larger ones get 413")
+	fs.DurationVar(&opts.Webhook.RequestTimeout, "request-timeout", webhook.DefaultRequestTimeout, "time one request may spend in its hook chain")
+	return fs, opts
+}
+
+func serve(args []string, stderr io.Writer) int {
+	fs, opts := serveFlags()
+	fs.SetOutput(stderr)
+	zopts := zap.Options{}
+	zopts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	log := zap.New(zap.UseFlagOptions(&zopts), zap.WriteTo(stderr))
+	ctrl.SetLogger(log)
+	opts.Log = log
+	opts.Register = registerGoHooks
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := sidecar.Serve(ctx, *opts); err != nil {
+		log.Error(err, "synchook stopped")
+		fmt.Fprintf(stderr, "synchook: %v\n", err)
+		if errors.Is(err, sidecar.ErrConfig) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	log.Info("synchook stopped")
+	return exitOK
+}
+
+type mutateOptions struct {
+	configFile, file, hookType string
+	timeout                    time.Duration
+}
+
+func mutateFlags() (*flag.FlagSet, *mutateOptions) {
+	o := &mutateOptions{}
+	fs := flag.NewFlagSet("mutate", flag.ContinueOnError)
+	fs.StringVar(&o.configFile, "config", "", "path of the YAML hook config; empty: the SYNCHOOK_CONFIG env var, else the built-in default")
+	fs.StringVar(&o.file, "f", "", "the object, YAML or JSON, with apiVersion and kind; - reads stdin (required)")
+	fs.StringVar(&o.hookType, "type", "", "the hook type to run (required): "+hooks.ValidHookTypes())
+	fs.DurationVar(&o.timeout, "timeout", webhook.DefaultRequestTimeout, "time the hook chain may take")
+	return fs, o
+}
+
+func mutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, o := mutateFlags()
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "synchook mutate: "+format+"\n", a...)
+		return code
+	}
+	if o.file == "" || o.hookType == "" {
+		return fail(exitUsage, "-f and --type are required")
+	}
+	hookType, err := hooks.ParseHookType(o.hookType)
+	if err != nil {
+		return fail(exitUsage, "--type: %v", err)
+	}
+	var data []byte
+	if o.file == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(o.file)
+	}
+	if err != nil {
+		return fail(exitFailed, "read object: %v", err)
+	}
+	objectJSON, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return fail(exitFailed, "%s is not YAML or JSON: %v", o.file, err)
+	}
+	reg, err := sidecar.BuildRegistry(o.configFile, os.Getenv, registerGoHooks, ctrl.Log)
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	res, err := sidecar.Mutate(context.Background(), reg, hookType, objectJSON, o.timeout)
+	if err != nil {
+		return fail(exitFailed, "%v", err)
+	}
+	patchText := "[]"
+	if res.Patch != nil {
+		patchText = string(res.Patch)
+	}
+	result, err := yaml.JSONToYAML(res.Object)
+	if err != nil {
+		return fail(exitFailed, "render result: %v", err)
+	}
+	fmt.Fprintf(stdout, "# JSON Patch (%s, %d hooks ran)\n%s\n---\n# Result\n%s", hookType, res.Hooks, patchText, result)
+	return exitOK
+}
+
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
