@@ -79,7 +79,7 @@ Hook types: `+hooks.ValidHookTypes()+`
 
 Flags of serve:
 `)
-	fs, _ := serveFlags()
+	fs, _, _ := serveFlags()
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fmt.Fprint(w, "\nFlags of mutate:\n")
@@ -93,8 +93,9 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-func serveFlags() (*flag.FlagSet, *sidecar.Options) {
+func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
 	opts := &sidecar.Options{}
+	zopts := &zap.Options{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&opts.ConfigFile, "config", "", "path of the YAML hook config; empty: the SYNCHOOK_CONFIG env var, else the built-in default (label synchook.io/hooked=true on pods for CreatePhysical, UpdatePhysical)")
 	fs.StringVar(&opts.Webhook.BindAddress, "bind-address", webhook.DefaultBindAddress, "host:port of the HTTPS listener")
@@ -105,18 +106,17 @@ func serveFlags() (*flag.FlagSet, *sidecar.Options) {
 	fs.StringVar(&opts.TLSKeyFile, "tls-key-file", "", "user-supplied serving key (PEM)")
 	fs.Int64Var(&opts.Webhook.MaxRequestBytes, "max-request-bytes", webhook.DefaultMaxRequestBytes, "largest request body in bytes; larger ones get 413")
 	fs.DurationVar(&opts.Webhook.RequestTimeout, "request-timeout", webhook.DefaultRequestTimeout, "time one request may spend in its hook chain")
-	return fs, opts
+	zopts.BindFlags(fs)
+	return fs, opts, zopts
 }
 
 func serve(args []string, stderr io.Writer) int {
-	fs, opts := serveFlags()
+	fs, opts, zopts := serveFlags()
 	fs.SetOutput(stderr)
-	zopts := zap.Options{}
-	zopts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	log := zap.New(zap.UseFlagOptions(&zopts), zap.WriteTo(stderr))
+	log := zap.New(zap.UseFlagOptions(zopts), zap.WriteTo(stderr))
 	ctrl.SetLogger(log)
 	opts.Log = log
 	opts.Register = registerGoHooks
@@ -196,7 +196,7 @@ func mutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitFailed, "render result: %v", err)
 	}
-	fmt.Fprintf(stdout, "# JSON Patch (%s, %d hooks ran)\n%s\n---\n# Result\n%s", hookType, res.Hooks, patchText, result)
+	fmt.Fprintf(stdout, "# JSON Patch (%s, hooks run: %d)\n%s\n---\n# Result\n%s", hookType, res.Hooks, patchText, result)
 	return exitOK
 }
 

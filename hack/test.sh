@@ -41,6 +41,6 @@ step "unit tests (race detector)"
 go test -race -count=1 ${GO_TEST_FLAGS:-} $(go list ./... | grep -v -e /e2e -e /internal/testenv)
 
 step "end-to-end tests (real kube-apiserver + etcd)"
-go test -count=1 -timeout 20m ${GO_TEST_FLAGS:-} ./e2e/... .
+go test -count=1 -timeout 20m ${GO_TEST_FLAGS:-} ./e2e/...
 
 step "all passed in $(( $(date +%s) - start ))s"

@@ -203,8 +203,10 @@ func (c *chain) exec(ctx context.Context, obj client.Object) (client.Object, err
 		return o.obj, o.err
 	case <-ctx.Done():
 		h := c.hooks[running.Load()]
-		return nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK,
-			Err: fmt.Errorf("abandoned, still running when the request ended: %w", ctx.Err())}
+		return nil, &HookError{
+			Hook: h.name, Type: c.key.Type, GVK: c.key.GVK,
+			Err: fmt.Errorf("abandoned, still running when the request ended: %w", ctx.Err()),
+		}
 	}
 }
 

@@ -28,27 +28,35 @@ func (h allEight) rec(t hooks.HookType, o client.Object) (client.Object, error) 
 	*h.called = append(*h.called, t)
 	return o, nil
 }
+
 func (h allEight) MutateCreatePhysical(_ context.Context, o client.Object) (client.Object, error) {
 	return h.rec(hooks.CreatePhysical, o)
 }
+
 func (h allEight) MutateUpdatePhysical(_ context.Context, o client.Object) (client.Object, error) {
 	return h.rec(hooks.UpdatePhysical, o)
 }
+
 func (h allEight) MutateDeletePhysical(_ context.Context, o client.Object) (client.Object, error) {
 	return h.rec(hooks.DeletePhysical, o)
 }
+
 func (h allEight) MutateGetPhysical(_ context.Context, o client.Object) (client.Object, error) {
 	return h.rec(hooks.GetPhysical, o)
 }
+
 func (h allEight) MutateCreateVirtual(_ context.Context, o client.Object) (client.Object, error) {
 	return h.rec(hooks.CreateVirtual, o)
 }
+
 func (h allEight) MutateUpdateVirtual(_ context.Context, o client.Object) (client.Object, error) {
 	return h.rec(hooks.UpdateVirtual, o)
 }
+
 func (h allEight) MutateDeleteVirtual(_ context.Context, o client.Object) (client.Object, error) {
 	return h.rec(hooks.DeleteVirtual, o)
 }
+
 func (h allEight) MutateGetVirtual(_ context.Context, o client.Object) (client.Object, error) {
 	return h.rec(hooks.GetVirtual, o)
 }

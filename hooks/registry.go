@@ -91,7 +91,7 @@ func (r *Registry) Register(h ClientHook) error {
 		key := Key{GVK: gvk, Type: e.typ}
 		c := r.chains[key]
 		if c == nil {
-			c = &chain{key: key, newObject: r.objectFactory(gvk)}
+			c = &chain{key: key, newObject: func() client.Object { return r.NewObject(gvk) }}
 			r.chains[key] = c
 		}
 		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn})
@@ -154,23 +154,17 @@ func (r *Registry) resolveGVK(obj client.Object) (schema.GroupVersionKind, error
 	return gvk, nil
 }
 
-// objectFactory returns the constructor of the object a chain decodes into.
-func (r *Registry) objectFactory(gvk schema.GroupVersionKind) func() client.Object {
-	if r.scheme.Recognizes(gvk) {
-		if probe, err := r.scheme.New(gvk); err == nil {
-			if _, ok := probe.(client.Object); ok {
-				return func() client.Object {
-					obj, _ := r.scheme.New(gvk) // cannot fail: probed above
-					return obj.(client.Object)
-				}
-			}
+// NewObject returns an empty object of gvk to decode into: the scheme's typed object when the
+// scheme knows gvk, else an *unstructured.Unstructured with apiVersion and kind set.
+func (r *Registry) NewObject(gvk schema.GroupVersionKind) client.Object {
+	if obj, err := r.scheme.New(gvk); err == nil {
+		if co, ok := obj.(client.Object); ok {
+			return co
 		}
 	}
-	return func() client.Object {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		return u
-	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
 }
 
 // Has reports whether any hook is registered for (gvk, t). It is the transports' fast path:

@@ -122,11 +122,15 @@ func applyOne(doc []byte, op Operation, opts *jsonpatchapply.ApplyOptions) ([]by
 	return p.ApplyWithOptions(doc, opts)
 }
 
-// ForbiddenPaths are the JSON Pointers that identify an object; no patch may touch them or a
+// forbiddenPaths are the JSON Pointers that identify an object; no patch may touch them or a
 // parent of them.
-var ForbiddenPaths = []string{"/apiVersion", "/kind", "/metadata/name", "/metadata/namespace", "/metadata/uid"}
+var forbiddenPaths = [...]string{"/apiVersion", "/kind", "/metadata/name", "/metadata/namespace", "/metadata/uid"}
 
-// ForbiddenPathError is returned by Guard for an operation that touches one of ForbiddenPaths.
+// ForbiddenPaths returns a copy of the JSON Pointers that identify an object and that no patch
+// may touch: /apiVersion, /kind, /metadata/name, /metadata/namespace, /metadata/uid.
+func ForbiddenPaths() []string { return forbiddenPaths[:] }
+
+// ForbiddenPathError is returned by Guard for an operation that touches one of ForbiddenPaths().
 type ForbiddenPathError struct {
 	// Hook names the hook that made the change, when known.
 	Hook string
@@ -154,19 +158,21 @@ var ErrForbiddenPath = errors.New("patch touches a protected path")
 func (e *ForbiddenPathError) Is(target error) bool { return target == ErrForbiddenPath }
 
 // Guard returns a *ForbiddenPathError for the first operation that targets one of
-// ForbiddenPaths, one of their parents (e.g. "replace /metadata") or the whole document, and nil
+// ForbiddenPaths(), one of their parents (e.g. "replace /metadata") or the whole document, and nil
 // when there is none. hook is put in the error to name who made the change; it may be empty.
 func Guard(hook string, ops []Operation) error {
 	for _, op := range ops {
-		if field := touchesForbidden(op.Path); field != "" {
+		if field := ProtectedField(op.Path); field != "" {
 			return &ForbiddenPathError{Hook: hook, Op: op.Operation, Path: op.Path, Field: field}
 		}
 	}
 	return nil
 }
 
-func touchesForbidden(path string) string {
-	for _, f := range ForbiddenPaths {
+// ProtectedField returns the forbidden path that an operation on the JSON Pointer path would
+// touch (path itself, a child of path, or everything for the root ""), or "" when none.
+func ProtectedField(path string) string {
+	for _, f := range forbiddenPaths {
 		if path == f || path == "" || strings.HasPrefix(f, path+"/") {
 			return f
 		}

@@ -1,0 +1,150 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/synchook/synchook/hooks"
+)
+
+// Strip are the settings of the strip hook: the fields to remove from every object.
+type Strip struct {
+	// Paths are RFC 6901 JSON Pointers (e.g. "/status/hostIP",
+	// "/metadata/annotations/example.com~1owner", "/spec/containers/1"), removed in order. A
+	// path whose field (or a parent of it) does not exist is skipped.
+	Paths []string `json:"paths"`
+}
+
+// StripFunc returns the mutate function of the strip hook. It fails when a path is not a JSON
+// Pointer or points to a protected field (see CheckStripPath); the errors of all bad paths are
+// joined.
+//
+// An *unstructured.Unstructured is changed in place. A typed object is converted to its
+// unstructured form, stripped, and converted back into a new object of the same Go type, which
+// is returned; when no path matched, the object is returned untouched.
+func StripFunc(s Strip) (hooks.MutateFunc, error) {
+	var (
+		paths [][]string
+		errs  []error
+	)
+	for _, p := range s.Paths {
+		tokens, err := parseStripPath(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		paths = append(paths, tokens)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return func(_ context.Context, obj client.Object) (client.Object, error) {
+		if u, ok := obj.(runtime.Unstructured); ok {
+			content := u.UnstructuredContent()
+			if removeAll(content, paths) {
+				u.SetUnstructuredContent(content)
+			}
+			return obj, nil
+		}
+		return stripTyped(obj, paths)
+	}, nil
+}
+
+// stripTyped removes paths from a typed object through its unstructured form.
+func stripTyped(obj client.Object, paths [][]string) (client.Object, error) {
+	t := reflect.TypeOf(obj)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("strip: cannot handle %T: want a pointer to a struct or an Unstructured", obj)
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("strip: convert %T to unstructured: %w", obj, err)
+	}
+	if !removeAll(content, paths) {
+		return obj, nil
+	}
+	out, ok := reflect.New(t.Elem()).Interface().(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("strip: new %s is not a client.Object", t.Elem())
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, out); err != nil {
+		return nil, fmt.Errorf("strip: convert unstructured back to %T: %w", obj, err)
+	}
+	return out, nil
+}
+
+// removeAll removes every path from doc, in order, and reports whether anything was removed.
+func removeAll(doc map[string]any, paths [][]string) bool {
+	removed := false
+	for _, tokens := range paths {
+		if _, ok := remove(doc, tokens); ok {
+			removed = true
+		}
+	}
+	return removed
+}
+
+// remove removes the value at tokens (at least one) below node and returns the node to keep in
+// its place (a new slice when an array element was removed; maps change in place) and whether
+// a value was removed. A missing key, an index out of range or not a number, or a parent that
+// is not an object or array all mean that there is nothing to remove.
+func remove(node any, tokens []string) (any, bool) {
+	tok, rest := tokens[0], tokens[1:]
+	switch n := node.(type) {
+	case map[string]any:
+		child, ok := n[tok]
+		if !ok {
+			return node, false
+		}
+		if len(rest) == 0 {
+			delete(n, tok)
+			return n, true
+		}
+		newChild, removed := remove(child, rest)
+		if removed {
+			n[tok] = newChild
+		}
+		return n, removed
+	case []any:
+		i, ok := arrayIndex(tok, len(n))
+		if !ok {
+			return node, false
+		}
+		if len(rest) == 0 {
+			out := make([]any, 0, len(n)-1)
+			out = append(out, n[:i]...)
+			return append(out, n[i+1:]...), true
+		}
+		newChild, removed := remove(n[i], rest)
+		if removed {
+			n[i] = newChild
+		}
+		return n, removed
+	default:
+		return node, false
+	}
+}
+
+// arrayIndex parses an RFC 6901 array index (digits, no leading zero) and checks it is below
+// n. "-" (past the end) and anything else are not an element.
+func arrayIndex(tok string, n int) (int, bool) {
+	if tok == "" || (len(tok) > 1 && tok[0] == '0') {
+		return 0, false
+	}
+	for _, c := range []byte(tok) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	i, err := strconv.Atoi(tok)
+	if err != nil || i >= n {
+		return 0, false
+	}
+	return i, true
+}

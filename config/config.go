@@ -1,0 +1,163 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/synchook/synchook/builtin"
+	"github.com/synchook/synchook/hooks"
+)
+
+// ErrInvalid is wrapped by every error about the content of a config (syntax, unknown keys,
+// validation, registration of its hooks), so that callers can tell a bad config (exit code 2)
+// from other failures with errors.Is.
+var ErrInvalid = errors.New("invalid synchook config")
+
+// Config is synchook's configuration: the built-in hooks to register, in order.
+type Config struct {
+	// Hooks are the hook entries; each registers one hook per resource.
+	Hooks []Hook `json:"hooks"`
+}
+
+// Hook is one entry of the config: one built-in hook (labels or strip, exactly one), the
+// resources and hook types it runs on and an optional filter.
+type Hook struct {
+	// Name is the hook's name; empty means "labels-<index>" or "strip-<index>".
+	Name string `json:"name,omitempty"`
+	// Resources are the kinds of object the hook handles.
+	Resources []Resource `json:"resources"`
+	// Types are the hook types the hook runs on.
+	Types []hooks.HookType `json:"types"`
+	// Namespaces, when set, limits the hook to objects in these namespaces.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// ObjectSelector, when set, limits the hook to objects whose labels match it.
+	ObjectSelector *metav1.LabelSelector `json:"objectSelector,omitempty"`
+	// Labels are the settings of the labels hook.
+	Labels *builtin.Labels `json:"labels,omitempty"`
+	// Strip are the settings of the strip hook.
+	Strip *builtin.Strip `json:"strip,omitempty"`
+}
+
+// Resource names a kind of object by apiVersion ("v1", "apps/v1", "example.com/v1alpha1") and
+// kind ("Pod").
+type Resource struct {
+	// APIVersion is "<group>/<version>", or "<version>" for the core group.
+	APIVersion string `json:"apiVersion"`
+	// Kind is the kind, in the case the API uses ("Pod", "Deployment").
+	Kind string `json:"kind"`
+}
+
+// GroupVersionKind returns the GVK of r. It fails when apiVersion cannot be parsed.
+func (r Resource) GroupVersionKind() (schema.GroupVersionKind, error) {
+	gv, err := schema.ParseGroupVersion(r.APIVersion)
+	if err != nil {
+		return schema.GroupVersionKind{}, err
+	}
+	return gv.WithKind(r.Kind), nil
+}
+
+// String returns "<apiVersion> <kind>", e.g. "apps/v1 Deployment".
+func (r Resource) String() string { return r.APIVersion + " " + r.Kind }
+
+// DefaultHookName is the name of the hook in Default.
+const DefaultHookName = "default-labels"
+
+// DefaultLabel is the label that the Default config adds to Pods.
+const DefaultLabel = "synchook.io/hooked"
+
+// Default returns the config used when none is given: one labels hook, "default-labels", that
+// adds the label synchook.io/hooked: "true" to v1 Pods on CreatePhysical and UpdatePhysical,
+// so that Pods written to the host cluster through synchook can be told apart.
+func Default() *Config {
+	return &Config{Hooks: []Hook{{
+		Name:      DefaultHookName,
+		Resources: []Resource{{APIVersion: "v1", Kind: "Pod"}},
+		Types:     []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical},
+		Labels:    &builtin.Labels{Labels: map[string]string{DefaultLabel: "true"}},
+	}}}
+}
+
+// kindOfHook returns "labels" or "strip", or "hook" when the entry sets neither or both.
+func (h *Hook) kindOfHook() string {
+	switch {
+	case h.Labels != nil && h.Strip == nil:
+		return "labels"
+	case h.Strip != nil && h.Labels == nil:
+		return "strip"
+	default:
+		return "hook"
+	}
+}
+
+// name returns the entry's name, or its default for index i.
+func (h *Hook) name(i int) string {
+	if h.Name != "" {
+		return h.Name
+	}
+	return h.kindOfHook() + "-" + strconv.Itoa(i)
+}
+
+// hookNames returns the names that entry i registers, one per resource: the entry name, or
+// "<name>/<Kind>" when it has several resources.
+func (h *Hook) hookNames(i int) []string {
+	name := h.name(i)
+	if len(h.Resources) <= 1 {
+		return []string{name}
+	}
+	names := make([]string, len(h.Resources))
+	for j, r := range h.Resources {
+		names[j] = name + "/" + r.Kind
+	}
+	return names
+}
+
+// Build validates c against the registry's scheme and registers one hook per (entry, resource)
+// in config order. The resource of a hook is the scheme's typed object when the scheme knows
+// the kind, else an *unstructured.Unstructured with apiVersion and kind set. Errors wrap
+// ErrInvalid; when registration fails part-way (e.g. a name that main already registered), the
+// hooks before the failing one stay registered.
+func (c *Config) Build(reg *hooks.Registry) error {
+	if err := c.validate(reg.Scheme()); err != nil {
+		return err
+	}
+	for i := range c.Hooks {
+		h := &c.Hooks[i]
+		fn, err := h.mutateFunc()
+		if err != nil { // validate checked all of this; kept for safety
+			return fmt.Errorf("%w: hooks[%d]: %w", ErrInvalid, i, err)
+		}
+		names := h.hookNames(i)
+		for j, r := range h.Resources {
+			gvk, err := r.GroupVersionKind()
+			if err != nil {
+				return fmt.Errorf("%w: hooks[%d].resources[%d]: %w", ErrInvalid, i, j, err)
+			}
+			hook := builtin.New(names[j], reg.NewObject(gvk), h.Types, fn)
+			if err := reg.Register(hook); err != nil {
+				return fmt.Errorf("%w: hooks[%d].resources[%d]: %w", ErrInvalid, i, j, err)
+			}
+		}
+	}
+	return nil
+}
+
+// mutateFunc builds the entry's mutate function, filter included.
+func (h *Hook) mutateFunc() (hooks.MutateFunc, error) {
+	var fn hooks.MutateFunc
+	switch {
+	case h.Labels != nil && h.Strip == nil:
+		fn = builtin.LabelsFunc(*h.Labels)
+	case h.Strip != nil && h.Labels == nil:
+		var err error
+		if fn, err = builtin.StripFunc(*h.Strip); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, errors.New("exactly one of labels or strip is required")
+	}
+	return builtin.Filtered(builtin.Filter{Namespaces: h.Namespaces, ObjectSelector: h.ObjectSelector}, fn)
+}

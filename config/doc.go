@@ -1,0 +1,70 @@
+// Package config reads synchook's configuration: which of the built-in hooks (package
+// builtin) run on which resources and hook types, and with which settings.
+//
+// The config is YAML, read from the file given with --config or, when there is none, from the
+// SYNCHOOK_CONFIG environment variable holding the YAML itself (the way plugin.yaml passes it
+// to the sidecar); with neither, Default is used. Load picks the source and reports which one
+// it used.
+//
+//	hooks:
+//	  - name: team-labels            # unique; default "<kind-of-hook>-<index>" e.g. labels-0
+//	    resources:                   # one or more
+//	      - apiVersion: v1
+//	        kind: Pod
+//	    types: [CreatePhysical, UpdatePhysical]
+//	    namespaces: [team-a]         # optional
+//	    objectSelector:              # optional, metav1.LabelSelector
+//	      matchLabels: {sync: "yes"}
+//	    labels:                      # exactly one of labels / strip
+//	      labels: {team: a}
+//	      annotations: {owner: "team-a"}
+//	  - name: strip-host-annotations
+//	    resources: [{apiVersion: v1, kind: Pod}]
+//	    types: [GetPhysical, UpdateVirtual]
+//	    strip:
+//	      paths: ["/metadata/annotations/host.example.com~1internal", "/status/hostIP"]
+//
+// Fields of an entry of hooks:
+//
+//   - name: the hook name shown in capabilities, logs and errors. Letters, digits, '-', '_'
+//     and '.'; unique. Default: "labels-<index>" or "strip-<index>", the index being the
+//     entry's position in the list. An entry with several resources registers one hook per
+//     resource, named "<name>/<Kind>".
+//   - resources: apiVersion and kind of the objects to hook. Kinds the scheme knows (v1 Pod,
+//     apps/v1 Deployment, …) are decoded into their Go types; kinds of groups the scheme does
+//     not know are custom resources and are handled as unstructured JSON. A kind the scheme does
+//     not know in a group/version it does know (v1 Pdo) is an error, as is an unknown version of
+//     a known group (apps/v2) and a list kind (v1 PodList).
+//   - types: hook types, the exact wire strings CreatePhysical, UpdatePhysical,
+//     DeletePhysical, GetPhysical, CreateVirtual, UpdateVirtual, DeleteVirtual, GetVirtual.
+//   - namespaces: only objects in these namespaces are changed (for the *Physical types that
+//     is the host namespace); cluster-scoped objects never match. Leave it out for all.
+//   - objectSelector: only objects whose labels match are changed, as a webhook's
+//     objectSelector; leave it out (or use {}) for all.
+//   - labels: labels and annotations to add or overwrite (builtin.Labels). At least one.
+//   - strip: RFC 6901 JSON Pointers of the fields to remove (builtin.Strip); "~1" stands for
+//     "/" and "~0" for "~" in a key. Missing fields are skipped. apiVersion, kind,
+//     metadata.name, metadata.namespace and metadata.uid (and their parents) cannot be
+//     stripped.
+//
+// Within a chain, config hooks run in config order; Go hooks that main registers before or
+// after calling Build run before or after them.
+//
+// The config is checked strictly: unknown or misspelled keys (keys are case-sensitive),
+// duplicate keys, unknown hook types and resources, malformed JSON Pointers, invalid label
+// keys and values and invalid selectors are all errors that name where they are, e.g.
+//
+//	hooks[0].types[1]: unknown hook type "CreatPhysical" (valid: CreatePhysical, …)
+//
+// and every such error wraps ErrInvalid. An empty config, or "hooks: []", has no hooks: that
+// is how to turn off the default.
+//
+// The default, used when neither the file nor the environment variable is set, is one hook:
+//
+//	hooks:
+//	  - name: default-labels
+//	    resources: [{apiVersion: v1, kind: Pod}]
+//	    types: [CreatePhysical, UpdatePhysical]
+//	    labels:
+//	      labels: {synchook.io/hooked: "true"}
+package config

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/synchook/synchook/internal/testenv"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, strings.NewReader(""), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestMutatePrintsThePatchAndTheResult(t *testing.T) {
+	t.Setenv("SYNCHOOK_CONFIG", "")
+	code, out, errOut := runCLI(t, "mutate", "--type", "CreatePhysical", "-f", "examples/pod.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		`[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"}]`,
+		`synchook.io/hooked: "true"`,
+		"app: web",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestBadInputExitsTwoNamingWhatWasWrong(t *testing.T) {
+	t.Setenv("SYNCHOOK_CONFIG", "")
+	dir := t.TempDir()
+	typo := filepath.Join(dir, "typo.yaml")
+	os.WriteFile(typo, []byte("hooks:\n  - resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labls: {labels: {a: b}}\n"), 0o600)
+	badType := filepath.Join(dir, "type.yaml")
+	os.WriteFile(badType, []byte("hooks:\n  - resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatPhysical]\n    labels: {labels: {a: b}}\n"), 0o600)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a config key typo", []string{"mutate", "--type", "CreatePhysical", "-f", "examples/pod.yaml", "--config", typo}, `unknown field "labls"`},
+		{"an unknown hook type in config", []string{"mutate", "--type", "CreatePhysical", "-f", "examples/pod.yaml", "--config", badType}, `unknown hook type "CreatPhysical"`},
+		{"an unknown hook type flag", []string{"mutate", "--type", "ApplyPhysical", "-f", "examples/pod.yaml"}, "valid: CreatePhysical"},
+		{"a config typo stops serve", []string{"serve", "--config", typo, "--health-probe-bind-address", "0"}, `unknown field "labls"`},
+		{"an unknown command", []string{"srve"}, `unknown command "srve"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+" exits 2", func(t *testing.T) {
+			code, _, errOut := runCLI(t, tc.args...)
+			if code != 2 || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut, tc.want)
+			}
+		})
+	}
+}
+
+func TestHelpDocumentsEveryFlag(t *testing.T) {
+	code, out, _ := runCLI(t, "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, flag := range []string{"-config", "-bind-address", "-cert-dir", "-cert-dns-name", "-health-probe-bind-address", "-type", "-f ", "-zap-log-level", `(default "127.0.0.1:9443")`} {
+		if !strings.Contains(out, flag) {
+			t.Errorf("--help lacks %s", flag)
+		}
+	}
+}
+
+// TestServeQuickstart runs the real binary as README's quickstart does: default config, its own
+// certs, the example AdmissionReview; then SIGTERM must exit 0.
+func TestServeQuickstart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "synchook")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	port, probe := testenv.FreePort(t), testenv.FreePort(t)
+	certDir := filepath.Join(dir, "certs")
+	cmd := exec.Command(bin, "serve", "--cert-dir", certDir,
+		"--bind-address", fmt.Sprintf("127.0.0.1:%d", port), "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe))
+	cmd.Env = append(os.Environ(), "SYNCHOOK_CONFIG=")
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	var hc *http.Client
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if caPEM, err := os.ReadFile(filepath.Join(certDir, "ca.crt")); err == nil {
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM(caPEM)
+			hc = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+			if resp, err := hc.Get(fmt.Sprintf("https://localhost:%d/readyz", port)); err == nil {
+				resp.Body.Close()
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sidecar not ready:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", probe)); err != nil || resp.StatusCode != 200 {
+		t.Errorf("probe listener /healthz: %v", err)
+	}
+
+	body, _ := os.ReadFile("examples/pod-review.json")
+	resp, err := hc.Post(fmt.Sprintf("https://localhost:%d/mutate/CreatePhysical", port), "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var review admissionv1.AdmissionReview
+	err = json.NewDecoder(resp.Body).Decode(&review)
+	resp.Body.Close()
+	if err != nil || review.Response == nil {
+		t.Fatalf("decode response: %v", err)
+	}
+	if !review.Response.Allowed || review.Response.UID != "2f4a1f60-1d1e-4c5b-9a0e-6d7b2f1c0a01" ||
+		string(review.Response.Patch) != `[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"}]` {
+		t.Errorf("response = %+v, patch %s", review.Response, review.Response.Patch)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("after SIGTERM: %v\n%s", err, logs.String())
+	}
+	if !strings.Contains(logs.String(), `"patchOperations":1`) {
+		t.Errorf("no structured request log line:\n%s", logs.String())
+	}
+}
