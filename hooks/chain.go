@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,11 +28,19 @@ type Result struct {
 	Patch []byte
 	// Operations is the number of operations in Patch.
 	Operations int
-	// Object is the request object with Patch applied (the request bytes themselves when
-	// nothing changed).
-	Object []byte
 	// Hooks is the number of hooks that ran.
 	Hooks int
+
+	raw []byte
+}
+
+// Object returns the request object with Patch applied: the request bytes themselves when
+// nothing changed. It is computed on each call; the admission transport never needs it.
+func (r Result) Object() ([]byte, error) {
+	if r.Patch == nil {
+		return r.raw, nil
+	}
+	return patch.Apply(r.raw, r.Patch)
 }
 
 // HookError is returned by Run when a hook fails: it returned an error, panicked, outlived the
@@ -117,38 +126,41 @@ func StatusCode(err error) int32 {
 // Errors: *DecodeError for malformed input; *HookError (naming hook, type and kind) when a hook
 // fails, panics, changes apiVersion, kind, name, namespace or uid, returns another kind, or is
 // still running when ctx ends — the hook is then abandoned and never waited for.
-func (r *Registry) Run(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) (*Result, error) {
+func (r *Registry) Run(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
+	if r.listChain(gvk, t) != nil { // a list of a hooked kind is a batch: list.go
+		return r.runList(ctx, gvk, t, raw)
+	}
 	c := r.chains[Key{GVK: gvk, Type: t}]
 	if c == nil {
-		return &Result{Object: raw}, nil
+		return Result{raw: raw}, nil
 	}
 	obj := c.newObject()
 	if err := decode(raw, obj); err != nil {
-		return nil, &DecodeError{GVK: gvk, Err: err}
+		return Result{}, &DecodeError{GVK: gvk, Err: err}
 	}
 	before, err := json.Marshal(obj)
 	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", gvk.Kind, err)
+		return Result{}, fmt.Errorf("encode %s: %w", gvk.Kind, err)
 	}
 	out, err := c.exec(ctx, obj)
 	if err != nil {
-		return nil, err
+		return Result{}, err
 	}
 	after, err := json.Marshal(out)
 	if err != nil {
-		return nil, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
+		return Result{}, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
 	}
-	res := &Result{Object: raw, Hooks: len(c.hooks)}
-	ops, err := patch.Create(before, after)
-	if err != nil || len(ops) == 0 {
-		return res, err
+	res := Result{raw: raw, Hooks: len(c.hooks)}
+	if bytes.Equal(before, after) {
+		return res, nil
 	}
+	ops := patch.DiffMarshaled(before, after)
 	if err := patch.Guard(c.names(), ops); err != nil {
-		return nil, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
+		return Result{}, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
 	}
-	res.Patch, res.Operations, res.Object, err = patch.Rebase(raw, ops)
+	res.Patch, res.Operations, err = patch.Rebase(raw, ops)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.key, err)
+		return Result{}, fmt.Errorf("%s: %w", c.key, err)
 	}
 	return res, nil
 }

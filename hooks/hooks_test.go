@@ -167,7 +167,7 @@ func TestRunChainsHooksInRegistrationOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pod corev1.Pod
-	if err := json.Unmarshal(res.Object, &pod); err != nil {
+	if err := json.Unmarshal(mustObject(t, res), &pod); err != nil {
 		t.Fatal(err)
 	}
 	if pod.Labels["order"] != "second" || pod.Labels["extra"] != "x" {
@@ -195,7 +195,7 @@ func TestRunWithNothingToDo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Patch != nil || res.Operations != 0 || string(res.Object) != string(raw) {
+			if obj, _ := res.Object(); res.Patch != nil || res.Operations != 0 || string(obj) != string(raw) {
 				t.Errorf("Result = %+v, want no patch and the request object", res)
 			}
 		})
@@ -221,8 +221,8 @@ func TestRunKeepsFieldsTheTypesDoNotKnow(t *testing.T) {
 		t.Fatalf("patch = %s, want one add of /metadata/labels/added", res.Patch)
 	}
 	for _, want := range []string{`"futureField":"keep"`, `"futureMeta":{"a":1}`, `"futureContainerField":true`} {
-		if !strings.Contains(string(res.Object), want) {
-			t.Errorf("patched object lost %s: %s", want, res.Object)
+		if !strings.Contains(string(mustObject(t, res)), want) {
+			t.Errorf("patched object lost %s", want)
 		}
 	}
 }
@@ -351,4 +351,13 @@ func TestRunOnACustomResourceAsUnstructured(t *testing.T) {
 	if string(out.Patch) != `[{"op":"remove","path":"/spec/hostOnly"}]` {
 		t.Errorf("patch = %s", out.Patch)
 	}
+}
+
+func mustObject(t *testing.T, res hooks.Result) []byte {
+	t.Helper()
+	obj, err := res.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
 }

@@ -60,34 +60,38 @@ func Apply(doc, patchJSON []byte) ([]byte, error) {
 
 // Rebase returns a patch that, applied to raw, makes every change that ops makes, where ops
 // was computed between a normalised copy of raw (e.g. its typed round trip) and the mutated
-// document. It returns the patch JSON (nil when there is nothing to change), the number of
-// operations and raw with the patch applied.
+// document. It returns the patch JSON (nil when there is nothing to change) and the number of
+// operations.
 //
-// When ops applies to raw as it is, it is returned unchanged. When it does not (the normalised
-// copy had a parent that raw lacks, such as "status": {}), the operations are applied one by
-// one with missing parents created and removals of missing paths skipped, and the patch is
-// created again between raw and that result, so it still touches only what ops changed.
-func Rebase(raw []byte, ops []Operation) (patchJSON []byte, n int, patched []byte, err error) {
+// When every operation surely applies to raw as it is (checked on raw's bytes without decoding
+// them), ops is returned unchanged. Otherwise (the normalised copy had a parent that raw lacks,
+// such as "status": {}), the operations are applied one by one with missing parents created and
+// removals of missing paths skipped, and the patch is created again between raw and that
+// result, so it still touches only what ops changed. raw must be valid JSON.
+func Rebase(raw []byte, ops []Operation) (patchJSON []byte, n int, err error) {
 	patchJSON, err = Marshal(ops)
 	if err != nil || patchJSON == nil {
-		return nil, 0, raw, err
+		return nil, 0, err
 	}
-	if patched, err = Apply(raw, patchJSON); err == nil {
-		return patchJSON, len(ops), patched, nil
+	if appliesTo(raw, ops) {
+		return patchJSON, len(ops), nil
+	}
+	if _, err := Apply(raw, patchJSON); err == nil {
+		return patchJSON, len(ops), nil
 	}
 	lenient, err := applyLenient(raw, ops)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, err
 	}
-	ops, err = Create(raw, lenient)
+	ops, err = Diff(raw, lenient)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, err
 	}
 	patchJSON, err = Marshal(ops)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, err
 	}
-	return patchJSON, len(ops), lenient, nil
+	return patchJSON, len(ops), nil
 }
 
 // applyLenient applies ops one at a time: add creates missing parents, a replace of a missing

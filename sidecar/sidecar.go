@@ -148,5 +148,9 @@ func Mutate(ctx context.Context, reg *hooks.Registry, hookType hooks.HookType, o
 	if err != nil {
 		return nil, err
 	}
-	return &MutateResult{Patch: res.Patch, Object: res.Object, Hooks: res.Hooks}, nil
+	object, err := res.Object()
+	if err != nil {
+		return nil, err
+	}
+	return &MutateResult{Patch: res.Patch, Object: object, Hooks: res.Hooks}, nil
 }

@@ -80,11 +80,7 @@ func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		log.Info("hook chain failed", "code", resp.Result.Code, "error", runErr.Error())
 		return
 	}
-	ops, hooksRan := 0, 0
-	if res != nil {
-		ops, hooksRan = res.Operations, res.Hooks
-	}
-	log.Info("mutated", "hooks", hooksRan, "patchOperations", ops)
+	log.Info("mutated", "hooks", res.Hooks, "patchOperations", res.Operations)
 }
 
 // readBody reads at most limit bytes of the body; a larger body (by Content-Length or by what

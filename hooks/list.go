@@ -1,0 +1,218 @@
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "sigs.k8s.io/json"
+)
+
+// listSuffix ends the Kind of every list kind: PodList holds Pods.
+const listSuffix = "List"
+
+// ListItemGVK returns the GVK of the items of the list kind list: the same group and version,
+// and Kind without its "List" suffix (v1 PodList → v1 Pod). It returns false when list.Kind
+// does not end in "List" or is "List" alone (the generic v1 List has no single item kind).
+func ListItemGVK(list schema.GroupVersionKind) (schema.GroupVersionKind, bool) {
+	item, ok := strings.CutSuffix(list.Kind, listSuffix)
+	if !ok || item == "" {
+		return schema.GroupVersionKind{}, false
+	}
+	return list.GroupVersion().WithKind(item), true
+}
+
+// HasList reports whether Run treats (gvk, t) as a batch: gvk is a list kind whose item kind
+// has a chain for t, and gvk has no chain of its own for t.
+//
+// Has and Capabilities only ever name item kinds: Has(PodList, t) is false and no list kind
+// appears in Capabilities, even when HasList(PodList, t) is true. A caller that wants to know
+// whether a list request would run any hook maps the list kind to its item kind (ListItemGVK)
+// and asks about that, as the hookclient package does; a list of a kind without hooks needs no
+// request at all.
+func (r *Registry) HasList(gvk schema.GroupVersionKind, t HookType) bool {
+	return r.listChain(gvk, t) != nil
+}
+
+// listChain returns the item chain when Run must treat (gvk, t) as a batch, else nil. It is
+// the dispatch at the top of Run, so for kinds that do not end in "List" it costs one suffix
+// check.
+func (r *Registry) listChain(gvk schema.GroupVersionKind, t HookType) *chain {
+	if !strings.HasSuffix(gvk.Kind, listSuffix) || r.chains[Key{GVK: gvk, Type: t}] != nil {
+		return nil
+	}
+	item, ok := ListItemGVK(gvk)
+	if !ok {
+		return nil
+	}
+	return r.chains[Key{GVK: item, Type: t}]
+}
+
+// ItemError is returned by Run for a list when one item fails: it names the item and wraps
+// the item's *HookError or *DecodeError, so errors.As and StatusCode see the cause.
+type ItemError struct {
+	// List is the list kind (v1 PodList).
+	List schema.GroupVersionKind
+	// Index is the position of the item in "items", from 0.
+	Index int
+	// Namespace and Name identify the item; either may be empty when the item lacks them.
+	Namespace, Name string
+	// Err is the item's error.
+	Err error
+}
+
+func (e *ItemError) Error() string {
+	id := e.Name
+	if e.Namespace != "" {
+		id = e.Namespace + "/" + e.Name
+	}
+	return fmt.Sprintf("%s items[%d] (%s): %v", e.List.Kind, e.Index, id, e.Err)
+}
+
+func (e *ItemError) Unwrap() error { return e.Err }
+
+// runList is Run for a list kind: it runs the item chain on every item of raw's "items" and
+// returns one patch whose paths start with /items/N.
+//
+// Each item goes through Run as a single object would: typed round trip, the chain, the diff,
+// the guard and the rebase onto the item's own bytes, so unknown fields of items (and of the
+// list) are never touched. Items without apiVersion and kind (the API server leaves them out
+// of list items) are given the item kind first, so hooks always see a complete object and
+// unstructured items decode. Items run one after another under the one ctx: the request
+// deadline covers the whole list. The first failing item fails the whole batch with an
+// *ItemError and no patch.
+//
+// Result.Hooks counts hook calls (chain length × items); Result.Operations counts the
+// operations of the combined patch.
+func (r *Registry) runList(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
+	itemGVK, _ := ListItemGVK(gvk)
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &list); err != nil {
+		return Result{}, &DecodeError{GVK: gvk, Err: err}
+	}
+	res := Result{raw: raw}
+	var ops []json.RawMessage
+	for i, item := range list.Items {
+		id, err := itemIdentity(item, itemGVK)
+		if err == nil {
+			item, err = id.withTypeMeta(item, itemGVK)
+		}
+		if err != nil {
+			return Result{}, &ItemError{List: gvk, Index: i, Namespace: id.Metadata.Namespace, Name: id.Metadata.Name,
+				Err: &DecodeError{GVK: itemGVK, Err: err}}
+		}
+		itemRes, err := r.Run(ctx, itemGVK, t, item)
+		if err != nil {
+			return Result{}, &ItemError{List: gvk, Index: i, Namespace: id.Metadata.Namespace, Name: id.Metadata.Name, Err: err}
+		}
+		res.Hooks += itemRes.Hooks
+		if itemRes.Patch == nil {
+			continue
+		}
+		itemOps, err := prefixPaths(itemRes.Patch, "/items/"+strconv.Itoa(i))
+		if err != nil {
+			return Result{}, fmt.Errorf("%s items[%d]: %w", gvk.Kind, i, err)
+		}
+		ops = append(ops, itemOps...)
+	}
+	if len(ops) == 0 {
+		return res, nil
+	}
+	p, err := json.Marshal(ops)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: marshal JSON patch: %w", gvk.Kind, err)
+	}
+	res.Patch, res.Operations = p, len(ops)
+	return res, nil
+}
+
+// itemID is what runList reads of an item before running its chain.
+type itemID struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+}
+
+// itemIdentity reads apiVersion, kind, name and namespace of item and checks that item is a
+// JSON object of kind want, or has no apiVersion and kind at all.
+func itemIdentity(item []byte, want schema.GroupVersionKind) (itemID, error) {
+	var id itemID
+	if trimmed := bytes.TrimSpace(item); len(trimmed) == 0 || trimmed[0] != '{' {
+		return id, errors.New("item is not a JSON object")
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(item, &id); err != nil {
+		return id, err
+	}
+	if id.APIVersion == "" && id.Kind == "" {
+		return id, nil
+	}
+	if apiVersion, kind := want.ToAPIVersionAndKind(); id.APIVersion != apiVersion || id.Kind != kind {
+		return id, fmt.Errorf("item is apiVersion %q kind %q, want %q %q", id.APIVersion, id.Kind, apiVersion, kind)
+	}
+	return id, nil
+}
+
+// withTypeMeta returns item with apiVersion and kind of gvk added in front when it has
+// neither, else item itself. item must be a JSON object.
+func (id itemID) withTypeMeta(item []byte, gvk schema.GroupVersionKind) ([]byte, error) {
+	if id.APIVersion != "" || id.Kind != "" {
+		return item, nil
+	}
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	head, err := json.Marshal(struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}{apiVersion, kind})
+	if err != nil {
+		return nil, err
+	}
+	body := bytes.TrimSpace(bytes.TrimSpace(item)[1:]) // after the opening brace
+	if len(body) > 0 && body[0] == '}' {
+		return head, nil
+	}
+	out := make([]byte, 0, len(head)+1+len(body))
+	out = append(out, head[:len(head)-1]...)
+	out = append(out, ',')
+	return append(out, body...), nil
+}
+
+// rawOperation is one JSON Patch operation with its value kept as raw JSON, so that prefixing
+// its path cannot change the value (large integers stay exact).
+type rawOperation struct {
+	Op    string          `json:"op"`
+	Path  string          `json:"path"`
+	From  string          `json:"from,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// prefixPaths returns the operations of patchJSON with prefix put in front of every path (and
+// from), each as raw JSON.
+func prefixPaths(patchJSON []byte, prefix string) ([]json.RawMessage, error) {
+	var ops []rawOperation
+	if err := json.Unmarshal(patchJSON, &ops); err != nil {
+		return nil, fmt.Errorf("read item patch: %w", err)
+	}
+	out := make([]json.RawMessage, len(ops))
+	for i, op := range ops {
+		op.Path = prefix + op.Path
+		if op.From != "" {
+			op.From = prefix + op.From
+		}
+		b, err := json.Marshal(op)
+		if err != nil {
+			return nil, fmt.Errorf("write item patch: %w", err)
+		}
+		out[i] = b
+	}
+	return out, nil
+}

@@ -1,0 +1,322 @@
+package hooks_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/patch"
+)
+
+var podListGVK = corev1.SchemeGroupVersion.WithKind("PodList")
+
+// listHook is a hooks.FuncHook with one function for some hook types, for the list tests.
+type listHook struct {
+	name  string
+	obj   client.Object
+	types []hooks.HookType
+	fn    hooks.MutateFunc
+}
+
+func (h listHook) Name() string            { return h.name }
+func (h listHook) Resource() client.Object { return h.obj }
+func (h listHook) MutateFuncs() map[hooks.HookType]hooks.MutateFunc {
+	m := map[hooks.HookType]hooks.MutateFunc{}
+	for _, t := range h.types {
+		m[t] = h.fn
+	}
+	return m
+}
+
+// stripHostLabel removes the label "host" from pods on GetPhysical.
+var stripHostLabel = listHook{"strip-host", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical},
+	func(_ context.Context, o client.Object) (client.Object, error) {
+		l := o.GetLabels()
+		delete(l, "host")
+		o.SetLabels(l)
+		return o, nil
+	}}
+
+func listRegistry(t *testing.T, hs ...hooks.ClientHook) *hooks.Registry {
+	t.Helper()
+	reg := hooks.NewRegistry(nil)
+	for _, h := range hs {
+		if err := reg.Register(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reg
+}
+
+func opsOf(t *testing.T, p []byte) map[string]string {
+	t.Helper()
+	var ops []patch.Operation
+	if err := json.Unmarshal(p, &ops); err != nil {
+		t.Fatalf("patch %s: %v", p, err)
+	}
+	set := map[string]string{}
+	for _, op := range ops {
+		set[op.Operation+" "+op.Path] = fmt.Sprint(op.Value)
+	}
+	return set
+}
+
+func TestRunOnAListPatchesEveryItemUnderItsIndex(t *testing.T) {
+	reg := listRegistry(t, stripHostLabel)
+	raw := []byte(`{"apiVersion":"v1","kind":"PodList","metadata":{"resourceVersion":"7"},"items":[` +
+		`{"metadata":{"name":"a","namespace":"ns","labels":{"host":"x","app":"a"}}},` +
+		`{"metadata":{"name":"b","namespace":"ns","labels":{"app":"b"}}},` +
+		`{"metadata":{"name":"c","namespace":"ns","labels":{"host":"y"}}}]}`)
+	res, err := reg.Run(t.Context(), podListGVK, hooks.GetPhysical, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := opsOf(t, res.Patch)
+	// Item 2 loses its only label, and an empty label map is not serialised.
+	want := map[string]string{"remove /items/0/metadata/labels/host": "<nil>", "remove /items/2/metadata/labels": "<nil>"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("patch %s, want the operations %v", res.Patch, want)
+	}
+	if res.Operations != 2 || res.Hooks != 3 {
+		t.Errorf("Operations = %d, Hooks = %d, want 2 and 3 (one hook call per item)", res.Operations, res.Hooks)
+	}
+	obj, err := res.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list corev1.PodList
+	if err := json.Unmarshal(obj, &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if _, ok := p.Labels["host"]; ok {
+			t.Errorf("item %s still has the host label: %s", p.Name, obj)
+		}
+	}
+	if list.Items[0].Labels["app"] != "a" || list.ResourceVersion != "7" {
+		t.Errorf("the patch touched more than the host labels: %s", obj)
+	}
+}
+
+func TestRunOnAListKeepsWhatTheTypesDoNotKnow(t *testing.T) {
+	reg := listRegistry(t, stripHostLabel)
+	raw := []byte(`{"apiVersion":"v1","kind":"PodList","listFuture":{"x":1},"metadata":{},"items":[` +
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","futureMeta":12345678901234567890,"labels":{"host":"x","app":"a"}},` +
+		`"spec":{"futureField":"keep","containers":[{"name":"c","image":"i","futureContainerField":true}]}}]}`)
+	res, err := reg.Run(t.Context(), podListGVK, hooks.GetPhysical, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Patch) != `[{"op":"remove","path":"/items/0/metadata/labels/host"}]` {
+		t.Errorf("patch = %s, want only the label removal", res.Patch)
+	}
+	obj, err := res.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"listFuture":{"x":1}`, `"futureMeta":12345678901234567890`, `"futureField":"keep"`, `"futureContainerField":true`} {
+		if !strings.Contains(string(obj), want) {
+			t.Errorf("patched list lost %s: %s", want, obj)
+		}
+	}
+}
+
+func TestRunOnAListOfUnstructuredItemsWithoutKind(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	res := &unstructured.Unstructured{}
+	res.SetGroupVersionKind(gvk)
+	seen := ""
+	reg := listRegistry(t, listHook{"widget-size", res, []hooks.HookType{hooks.GetVirtual},
+		func(_ context.Context, o client.Object) (client.Object, error) {
+			u := o.(*unstructured.Unstructured)
+			seen += u.GetAPIVersion() + "/" + u.GetKind() + " "
+			return u, unstructured.SetNestedField(u.Object, int64(3), "spec", "size")
+		}})
+	// Items as the API server lists them: without apiVersion and kind; and a large integer.
+	raw := []byte(`{"apiVersion":"example.com/v1","kind":"WidgetList","items":[{"metadata":{"name":"w"},"spec":{"big":12345678901234567890}}, {}]}`)
+	out, err := reg.Run(t.Context(), gvk.GroupVersion().WithKind("WidgetList"), hooks.GetVirtual, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"add /items/0/spec/size": "3", "add /items/1/spec": "map[size:3]"}
+	if got := opsOf(t, out.Patch); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("patch = %s, want %v", out.Patch, want)
+	}
+	if seen != "example.com/v1/Widget example.com/v1/Widget " {
+		t.Errorf("the hook saw %q, want items with apiVersion and kind filled in", seen)
+	}
+	obj, err := out.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(obj), `"kind"`) != 1 || !strings.Contains(string(obj), `"big":12345678901234567890`) {
+		t.Errorf("the patched list gained kinds or lost precision: %s", obj)
+	}
+}
+
+func TestRunOnAListFailsTheWholeBatchNamingTheItem(t *testing.T) {
+	items := `[{"metadata":{"name":"ok","namespace":"ns"}},{"metadata":{"name":"bad","namespace":"ns","labels":{"deny":"yes"}}}]`
+	raw := []byte(`{"apiVersion":"v1","kind":"PodList","items":` + items + `}`)
+	refuse := listHook{"refuse", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
+		if o.GetLabels()["deny"] == "yes" {
+			return nil, errors.New("no thanks")
+		}
+		o.SetLabels(map[string]string{"seen": "yes"})
+		return o, nil
+	}}
+	rename := listHook{"rename", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
+		if o.GetName() == "bad" {
+			o.SetName("other")
+		}
+		return o, nil
+	}}
+	cases := []struct {
+		name   string
+		hook   hooks.ClientHook
+		raw    string
+		want   string
+		code   int32
+		hookIs bool
+	}{
+		{"a hook error names the hook and the item", refuse, string(raw),
+			`PodList items[1] (ns/bad): hook "refuse" GetPhysical Pod: no thanks`, 403, true},
+		{"a protected field change names the item", rename, string(raw),
+			`PodList items[1] (ns/bad): hook "rename" GetPhysical Pod: hook "rename" may not change /metadata/name`, 422, true},
+		{"an item of another kind is a decode error naming the item", stripHostLabel,
+			`{"items":[{},{"apiVersion":"v1","kind":"Service","metadata":{"name":"svc"}}]}`,
+			`PodList items[1] (svc): decode Pod object: item is apiVersion "v1" kind "Service", want "v1" "Pod"`, 400, false},
+		{"an item that is not an object is a decode error", stripHostLabel, `{"items":[{},"pod"]}`,
+			`PodList items[1] (): decode Pod object: item is not a JSON object`, 400, false},
+		{"items that are not an array are a decode error", stripHostLabel, `{"items":{}}`, `decode PodList object`, 400, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := listRegistry(t, tc.hook)
+			res, err := reg.Run(t.Context(), podListGVK, hooks.GetPhysical, []byte(tc.raw))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
+			}
+			if res.Patch != nil {
+				t.Errorf("a failed batch returned the patch %s", res.Patch)
+			}
+			if got := hooks.StatusCode(err); got != tc.code {
+				t.Errorf("StatusCode = %d, want %d", got, tc.code)
+			}
+			var hookErr *hooks.HookError
+			if errors.As(err, &hookErr) != tc.hookIs {
+				t.Errorf("errors.As(HookError) = %v, want %v", !tc.hookIs, tc.hookIs)
+			}
+		})
+	}
+}
+
+func TestRunOnAListSharesOneDeadline(t *testing.T) {
+	slow := listHook{"slow", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, func(ctx context.Context, o client.Object) (client.Object, error) {
+		select {
+		case <-time.After(20 * time.Millisecond):
+			return o, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}
+	reg := listRegistry(t, slow)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	raw := []byte(`{"items":[{},{},{},{},{},{}]}`)
+	_, err := reg.Run(ctx, podListGVK, hooks.GetPhysical, raw)
+	var itemErr *hooks.ItemError
+	if !errors.As(err, &itemErr) || itemErr.Index < 1 || hooks.StatusCode(err) != 504 {
+		t.Fatalf("error = %v, want a deadline (504) on a later item", err)
+	}
+}
+
+func TestRunOnAListWithNothingToDo(t *testing.T) {
+	reg := listRegistry(t, stripHostLabel)
+	cases := []struct {
+		name string
+		gvk  schema.GroupVersionKind
+		typ  hooks.HookType
+		raw  string
+	}{
+		{"an empty list", podListGVK, hooks.GetPhysical, `{"items":[]}`},
+		{"a list without items", podListGVK, hooks.GetPhysical, `{"metadata":{}}`},
+		{"items that no hook changes", podListGVK, hooks.GetPhysical, `{"items":[{"metadata":{"name":"a"}}]}`},
+		{"a hook type the item kind has no hooks for", podListGVK, hooks.GetVirtual, `{"items":[{"metadata":{"labels":{"host":"x"}}}]}`},
+		{"a list of another kind", corev1.SchemeGroupVersion.WithKind("ServiceList"), hooks.GetPhysical, `{"items":[{"metadata":{"labels":{"host":"x"}}}]}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+" gives no patch", func(t *testing.T) {
+			res, err := reg.Run(t.Context(), tc.gvk, tc.typ, []byte(tc.raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj, err := res.Object()
+			if err != nil || res.Patch != nil || string(obj) != tc.raw {
+				t.Errorf("Result = %+v, Object %s, %v; want no patch and the request object", res, obj, err)
+			}
+		})
+	}
+}
+
+func TestListKindsInHasCapabilitiesAndHasList(t *testing.T) {
+	reg := listRegistry(t, stripHostLabel)
+	if !reg.Has(podGVK, hooks.GetPhysical) || reg.Has(podListGVK, hooks.GetPhysical) {
+		t.Errorf("Has must name item kinds only")
+	}
+	if !reg.HasList(podListGVK, hooks.GetPhysical) || reg.HasList(podListGVK, hooks.GetVirtual) || reg.HasList(podGVK, hooks.GetPhysical) {
+		t.Errorf("HasList must be true only for the list of a kind with hooks of that type")
+	}
+	for _, rc := range reg.Capabilities().Resources {
+		if strings.HasSuffix(rc.Kind, "List") {
+			t.Errorf("Capabilities lists the list kind %s", rc.Kind)
+		}
+	}
+	for _, tc := range []struct {
+		list schema.GroupVersionKind
+		item string
+		ok   bool
+	}{
+		{podListGVK, "/v1, Kind=Pod", true},
+		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DeploymentList"}, "apps/v1, Kind=Deployment", true},
+		{corev1.SchemeGroupVersion.WithKind("List"), "/, Kind=", false},
+		{podGVK, "/, Kind=", false},
+	} {
+		item, ok := hooks.ListItemGVK(tc.list)
+		if item.String() != tc.item || ok != tc.ok {
+			t.Errorf("ListItemGVK(%s) = %s, %v; want %s, %v", tc.list, item, ok, tc.item, tc.ok)
+		}
+	}
+}
+
+func TestAKindNamedLikeAListWithItsOwnHooksIsNotABatch(t *testing.T) {
+	// A custom resource whose kind ends in "List" and that has hooks itself runs as one object.
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "ShoppingList"}
+	res := &unstructured.Unstructured{}
+	res.SetGroupVersionKind(gvk)
+	item := &unstructured.Unstructured{}
+	item.SetGroupVersionKind(gvk.GroupVersion().WithKind("Shopping"))
+	mark := func(_ context.Context, o client.Object) (client.Object, error) {
+		o.SetLabels(map[string]string{"by": o.GetObjectKind().GroupVersionKind().Kind})
+		return o, nil
+	}
+	reg := listRegistry(t,
+		listHook{"shopping-list", res, []hooks.HookType{hooks.CreatePhysical}, mark},
+		listHook{"shopping", item, []hooks.HookType{hooks.CreatePhysical}, mark})
+	out, err := reg.Run(t.Context(), gvk, hooks.CreatePhysical, []byte(`{"apiVersion":"example.com/v1","kind":"ShoppingList","metadata":{"name":"s"},"items":[{}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out.Patch) != `[{"op":"add","path":"/metadata/labels","value":{"by":"ShoppingList"}}]` {
+		t.Errorf("patch = %s, want the ShoppingList chain on the object itself", out.Patch)
+	}
+}

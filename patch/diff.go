@@ -1,0 +1,366 @@
+package patch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Diff returns the RFC 6902 operations that turn the JSON document original into mutated, like
+// Create, but in time proportional to what changed rather than to the documents: it walks both
+// documents' bytes side by side, skips every member or element whose bytes are equal without
+// decoding it, and emits raw JSON values (json.RawMessage) for what differs.
+//
+// Objects are compared member by member (add, remove, or a recursive diff); arrays element by
+// element over their common length, then add at the end or remove from the end; any other
+// difference is a replace of the value. Applying the result to original always yields a
+// document equal to mutated (fuzzed in FuzzDiff). Equal documents give nil. Malformed JSON is an
+// error.
+func Diff(original, mutated []byte) ([]Operation, error) {
+	if !json.Valid(original) {
+		return nil, errors.New("diff: original is not valid JSON")
+	}
+	if !json.Valid(mutated) {
+		return nil, errors.New("diff: mutated is not valid JSON")
+	}
+	return diffValid(original, mutated), nil
+}
+
+// diffValid is Diff for documents known to be valid JSON (e.g. produced by json.Marshal).
+func diffValid(original, mutated []byte) []Operation {
+	var d differ
+	d.value(nil, trimSpace(original), trimSpace(mutated))
+	return d.ops
+}
+
+type differ struct {
+	ops  []Operation
+	path []byte // scratch buffer for the JSON Pointer being built
+}
+
+func (d *differ) emit(op string, path []byte, value []byte) {
+	o := Operation{Operation: op, Path: string(path)}
+	if value != nil {
+		o.Value = json.RawMessage(value)
+	}
+	d.ops = append(d.ops, o)
+}
+
+// value diffs two trimmed JSON values found at path.
+func (d *differ) value(path []byte, a, b []byte) {
+	if bytes.Equal(a, b) {
+		return
+	}
+	switch {
+	case a[0] == '{' && b[0] == '{':
+		if !d.object(path, a, b) {
+			d.emit("replace", path, b)
+		}
+	case a[0] == '[' && b[0] == '[':
+		d.array(path, a, b)
+	default:
+		d.emit("replace", path, b)
+	}
+}
+
+type member struct {
+	key   string
+	value []byte
+}
+
+// object diffs two objects member by member. It returns false, emitting nothing, when either
+// object has a duplicate key (the caller then replaces the whole object).
+func (d *differ) object(path []byte, a, b []byte) bool {
+	am, bm := members(a), members(b)
+	if hasDuplicates(am) || hasDuplicates(bm) {
+		return false
+	}
+	var bIndex map[string]int
+	matched := make([]bool, len(bm))
+	for i, m := range am {
+		j := -1
+		if i < len(bm) && bm[i].key == m.key { // json.Marshal keeps keys in the same order
+			j = i
+		} else {
+			if bIndex == nil {
+				bIndex = make(map[string]int, len(bm))
+				for k, x := range bm {
+					bIndex[x.key] = k
+				}
+			}
+			if k, ok := bIndex[m.key]; ok {
+				j = k
+			}
+		}
+		child := appendToken(path, m.key)
+		if j < 0 {
+			d.emit("remove", child, nil)
+			continue
+		}
+		matched[j] = true
+		d.value(child, m.value, bm[j].value)
+	}
+	for j, m := range bm {
+		if !matched[j] {
+			d.emit("add", appendToken(path, m.key), m.value)
+		}
+	}
+	return true
+}
+
+// array diffs two arrays element by element over their common length, then adds the extra
+// elements of b at the end or removes the extra elements of a from the end (highest first).
+func (d *differ) array(path []byte, a, b []byte) {
+	ae, be := elements(a), elements(b)
+	n := min(len(ae), len(be))
+	for i := range n {
+		d.value(appendToken(path, strconv.Itoa(i)), ae[i], be[i])
+	}
+	for i := n; i < len(be); i++ {
+		d.emit("add", appendToken(path, strconv.Itoa(i)), be[i])
+	}
+	for i := len(ae) - 1; i >= n; i-- {
+		d.emit("remove", appendToken(path, strconv.Itoa(i)), nil)
+	}
+}
+
+// appendToken returns a new pointer: path + "/" + the escaped token (RFC 6901: ~ → ~0, / → ~1).
+func appendToken(path []byte, token string) []byte {
+	out := make([]byte, 0, len(path)+1+len(token)+2)
+	out = append(out, path...)
+	out = append(out, '/')
+	if !strings.ContainsAny(token, "~/") {
+		return append(out, token...)
+	}
+	for i := 0; i < len(token); i++ {
+		switch token[i] {
+		case '~':
+			out = append(out, '~', '0')
+		case '/':
+			out = append(out, '~', '1')
+		default:
+			out = append(out, token[i])
+		}
+	}
+	return out
+}
+
+func hasDuplicates(ms []member) bool {
+	if len(ms) < 2 {
+		return false
+	}
+	if len(ms) <= 16 {
+		for i := range ms {
+			for j := i + 1; j < len(ms); j++ {
+				if ms[i].key == ms[j].key {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[string]struct{}, len(ms))
+	for _, m := range ms {
+		if _, dup := seen[m.key]; dup {
+			return true
+		}
+		seen[m.key] = struct{}{}
+	}
+	return false
+}
+
+// members splits a valid JSON object into its members, values trimmed.
+func members(obj []byte) []member {
+	var out []member
+	i := skipSpace(obj, 1)
+	if obj[i] == '}' {
+		return out
+	}
+	for {
+		keyEnd := skipString(obj, i)
+		key := decodeKey(obj[i:keyEnd])
+		i = skipSpace(obj, keyEnd)
+		i = skipSpace(obj, i+1) // ':'
+		end := skipValue(obj, i)
+		out = append(out, member{key: key, value: obj[i:end]})
+		i = skipSpace(obj, end)
+		if obj[i] == '}' {
+			return out
+		}
+		i = skipSpace(obj, i+1) // ','
+	}
+}
+
+// elements splits a valid JSON array into its elements, trimmed.
+func elements(arr []byte) [][]byte {
+	var out [][]byte
+	i := skipSpace(arr, 1)
+	if arr[i] == ']' {
+		return out
+	}
+	for {
+		end := skipValue(arr, i)
+		out = append(out, arr[i:end])
+		i = skipSpace(arr, end)
+		if arr[i] == ']' {
+			return out
+		}
+		i = skipSpace(arr, i+1)
+	}
+}
+
+// decodeKey returns the string a JSON string literal denotes.
+func decodeKey(lit []byte) string {
+	inner := lit[1 : len(lit)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner)
+	}
+	var s string
+	if err := json.Unmarshal(lit, &s); err != nil {
+		panic(fmt.Sprintf("patch: invalid key in valid JSON: %v", err)) // unreachable for valid JSON
+	}
+	return s
+}
+
+// skipValue returns the index just past the JSON value that starts at data[i].
+func skipValue(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(data); i++ {
+			switch data[i] {
+			case '"':
+				i = skipString(data, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	default: // number, true, false, null
+		for i < len(data) {
+			switch data[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+			i++
+		}
+		return i
+	}
+}
+
+// skipString returns the index just past the string literal that starts at data[i] ('"').
+func skipString(data []byte, i int) int {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func trimSpace(b []byte) []byte { return bytes.TrimSpace(b) }
+
+// DiffMarshaled is Diff for documents produced by json.Marshal (or otherwise known to be valid
+// JSON): it skips the validation. Malformed input gives undefined operations, never a panic
+// that escapes — use Diff for untrusted input.
+func DiffMarshaled(original, mutated []byte) []Operation {
+	return diffValid(original, mutated)
+}
+
+// appliesTo reports whether every operation of ops surely applies to doc in order: the target
+// of replace and remove exists, the parent of add exists (an object, or an array with the index
+// in range counting earlier adds to it). It reads doc's bytes without decoding them. false means
+// "not sure", not "does not apply".
+func appliesTo(doc []byte, ops []Operation) bool {
+	doc = trimSpace(doc)
+	added := map[string]int{}
+	for _, op := range ops {
+		switch op.Operation {
+		case "replace", "remove":
+			if _, ok := lookup(doc, op.Path); !ok {
+				return false
+			}
+		case "add":
+			cut := strings.LastIndexByte(op.Path, '/')
+			if cut < 0 {
+				return false
+			}
+			parentPath, last := op.Path[:cut], op.Path[cut+1:]
+			parent, ok := lookup(doc, parentPath)
+			if !ok {
+				return false
+			}
+			switch parent[0] {
+			case '{':
+			case '[':
+				idx, err := strconv.Atoi(last)
+				if last != "-" && (err != nil || idx < 0 || idx > len(elements(parent))+added[parentPath]) {
+					return false
+				}
+				added[parentPath]++
+			default:
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// lookup returns the trimmed value at the JSON Pointer path in doc.
+func lookup(doc []byte, path string) ([]byte, bool) {
+	if path == "" {
+		return doc, true
+	}
+	if path[0] != '/' {
+		return nil, false
+	}
+	cur := doc
+	for _, tok := range strings.Split(path[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch cur[0] {
+		case '{':
+			found := false
+			for _, m := range members(cur) {
+				if m.key == tok {
+					cur, found = m.value, true
+					break
+				}
+			}
+			if !found {
+				return nil, false
+			}
+		case '[':
+			idx, err := strconv.Atoi(tok)
+			els := elements(cur)
+			if err != nil || idx < 0 || idx >= len(els) {
+				return nil, false
+			}
+			cur = els[idx]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
