@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -45,6 +47,14 @@ type Options struct {
 	// RequestTimeout bounds the time one request may spend in its hook chain. A shorter
 	// ?timeout= query parameter (as kube-apiserver sends) wins. Default DefaultRequestTimeout (10 s).
 	RequestTimeout time.Duration
+	// SocketPath, when set, also serves every endpoint in plain HTTP on a unix domain socket at
+	// this path (created with mode 0600; a stale socket file is replaced). The file system is
+	// the security boundary: put it in a directory shared only by the syncer and the sidecar.
+	// Default "" (no socket).
+	SocketPath string
+	// DisableTCP turns the HTTPS listener off, e.g. when only SocketPath is used. Then CertFile
+	// and KeyFile are not needed. Default false.
+	DisableTCP bool
 	// Log receives one line per request and errors. Default logr.Discard().
 	Log logr.Logger
 }
@@ -99,20 +109,55 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // their own deadlines) and returns nil. It returns an error when a listener cannot start or the
 // certificate cannot be loaded.
 func (s *Server) Start(ctx context.Context) error {
+	if s.opts.DisableTCP && s.opts.SocketPath == "" {
+		return errors.New("webhook server: DisableTCP needs a SocketPath")
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	if !s.opts.DisableTCP {
+		start, err := s.tlsServer()
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return start(ctx) })
+	}
+	if s.opts.SocketPath != "" {
+		ln, err := listenUnix(s.opts.SocketPath)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return serveHTTP(ctx, ln, s.mux, time.Minute, s.opts.Log) })
+	}
+	if s.opts.ProbeBindAddress != "0" {
+		g.Go(func() error {
+			ln, err := net.Listen("tcp", s.opts.ProbeBindAddress)
+			if err != nil {
+				return fmt.Errorf("probe listener %q: %w", s.opts.ProbeBindAddress, err)
+			}
+			mux := http.NewServeMux()
+			registerHealth(mux)
+			return serveHTTP(ctx, ln, mux, 5*time.Second, s.opts.Log)
+		})
+	}
+	return g.Wait()
+}
+
+// tlsServer prepares controller-runtime's webhook server with a certwatcher on CertFile and
+// KeyFile, and returns the function that runs both until ctx ends.
+func (s *Server) tlsServer() (func(context.Context) error, error) {
 	host, portStr, err := net.SplitHostPort(s.opts.BindAddress)
 	if err != nil {
-		return fmt.Errorf("bind address %q: %w", s.opts.BindAddress, err)
+		return nil, fmt.Errorf("bind address %q: %w", s.opts.BindAddress, err)
 	}
 	port, err := strconv.Atoi(portStr)
 	if err != nil || port <= 0 || port > 65535 {
-		return fmt.Errorf("bind address %q: port must be 1-65535", s.opts.BindAddress)
+		return nil, fmt.Errorf("bind address %q: port must be 1-65535", s.opts.BindAddress)
 	}
 	if s.opts.CertFile == "" || s.opts.KeyFile == "" {
-		return errors.New("webhook server: CertFile and KeyFile are required")
+		return nil, errors.New("webhook server: CertFile and KeyFile are required")
 	}
 	watcher, err := certwatcher.New(s.opts.CertFile, s.opts.KeyFile)
 	if err != nil {
-		return fmt.Errorf("load serving certificate: %w", err)
+		return nil, fmt.Errorf("load serving certificate: %w", err)
 	}
 	srv := crwebhook.NewServer(crwebhook.Options{
 		Host: host,
@@ -126,14 +171,35 @@ func (s *Server) Start(ctx context.Context) error {
 	for _, path := range []string{"/mutate/", "/capabilities", "/healthz", "/healthz/", "/readyz", "/readyz/"} {
 		srv.Register(path, s.mux)
 	}
+	return func(ctx context.Context) error {
+		g, ctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return watcher.Start(ctx) })
+		g.Go(func() error { return srv.Start(ctx) })
+		return g.Wait()
+	}, nil
+}
 
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return watcher.Start(ctx) })
-	g.Go(func() error { return srv.Start(ctx) })
-	if s.opts.ProbeBindAddress != "0" {
-		g.Go(func() error { return serveProbes(ctx, s.opts.ProbeBindAddress, s.opts.Log) })
+// listenUnix listens on a unix socket at path with mode 0600, replacing a stale socket file.
+func listenUnix(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("socket path %q exists and is not a socket", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket %q: %w", path, err)
+		}
 	}
-	return g.Wait()
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on unix socket %q: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod unix socket %q: %w", path, err)
+	}
+	return ln, nil
 }
 
 // registerHealth adds /healthz and /readyz (with their per-check sub-paths) to mux.
@@ -146,24 +212,22 @@ func registerHealth(mux *http.ServeMux) {
 	}
 }
 
-// serveProbes serves /healthz and /readyz in plain HTTP on addr until ctx ends.
-func serveProbes(ctx context.Context, addr string, log logr.Logger) error {
-	mux := http.NewServeMux()
-	registerHealth(mux)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("probe listener %q: %w", addr, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+// serveHTTP serves h in plain HTTP on ln until ctx ends, then shuts down, giving in-flight
+// requests up to grace to finish.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, log logr.Logger) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 90 * time.Second}
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		<-ctx.Done()
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
 	}()
-	log.Info("serving health probes", "address", ln.Addr().String())
+	log.Info("serving plain HTTP", "address", ln.Addr().String())
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("probe listener: %w", err)
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	}
+	<-done
 	return nil
 }
