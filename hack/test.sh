@@ -4,7 +4,8 @@
 # proxy by hack/envtest-assets.sh), then runs gofmt, go vet, golangci-lint, the unit tests (with
 # the race detector) and the end-to-end tests against a real kube-apiserver.
 #
-# Environment: SKIP_LINT=1 skips golangci-lint; GO_TEST_FLAGS adds flags to go test.
+# Environment: SKIP_LINT=1 skips golangci-lint; GO_TEST_FLAGS adds flags to go test; FUZZTIME
+# sets how long each fuzz target runs (default 10s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,6 +40,11 @@ fi
 
 step "unit tests (race detector)"
 go test -race -count=1 ${GO_TEST_FLAGS:-} $(go list ./... | grep -v -e /e2e -e /internal/testenv)
+
+step "fuzz targets, ${FUZZTIME:-10s} each (their corpora under testdata/fuzz run as regression cases above)"
+for target in patch:FuzzDiff hooks:FuzzRun webhook:FuzzAdmissionReview config:FuzzParse; do
+  go test -run XXX -fuzz "^${target#*:}\$" -fuzztime "${FUZZTIME:-10s}" "./${target%%:*}/"
+done
 
 step "end-to-end tests (real kube-apiserver + etcd)"
 go test -count=1 -timeout 20m ${GO_TEST_FLAGS:-} ./e2e/...

@@ -155,7 +155,7 @@ func (r *Registry) Run(ctx context.Context, gvk schema.GroupVersionKind, t HookT
 		return res, nil
 	}
 	ops := patch.DiffMarshaled(before, after)
-	if err := patch.Guard(c.names(), ops); err != nil {
+	if err := patch.GuardDocuments(c.names(), ops, before, after); err != nil {
 		return Result{}, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
 	}
 	res.Patch, res.Operations, err = patch.Rebase(raw, ops)

@@ -105,8 +105,10 @@ func (r *Registry) runList(ctx context.Context, gvk schema.GroupVersionKind, t H
 			item, err = id.withTypeMeta(item, itemGVK)
 		}
 		if err != nil {
-			return Result{}, &ItemError{List: gvk, Index: i, Namespace: id.Metadata.Namespace, Name: id.Metadata.Name,
-				Err: &DecodeError{GVK: itemGVK, Err: err}}
+			return Result{}, &ItemError{
+				List: gvk, Index: i, Namespace: id.Metadata.Namespace, Name: id.Metadata.Name,
+				Err: &DecodeError{GVK: itemGVK, Err: err},
+			}
 		}
 		itemRes, err := r.Run(ctx, itemGVK, t, item)
 		if err != nil {

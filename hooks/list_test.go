@@ -39,13 +39,16 @@ func (h listHook) MutateFuncs() map[hooks.HookType]hooks.MutateFunc {
 }
 
 // stripHostLabel removes the label "host" from pods on GetPhysical.
-var stripHostLabel = listHook{"strip-host", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical},
+var stripHostLabel = listHook{
+	"strip-host", &corev1.Pod{},
+	[]hooks.HookType{hooks.GetPhysical},
 	func(_ context.Context, o client.Object) (client.Object, error) {
 		l := o.GetLabels()
 		delete(l, "host")
 		o.SetLabels(l)
 		return o, nil
-	}}
+	},
+}
 
 func listRegistry(t *testing.T, hs ...hooks.ClientHook) *hooks.Registry {
 	t.Helper()
@@ -136,12 +139,15 @@ func TestRunOnAListOfUnstructuredItemsWithoutKind(t *testing.T) {
 	res := &unstructured.Unstructured{}
 	res.SetGroupVersionKind(gvk)
 	seen := ""
-	reg := listRegistry(t, listHook{"widget-size", res, []hooks.HookType{hooks.GetVirtual},
+	reg := listRegistry(t, listHook{
+		"widget-size", res,
+		[]hooks.HookType{hooks.GetVirtual},
 		func(_ context.Context, o client.Object) (client.Object, error) {
 			u := o.(*unstructured.Unstructured)
 			seen += u.GetAPIVersion() + "/" + u.GetKind() + " "
 			return u, unstructured.SetNestedField(u.Object, int64(3), "spec", "size")
-		}})
+		},
+	})
 	// Items as the API server lists them: without apiVersion and kind; and a large integer.
 	raw := []byte(`{"apiVersion":"example.com/v1","kind":"WidgetList","items":[{"metadata":{"name":"w"},"spec":{"big":12345678901234567890}}, {}]}`)
 	out, err := reg.Run(t.Context(), gvk.GroupVersion().WithKind("WidgetList"), hooks.GetVirtual, raw)
@@ -188,15 +194,23 @@ func TestRunOnAListFailsTheWholeBatchNamingTheItem(t *testing.T) {
 		code   int32
 		hookIs bool
 	}{
-		{"a hook error names the hook and the item", refuse, string(raw),
-			`PodList items[1] (ns/bad): hook "refuse" GetPhysical Pod: no thanks`, 403, true},
-		{"a protected field change names the item", rename, string(raw),
-			`PodList items[1] (ns/bad): hook "rename" GetPhysical Pod: hook "rename" may not change /metadata/name`, 422, true},
-		{"an item of another kind is a decode error naming the item", stripHostLabel,
+		{
+			"a hook error names the hook and the item", refuse, string(raw),
+			`PodList items[1] (ns/bad): hook "refuse" GetPhysical Pod: no thanks`, 403, true,
+		},
+		{
+			"a protected field change names the item", rename, string(raw),
+			`PodList items[1] (ns/bad): hook "rename" GetPhysical Pod: hook "rename" may not change /metadata/name`, 422, true,
+		},
+		{
+			"an item of another kind is a decode error naming the item", stripHostLabel,
 			`{"items":[{},{"apiVersion":"v1","kind":"Service","metadata":{"name":"svc"}}]}`,
-			`PodList items[1] (svc): decode Pod object: item is apiVersion "v1" kind "Service", want "v1" "Pod"`, 400, false},
-		{"an item that is not an object is a decode error", stripHostLabel, `{"items":[{},"pod"]}`,
-			`PodList items[1] (): decode Pod object: item is not a JSON object`, 400, false},
+			`PodList items[1] (svc): decode Pod object: item is apiVersion "v1" kind "Service", want "v1" "Pod"`, 400, false,
+		},
+		{
+			"an item that is not an object is a decode error", stripHostLabel, `{"items":[{},"pod"]}`,
+			`PodList items[1] (): decode Pod object: item is not a JSON object`, 400, false,
+		},
 		{"items that are not an array are a decode error", stripHostLabel, `{"items":{}}`, `decode PodList object`, 400, false},
 	}
 	for _, tc := range cases {

@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -169,6 +170,30 @@ func Guard(hook string, ops []Operation) error {
 		if field := ProtectedField(op.Path); field != "" {
 			return &ForbiddenPathError{Hook: hook, Op: op.Operation, Path: op.Path, Field: field}
 		}
+	}
+	return nil
+}
+
+// GuardDocuments is Guard for a patch between two known JSON documents (valid, as produced by
+// json.Marshal): an operation on a parent of a protected path (e.g. "add /metadata" on an
+// object that had no metadata) is allowed when the protected value is the same in both
+// documents, absent in both or byte-identical. An operation on the protected path itself is
+// always rejected.
+func GuardDocuments(hook string, ops []Operation, before, after []byte) error {
+	before, after = trimSpace(before), trimSpace(after)
+	for _, op := range ops {
+		field := ProtectedField(op.Path)
+		if field == "" {
+			continue
+		}
+		if op.Path != field {
+			b, inBefore := lookup(before, field)
+			a, inAfter := lookup(after, field)
+			if inBefore == inAfter && bytes.Equal(a, b) {
+				continue
+			}
+		}
+		return &ForbiddenPathError{Hook: hook, Op: op.Operation, Path: op.Path, Field: field}
 	}
 	return nil
 }

@@ -126,3 +126,20 @@ func assertJSONEqual(t *testing.T, got, want []byte) {
 		t.Errorf("got %s, want %s", gb, wb)
 	}
 }
+
+func TestGuardDocumentsAllowsAParentWhoseProtectedValuesDidNotChange(t *testing.T) {
+	before := []byte(`{"apiVersion":"x/v1","kind":"W"}`)
+	after := []byte(`{"apiVersion":"x/v1","kind":"W","metadata":{"labels":{"a":"b"}}}`)
+	ops := []patch.Operation{{Operation: "add", Path: "/metadata", Value: map[string]any{"labels": map[string]any{"a": "b"}}}}
+	if err := patch.GuardDocuments("h", ops, before, after); err != nil {
+		t.Fatalf("adding metadata without a name was rejected: %v", err)
+	}
+	renamed := []byte(`{"apiVersion":"x/v1","kind":"W","metadata":{"name":"n"}}`)
+	if err := patch.GuardDocuments("h", ops, before, renamed); !errors.Is(err, patch.ErrForbiddenPath) {
+		t.Fatalf("adding metadata with a name was allowed: %v", err)
+	}
+	direct := []patch.Operation{{Operation: "replace", Path: "/kind", Value: "W"}}
+	if err := patch.GuardDocuments("h", direct, before, before); !errors.Is(err, patch.ErrForbiddenPath) {
+		t.Fatalf("an operation on /kind itself was allowed: %v", err)
+	}
+}
