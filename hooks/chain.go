@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -87,7 +88,7 @@ func (e *DecodeError) Error() string {
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // StatusCode maps an error from Run to the HTTP status code that transports report:
-// 400 for a DecodeError, 422 for a protected-field change, 504 for a deadline, 500 for a panic
+// 400 for a DecodeError, 422 for a protected-field change, 429 for ErrOverloaded, 504 for a deadline, 500 for a panic
 // or a wrong kind, the code of a Kubernetes API status error a hook returned, and 403 for any
 // other hook error (the hook refused the object).
 func StatusCode(err error) int32 {
@@ -103,6 +104,8 @@ func StatusCode(err error) int32 {
 		return http.StatusBadRequest
 	case errors.Is(err, patch.ErrForbiddenPath):
 		return http.StatusUnprocessableEntity
+	case errors.Is(err, ErrOverloaded):
+		return http.StatusTooManyRequests
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusGatewayTimeout
 	case errors.As(err, &panicErr), errors.Is(err, ErrWrongKind):
@@ -197,8 +200,13 @@ func (c *chain) names() string {
 // run on their own goroutine so that a hook that does not return is abandoned when ctx ends;
 // the abandoned goroutine owns obj from then on and its result is dropped.
 func (c *chain) exec(ctx context.Context, obj client.Object) (client.Object, error) {
+	release, ok := c.reg.acquire()
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
+	}
 	var running atomic.Int32
 	if ctx.Done() == nil {
+		defer release()
 		return c.runHooks(ctx, obj, &running)
 	}
 	type outcome struct {
@@ -207,6 +215,7 @@ func (c *chain) exec(ctx context.Context, obj client.Object) (client.Object, err
 	}
 	done := make(chan outcome, 1)
 	go func() {
+		defer release() // held until the hooks really return, even when abandoned
 		o, err := c.runHooks(ctx, obj, &running)
 		done <- outcome{o, err}
 	}()
@@ -222,6 +231,19 @@ func (c *chain) exec(ctx context.Context, obj client.Object) (client.Object, err
 	}
 }
 
+// acquire takes a slot of SetMaxConcurrent without waiting; ok is false when none is free.
+func (r *Registry) acquire() (release func(), ok bool) {
+	if r.slots == nil {
+		return func() {}, true
+	}
+	select {
+	case r.slots <- struct{}{}:
+		return func() { <-r.slots }, true
+	default:
+		return nil, false
+	}
+}
+
 // runHooks calls every hook in order, recovering panics and checking after each hook that the
 // object kept its Go type and identity. running is set to the index of the hook being called.
 func (c *chain) runHooks(ctx context.Context, obj client.Object, running *atomic.Int32) (client.Object, error) {
@@ -229,7 +251,14 @@ func (c *chain) runHooks(ctx context.Context, obj client.Object, running *atomic
 	for i, h := range c.hooks {
 		running.Store(int32(i))
 		id := identityOf(obj)
+		var start time.Time
+		if c.reg.observer != nil {
+			start = time.Now()
+		}
 		out, err := callHook(ctx, h.fn, obj)
+		if c.reg.observer != nil {
+			c.reg.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
+		}
 		if err == nil {
 			err = checkSameObject(h.name, out, goType, id)
 		}

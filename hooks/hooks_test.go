@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -360,4 +361,74 @@ func mustObject(t *testing.T, res hooks.Result) []byte {
 		t.Fatal(err)
 	}
 	return obj
+}
+
+func TestStuckHooksHoldTheirSlotsAndNewWorkIsRefusedNotQueued(t *testing.T) {
+	release := make(chan struct{})
+	var running sync.WaitGroup
+	reg := hooks.NewRegistry(nil)
+	reg.SetMaxConcurrent(2)
+	reg.MustRegister(podHook("stuck", func(_ context.Context, o client.Object) (client.Object, error) {
+		defer running.Done()
+		<-release
+		return o, nil
+	}))
+	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`)
+	for range 2 {
+		running.Add(1)
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		_, err := reg.Run(ctx, podGVK, hooks.CreatePhysical, raw)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("stuck hook: %v", err)
+		}
+	}
+	_, err := reg.Run(t.Context(), podGVK, hooks.CreatePhysical, raw)
+	if !errors.Is(err, hooks.ErrOverloaded) || hooks.StatusCode(err) != 429 {
+		t.Fatalf("third run with two stuck hooks: %v, want ErrOverloaded (429)", err)
+	}
+	close(release)
+	running.Wait()
+	for i := 0; ; i++ { // the slot is freed right after the hook's goroutine returns
+		running.Add(1)
+		_, err = reg.Run(t.Context(), podGVK, hooks.CreatePhysical, raw)
+		if err == nil || i > 100 {
+			break
+		}
+		running.Done()
+		time.Sleep(time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("after the stuck hooks returned: %v", err)
+	}
+}
+
+type countingObserver struct {
+	mu    sync.Mutex
+	calls map[string]int
+	errs  int
+}
+
+func (o *countingObserver) ObserveHook(hook string, _ hooks.HookType, _ schema.GroupVersionKind, d time.Duration, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls[hook]++
+	if err != nil {
+		o.errs++
+	}
+	_ = d
+}
+
+func TestObserverSeesEveryHookCall(t *testing.T) {
+	obs := &countingObserver{calls: map[string]int{}}
+	reg := hooks.NewRegistry(nil)
+	reg.SetObserver(obs)
+	reg.MustRegister(labelHook{"a", "k", "v"}, podHook("panics", func(context.Context, client.Object) (client.Object, error) { panic("x") }))
+	_, err := reg.Run(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if obs.calls["a"] != 1 || obs.calls["panics"] != 1 || obs.errs != 1 {
+		t.Errorf("observer saw %v with %d errors", obs.calls, obs.errs)
+	}
 }

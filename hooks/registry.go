@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,7 +32,36 @@ type Registry struct {
 	names  map[string]bool
 	chains map[Key]*chain
 	gvks   []schema.GroupVersionKind // in order of first registration, for Capabilities
+
+	slots    chan struct{} // nil: unlimited; see SetMaxConcurrent
+	observer Observer
 }
+
+// Observer is told about every hook call, for metrics and for noticing a hook that keeps
+// failing. ObserveHook runs on the hook's goroutine right after the hook returns (also for a
+// hook abandoned at its deadline, when it finally returns); err is the hook's error, a
+// *PanicError, or nil. It must be safe for concurrent use and fast.
+type Observer interface {
+	ObserveHook(hook string, t HookType, gvk schema.GroupVersionKind, d time.Duration, err error)
+}
+
+// ErrOverloaded is returned by Run when SetMaxConcurrent chains are already running; transports
+// answer it with 429 (HTTP) or ResourceExhausted (gRPC). The request did not run any hook.
+var ErrOverloaded = errors.New("too many hook chains running; retry later")
+
+// SetMaxConcurrent bounds how many hook chains run at once to n (n <= 0: unlimited, the
+// default). A chain abandoned at its deadline keeps its slot until its hook really returns, so
+// hooks that never return cannot pile up goroutines: once every slot is held, Run returns
+// ErrOverloaded at once. Call it before the first Run.
+func (r *Registry) SetMaxConcurrent(n int) {
+	r.slots = nil
+	if n > 0 {
+		r.slots = make(chan struct{}, n)
+	}
+}
+
+// SetObserver sets the Observer of every hook call (nil: none). Call it before the first Run.
+func (r *Registry) SetObserver(o Observer) { r.observer = o }
 
 // namedFunc is one link of a chain.
 type namedFunc struct {
@@ -42,6 +72,7 @@ type namedFunc struct {
 // chain is the ordered list of hooks for one Key, with what it takes to decode the object once.
 type chain struct {
 	key   Key
+	reg   *Registry
 	hooks []namedFunc
 	// newObject returns an empty object to decode into: the scheme's typed object for known
 	// kinds, an *unstructured.Unstructured for the rest.
@@ -91,7 +122,7 @@ func (r *Registry) Register(h ClientHook) error {
 		key := Key{GVK: gvk, Type: e.typ}
 		c := r.chains[key]
 		if c == nil {
-			c = &chain{key: key, newObject: func() client.Object { return r.NewObject(gvk) }}
+			c = &chain{key: key, reg: r, newObject: func() client.Object { return r.NewObject(gvk) }}
 			r.chains[key] = c
 		}
 		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn})

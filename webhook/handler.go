@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/metrics"
 )
 
 var admissionGVK = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
@@ -55,7 +56,21 @@ func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// finish in-flight chains, so only the deadline is kept.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), requestTimeout(r, h.s.opts.RequestTimeout))
 	defer cancel()
-	res, runErr := h.s.registry.Run(ctx, gvk, hookType, object)
+	var (
+		res    hooks.Result
+		runErr error
+	)
+	if m := h.s.opts.Metrics; m != nil {
+		done := m.Start(metrics.TransportAdmission, hookType, gvk)
+		defer func() { done(res, runErr) }()
+	}
+	res, runErr = h.s.registry.Run(ctx, gvk, hookType, object)
+	if errors.Is(runErr, hooks.ErrOverloaded) {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, runErr.Error(), http.StatusTooManyRequests)
+		h.s.opts.Log.Info("overloaded", "uid", req.UID, "hookType", hookType, "gvk", gvk.String())
+		return
+	}
 
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: runErr == nil}
 	if runErr != nil {

@@ -19,6 +19,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/metrics"
 )
 
 // Default values of Options.
@@ -55,6 +56,8 @@ type Options struct {
 	// DisableTCP turns the HTTPS listener off, e.g. when only SocketPath is used. Then CertFile
 	// and KeyFile are not needed. Default false.
 	DisableTCP bool
+	// Metrics records every request, when set. Default nil (no metrics).
+	Metrics *metrics.Recorder
 	// Log receives one line per request and errors. Default logr.Discard().
 	Log logr.Logger
 }

@@ -1,0 +1,176 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/patch"
+)
+
+// FailingHookThreshold is how many failures in a row make a hook "keep failing" (logged).
+const FailingHookThreshold = 10
+
+// Transport names used as the transport label.
+const (
+	TransportAdmission = "admission"
+	TransportGRPC      = "grpc"
+)
+
+var (
+	requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "synchook_requests_total", Help: "Requests by transport, hook type, GVK and result.",
+	}, []string{"transport", "hook_type", "gvk", "result"})
+	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "synchook_request_duration_seconds", Help: "Time to answer one request, in seconds.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1, 10},
+	}, []string{"transport", "hook_type", "gvk"})
+	hookDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "synchook_hook_duration_seconds", Help: "Time of one hook call, in seconds.",
+		Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .01, .1, 1, 10},
+	}, []string{"hook", "hook_type"})
+	hookFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "synchook_hook_failures_total", Help: "Hook calls that returned an error or panicked.",
+	}, []string{"hook", "hook_type", "reason"})
+	patchOps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "synchook_patch_operations_total", Help: "JSON Patch operations sent.",
+	}, []string{"hook_type", "gvk"})
+	guardRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "synchook_guard_rejections_total", Help: "Changes to apiVersion, kind, name, namespace or uid refused.",
+	}, []string{"hook_type", "gvk"})
+	inflight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "synchook_inflight_requests", Help: "Requests being answered now.",
+	}, []string{"transport"})
+	certExpiry = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "synchook_certificate_expiry_timestamp_seconds", Help: "NotAfter of the serving certificate, Unix seconds.",
+	})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(requests, requestDuration, hookDuration, hookFailures, patchOps, guardRejections, inflight, certExpiry)
+}
+
+// Recorder records requests and hook calls for one registry. It implements hooks.Observer;
+// install it with reg.SetObserver. The zero value is not usable: use New.
+type Recorder struct {
+	reg *hooks.Registry
+	log logr.Logger
+
+	mu      sync.Mutex
+	failing map[string]int // consecutive failures per hook
+}
+
+// New returns a Recorder for reg that logs failing hooks to log, and installs it as reg's
+// Observer.
+func New(reg *hooks.Registry, log logr.Logger) *Recorder {
+	r := &Recorder{reg: reg, log: log, failing: map[string]int{}}
+	reg.SetObserver(r)
+	return r
+}
+
+// ObserveHook implements hooks.Observer.
+func (r *Recorder) ObserveHook(hook string, t hooks.HookType, _ schema.GroupVersionKind, d time.Duration, err error) {
+	hookDuration.WithLabelValues(hook, string(t)).Observe(d.Seconds())
+	r.mu.Lock()
+	if err == nil {
+		delete(r.failing, hook)
+		r.mu.Unlock()
+		return
+	}
+	r.failing[hook]++
+	n := r.failing[hook]
+	r.mu.Unlock()
+	reason := "error"
+	var pe *hooks.PanicError
+	if errors.As(err, &pe) {
+		reason = "panic"
+	}
+	hookFailures.WithLabelValues(hook, string(t), reason).Inc()
+	if n%FailingHookThreshold == 0 {
+		r.log.Error(errors.New("hook keeps failing"), "hook failed every time in a row",
+			"hook", hook, "hookType", t, "failuresInARow", n, "lastReason", reason)
+	}
+}
+
+// Start marks a request as in flight and returns the function that records its end.
+func (r *Recorder) Start(transport string, t hooks.HookType, gvk schema.GroupVersionKind) func(res hooks.Result, err error) {
+	g := inflight.WithLabelValues(transport)
+	g.Inc()
+	start := time.Now()
+	return func(res hooks.Result, err error) {
+		g.Dec()
+		gl := r.gvkLabel(gvk)
+		requestDuration.WithLabelValues(transport, string(t), gl).Observe(time.Since(start).Seconds())
+		requests.WithLabelValues(transport, string(t), gl, Result(res, err)).Inc()
+		if res.Operations > 0 {
+			patchOps.WithLabelValues(string(t), gl).Add(float64(res.Operations))
+		}
+		if errors.Is(err, patch.ErrForbiddenPath) {
+			guardRejections.WithLabelValues(string(t), gl).Inc()
+		}
+	}
+}
+
+// Result classifies a chain outcome for the result label: patched, unchanged, refused (the hook
+// said no), invalid (bad input), overloaded, or failed (panic, deadline, wrong kind, guard).
+func Result(res hooks.Result, err error) string {
+	switch code := hooks.StatusCode(err); {
+	case err == nil && res.Patch != nil:
+		return "patched"
+	case err == nil:
+		return "unchanged"
+	case code == http.StatusForbidden:
+		return "refused"
+	case code == http.StatusBadRequest:
+		return "invalid"
+	case code == http.StatusTooManyRequests:
+		return "overloaded"
+	default:
+		return "failed"
+	}
+}
+
+func (r *Recorder) gvkLabel(gvk schema.GroupVersionKind) string {
+	for _, t := range hooks.AllHookTypes() {
+		if r.reg.Has(gvk, t) {
+			return gvk.GroupVersion().String() + "/" + gvk.Kind
+		}
+	}
+	return "other"
+}
+
+// SetCertificateExpiry sets the certificate expiry gauge to notAfter.
+func SetCertificateExpiry(notAfter time.Time) { certExpiry.Set(float64(notAfter.Unix())) }
+
+// Serve serves /metrics in plain HTTP on addr until ctx ends.
+func Serve(ctx context.Context, addr string, log logr.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics listener %q: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(crmetrics.Registry, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	log.Info("serving metrics", "address", ln.Addr().String())
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("metrics listener: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/testenv"
+	"github.com/synchook/synchook/metrics"
+)
+
+type failing struct{ n *int }
+
+func (failing) Name() string            { return "flaky" }
+func (failing) Resource() client.Object { return &corev1.Pod{} }
+func (f failing) MutateCreatePhysical(_ context.Context, o client.Object) (client.Object, error) {
+	*f.n++
+	if *f.n%2 == 0 {
+		panic("even")
+	}
+	return nil, errors.New("odd")
+}
+
+func TestRecorderCountsRequestsHooksAndFailingHooks(t *testing.T) {
+	var logs testenv.LogSink
+	reg := hooks.NewRegistry(nil)
+	var n int
+	reg.MustRegister(failing{&n})
+	rec := metrics.New(reg, logs.Logger())
+	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
+	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`)
+	for range metrics.FailingHookThreshold {
+		done := rec.Start(metrics.TransportAdmission, hooks.CreatePhysical, gvk)
+		res, err := reg.Run(t.Context(), gvk, hooks.CreatePhysical, raw)
+		done(res, err)
+	}
+	done := rec.Start(metrics.TransportGRPC, hooks.CreatePhysical, corev1.SchemeGroupVersion.WithKind("Secret"))
+	done(hooks.Result{}, nil)
+
+	if !strings.Contains(logs.String(), `"hook"="flaky"`) || !strings.Contains(logs.String(), "hook failed every time in a row") {
+		t.Errorf("no failing-hook log line:\n%s", logs.String())
+	}
+	if err := testutil.GatherAndCompare(crmetrics.Registry, strings.NewReader(`
+# HELP synchook_hook_failures_total Hook calls that returned an error or panicked.
+# TYPE synchook_hook_failures_total counter
+synchook_hook_failures_total{hook="flaky",hook_type="CreatePhysical",reason="error"} 5
+synchook_hook_failures_total{hook="flaky",hook_type="CreatePhysical",reason="panic"} 5
+# HELP synchook_requests_total Requests by transport, hook type, GVK and result.
+# TYPE synchook_requests_total counter
+synchook_requests_total{gvk="v1/Pod",hook_type="CreatePhysical",result="failed",transport="admission"} 5
+synchook_requests_total{gvk="v1/Pod",hook_type="CreatePhysical",result="refused",transport="admission"} 5
+synchook_requests_total{gvk="other",hook_type="CreatePhysical",result="unchanged",transport="grpc"} 1
+`), "synchook_hook_failures_total", "synchook_requests_total"); err != nil {
+		t.Error(err)
+	}
+}
