@@ -145,9 +145,10 @@ func (r *Registry) Run(ctx context.Context, gvk schema.GroupVersionKind, t HookT
 	if err != nil {
 		return Result{}, fmt.Errorf("encode %s: %w", gvk.Kind, err)
 	}
+	secrets := secretValues(obj) // before the hooks run: an abandoned hook may still hold obj
 	out, err := c.exec(ctx, obj)
 	if err != nil {
-		return Result{}, err
+		return Result{}, redactError(err, secrets)
 	}
 	after, err := json.Marshal(out)
 	if err != nil {
