@@ -37,8 +37,7 @@ func diffValid(original, mutated []byte) []Operation {
 }
 
 type differ struct {
-	ops  []Operation
-	path []byte // scratch buffer for the JSON Pointer being built
+	ops []Operation
 }
 
 func (d *differ) emit(op string, path []byte, value []byte) {
