@@ -256,7 +256,7 @@ func (c *chain) runHooks(ctx context.Context, obj client.Object, running *atomic
 		if c.reg.observer != nil {
 			start = time.Now()
 		}
-		out, err := callHook(ctx, h.fn, obj)
+		out, err := c.callHook(ctx, h.fn, obj)
 		if c.reg.observer != nil {
 			c.reg.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
 		}
@@ -271,8 +271,14 @@ func (c *chain) runHooks(ctx context.Context, obj client.Object, running *atomic
 	return obj, nil
 }
 
-// callHook calls fn and turns a panic into a *PanicError.
-func callHook(ctx context.Context, fn MutateFunc, obj client.Object) (out client.Object, err error) {
+// callHook calls fn with the hook's own deadline (SetHookTimeout) and turns a panic into a
+// *PanicError.
+func (c *chain) callHook(ctx context.Context, fn MutateFunc, obj client.Object) (out client.Object, err error) {
+	if d := c.reg.hookTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			out, err = nil, &PanicError{Value: fmt.Sprint(v), Stack: debug.Stack()}

@@ -432,3 +432,24 @@ func TestObserverSeesEveryHookCall(t *testing.T) {
 		t.Errorf("observer saw %v with %d errors", obs.calls, obs.errs)
 	}
 }
+
+func TestAHookThatRespectsItsOwnDeadlineFailsTheChainEarly(t *testing.T) {
+	reg := hooks.NewRegistry(nil)
+	reg.SetHookTimeout(20 * time.Millisecond)
+	reg.MustRegister(podHook("slow", func(ctx context.Context, o client.Object) (client.Object, error) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Second):
+			return o, nil
+		}
+	}))
+	start := time.Now()
+	_, err := reg.Run(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `hook "slow"`) || hooks.StatusCode(err) != 504 {
+		t.Fatalf("error = %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the chain waited %v, not the hook's 20ms", d)
+	}
+}

@@ -33,8 +33,9 @@ type Registry struct {
 	chains map[Key]*chain
 	gvks   []schema.GroupVersionKind // in order of first registration, for Capabilities
 
-	slots    chan struct{} // nil: unlimited; see SetMaxConcurrent
-	observer Observer
+	slots       chan struct{} // nil: unlimited; see SetMaxConcurrent
+	observer    Observer
+	hookTimeout time.Duration
 }
 
 // Observer is told about every hook call, for metrics and for noticing a hook that keeps
@@ -59,6 +60,13 @@ func (r *Registry) SetMaxConcurrent(n int) {
 		r.slots = make(chan struct{}, n)
 	}
 }
+
+// SetHookTimeout gives every hook call its own deadline of d (d <= 0: none, the default),
+// within the chain-wide budget of the request's context: a hook's context ends at whichever
+// comes first. A hook that returns its context's error fails the chain with a deadline error; a
+// hook that ignores its context is abandoned when the request's context ends. Call it before
+// the first Run.
+func (r *Registry) SetHookTimeout(d time.Duration) { r.hookTimeout = d }
 
 // SetObserver sets the Observer of every hook call (nil: none). Call it before the first Run.
 func (r *Registry) SetObserver(o Observer) { r.observer = o }
