@@ -66,6 +66,7 @@ type ItemError struct {
 	Err error
 }
 
+// Error returns "<list kind> items[<index>] (<namespace>/<name>): <cause>".
 func (e *ItemError) Error() string {
 	id := e.Name
 	if e.Namespace != "" {
@@ -74,6 +75,7 @@ func (e *ItemError) Error() string {
 	return fmt.Sprintf("%s items[%d] (%s): %v", e.List.Kind, e.Index, id, e.Err)
 }
 
+// Unwrap returns the item's error, for errors.Is, errors.As and StatusCode.
 func (e *ItemError) Unwrap() error { return e.Err }
 
 // runList is Run for a list kind: it runs the item chain on every item of raw's "items" and

@@ -1,0 +1,118 @@
+// Command testsidecar is the synchook sidecar with the Go hooks that the end-to-end sync tests
+// need on top of config hooks. It serves exactly as "synchook serve" does, through
+// sidecar.Serve, with a smaller set of flags:
+//
+//	testsidecar --bind-address 127.0.0.1:PORT --cert-dir DIR --config FILE [--zap-log-level L]
+//
+// Its Go hook HostMetricsPort adds the port "host-metrics" (9100) to services on
+// CreatePhysical and UpdatePhysical and removes it again on GetPhysical, so that a syncer that
+// compares what it reads with what it wants never sees it; a service labelled
+// e2e.synchook.io/read-hook=off keeps the port on reads (the control case).
+//
+// It logs in JSON like synchook serve, but without sampling, so every request has its line.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/sidecar"
+	"github.com/synchook/synchook/webhook"
+)
+
+// The port HostMetricsPort adds, and the label that turns its read hook off.
+const (
+	HostMetricsPortName = "host-metrics"
+	HostMetricsPort     = 9100
+	ReadHookLabel       = "e2e.synchook.io/read-hook"
+)
+
+// HostMetricsPortHook adds the host-metrics port on the way down and hides it on reads.
+type HostMetricsPortHook struct{}
+
+// Name implements hooks.ClientHook.
+func (HostMetricsPortHook) Name() string { return "host-metrics-port" }
+
+// Resource implements hooks.ClientHook.
+func (HostMetricsPortHook) Resource() client.Object { return &corev1.Service{} }
+
+// MutateCreatePhysical adds the port.
+func (HostMetricsPortHook) MutateCreatePhysical(_ context.Context, obj client.Object) (client.Object, error) {
+	return addPort(obj.(*corev1.Service)), nil
+}
+
+// MutateUpdatePhysical adds the port back when the syncer's update lacks it.
+func (HostMetricsPortHook) MutateUpdatePhysical(_ context.Context, obj client.Object) (client.Object, error) {
+	return addPort(obj.(*corev1.Service)), nil
+}
+
+// MutateGetPhysical removes the port, unless the service turns the read hook off.
+func (HostMetricsPortHook) MutateGetPhysical(_ context.Context, obj client.Object) (client.Object, error) {
+	svc := obj.(*corev1.Service)
+	if svc.Labels[ReadHookLabel] == "off" {
+		return svc, nil
+	}
+	svc.Spec.Ports = slices.DeleteFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == HostMetricsPortName })
+	return svc, nil
+}
+
+func addPort(svc *corev1.Service) *corev1.Service {
+	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == HostMetricsPortName }) {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
+			Name: HostMetricsPortName, Port: HostMetricsPort, TargetPort: intstr.FromInt32(HostMetricsPort), Protocol: corev1.ProtocolTCP,
+		})
+	}
+	return svc
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	opts := sidecar.Options{Register: func(reg *hooks.Registry) error { return reg.Register(HostMetricsPortHook{}) }}
+	opts.Webhook.ProbeBindAddress = "0"
+	fs := flag.NewFlagSet("testsidecar", flag.ContinueOnError)
+	fs.StringVar(&opts.Webhook.BindAddress, "bind-address", webhook.DefaultBindAddress, "host:port of the HTTPS listener")
+	fs.StringVar(&opts.CertDir, "cert-dir", "", "directory of the generated CA and serving cert (required)")
+	fs.StringVar(&opts.ConfigFile, "config", "", "path of the YAML hook config (required)")
+	zopts := &zap.Options{}
+	zopts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if opts.CertDir == "" || opts.ConfigFile == "" {
+		fmt.Fprintln(os.Stderr, "testsidecar: --cert-dir and --config are required")
+		return 2
+	}
+	// Development mode turns off zap's sampling (past 100 identical messages a second only
+	// every 100th is written), so that tests can count the per-request lines; JSON as in
+	// production.
+	log := zap.New(zap.UseFlagOptions(zopts), zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.JSONEncoder())
+	ctrl.SetLogger(log)
+	opts.Log = log
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := sidecar.Serve(ctx, opts); err != nil {
+		fmt.Fprintf(os.Stderr, "testsidecar: %v\n", err)
+		if errors.Is(err, sidecar.ErrConfig) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}

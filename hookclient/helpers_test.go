@@ -1,0 +1,245 @@
+package hookclient_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/synchook/synchook/certs"
+	"github.com/synchook/synchook/hookclient"
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/webhook"
+)
+
+// hook is a hooks.FuncHook built from one function for some hook types.
+type hook struct {
+	name  string
+	obj   client.Object
+	types []hooks.HookType
+	fn    hooks.MutateFunc
+}
+
+func (h hook) Name() string            { return h.name }
+func (h hook) Resource() client.Object { return h.obj }
+func (h hook) MutateFuncs() map[hooks.HookType]hooks.MutateFunc {
+	m := map[hooks.HookType]hooks.MutateFunc{}
+	for _, t := range h.types {
+		m[t] = h.fn
+	}
+	return m
+}
+
+// labelFn returns a hook function that sets label key to value and removes the label "drop".
+func labelFn(key, value string) hooks.MutateFunc {
+	return func(_ context.Context, o client.Object) (client.Object, error) {
+		l := o.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		delete(l, "drop")
+		l[key] = value
+		o.SetLabels(l)
+		return o, nil
+	}
+}
+
+func refuseFn(_ context.Context, _ client.Object) (client.Object, error) {
+	return nil, errors.New("not this one")
+}
+
+// authority creates a CA and a serving certificate for localhost and 127.0.0.1 in a new
+// directory.
+func authority(t *testing.T) *certs.Authority {
+	t.Helper()
+	a, err := certs.New(certs.Options{Dir: filepath.Join(t.TempDir(), "certs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func keyPair(t *testing.T, a *certs.Authority) *tls.Certificate {
+	t.Helper()
+	c, err := tls.LoadX509KeyPair(a.CertFile(), a.KeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
+// copyFile copies the file from to the file to (created or replaced).
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sidecar is a real webhook.Server handler served over TLS on a loopback listener, with
+// counters.
+type sidecar struct {
+	URL    string
+	CAFile string // a copy of the CA that tests may overwrite
+	cert   atomic.Pointer[tls.Certificate]
+	srv    *http.Server
+
+	mu        sync.Mutex
+	requests  map[string]int // by path
+	protos    map[int]int    // by HTTP major version
+	conns     []net.Conn
+	connCount int
+}
+
+// startSidecar serves reg on 127.0.0.1 (on addr when not empty). wrap, when not nil, wraps the
+// real handler.
+func startSidecar(t *testing.T, reg *hooks.Registry, addr string, wrap func(http.Handler) http.Handler) *sidecar {
+	t.Helper()
+	ws, err := webhook.NewServer(reg, webhook.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := ws.Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	a := authority(t)
+	s := &sidecar{CAFile: filepath.Join(t.TempDir(), "ca.crt"), requests: map[string]int{}, protos: map[int]int{}}
+	copyFile(t, a.CAFile(), s.CAFile)
+	s.cert.Store(keyPair(t, a))
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.URL = "https://" + ln.Addr().String()
+	s.srv = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.mu.Lock()
+			s.requests[r.URL.Path]++
+			s.protos[r.ProtoMajor]++
+			s.mu.Unlock()
+			h.ServeHTTP(w, r)
+		}),
+		TLSConfig: &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.cert.Load(), nil },
+		},
+		ConnState: func(c net.Conn, state http.ConnState) {
+			if state == http.StateNew {
+				s.mu.Lock()
+				s.conns = append(s.conns, c)
+				s.connCount++
+				s.mu.Unlock()
+			}
+		},
+		ErrorLog: log.New(io.Discard, "", 0), // aborted handshakes are expected in these tests
+	}
+	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { _ = s.srv.Close() })
+	return s
+}
+
+// count returns the number of requests to path so far.
+func (s *sidecar) count(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[path]
+}
+
+// mutations returns the number of POST /mutate/... requests so far.
+func (s *sidecar) mutations() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for p, c := range s.requests {
+		if strings.HasPrefix(p, "/mutate/") {
+			n += c
+		}
+	}
+	return n
+}
+
+// closeConns closes every connection the server accepted, so the next request needs a new
+// handshake, and gives the client a moment to notice: a request sent on a connection the
+// server has just closed may have reached it, so the client does not retry it.
+func (s *sidecar) closeConns() {
+	s.mu.Lock()
+	for _, c := range s.conns {
+		_ = c.Close()
+	}
+	s.conns = nil
+	s.mu.Unlock()
+	time.Sleep(50 * time.Millisecond)
+}
+
+func newClient(t *testing.T, s *sidecar, opts hookclient.Options) *hookclient.Client {
+	t.Helper()
+	if opts.URL == "" {
+		opts.URL = s.URL
+	}
+	if opts.CAFile == "" {
+		opts.CAFile = s.CAFile
+	}
+	c, err := hookclient.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func registry(t *testing.T, hs ...hooks.ClientHook) *hooks.Registry {
+	t.Helper()
+	reg := hooks.NewRegistry(nil)
+	for _, h := range hs {
+		if err := reg.Register(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reg
+}
+
+func pod(name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
+	}
+}
+
+// freePort returns a loopback address that nothing listens on (a moment ago).
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+func drain(r io.Reader) { _, _ = io.Copy(io.Discard, r) }
