@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: help run build test lint fmt vet envtest-assets docker
+.PHONY: help run build test lint fmt vet generate envtest-assets docker
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -25,6 +25,9 @@ fmt: ## gofmt the tree
 
 vet: ## go vet
 	go vet ./...
+
+generate: ## regenerate bridge/remote's Go code from remote.proto (protoc from apt, plugins pinned into ./bin)
+	hack/generate.sh
 
 envtest-assets: ## build (or find cached) kube-apiserver and etcd, print KUBEBUILDER_ASSETS
 	hack/envtest-assets.sh

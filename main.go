@@ -1,6 +1,7 @@
 // Command synchook is a sidecar that runs hooks on the objects a virtual-cluster syncer
 // (vcluster first) writes to the host cluster and reads back, served as a Kubernetes mutating
-// admission webhook that answers with RFC 6902 JSON Patches.
+// admission webhook that answers with RFC 6902 JSON Patches, and to real vcluster as a plugin
+// v1 (gRPC) when VCLUSTER_PLUGIN_ADDRESS or --plugin-address is set.
 //
 //	synchook serve  [flags]                      run the sidecar
 //	synchook mutate --type T -f obj.yaml [flags] offline dry run: print the patch and the result
@@ -25,6 +26,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/synchook/synchook/bridge"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/sidecar"
 	"github.com/synchook/synchook/webhook"
@@ -88,6 +90,14 @@ Flags of serve:
 	mfs.PrintDefaults()
 }
 
+// envOr returns the environment variable key, or def when it is empty.
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
 type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
@@ -106,6 +116,9 @@ func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
 	fs.StringVar(&opts.TLSKeyFile, "tls-key-file", "", "user-supplied serving key (PEM)")
 	fs.Int64Var(&opts.Webhook.MaxRequestBytes, "max-request-bytes", webhook.DefaultMaxRequestBytes, "largest request body in bytes; larger ones get 413")
 	fs.DurationVar(&opts.Webhook.RequestTimeout, "request-timeout", webhook.DefaultRequestTimeout, "time one request may spend in its hook chain")
+	fs.StringVar(&opts.Bridge.Address, "plugin-address", os.Getenv("VCLUSTER_PLUGIN_ADDRESS"), "host:port of the vcluster plugin v1 gRPC bridge (registered with vcluster as an IP, localhost = 127.0.0.1); default: the VCLUSTER_PLUGIN_ADDRESS env var the vcluster chart sets; empty disables the bridge")
+	fs.StringVar(&opts.Bridge.Name, "plugin-name", envOr("VCLUSTER_PLUGIN_NAME", bridge.DefaultName), "plugin name registered with vcluster (its key under the chart's plugin: values); default: the VCLUSTER_PLUGIN_NAME env var, else synchook")
+	fs.StringVar(&opts.Bridge.VClusterAddress, "vcluster-address", bridge.DefaultVClusterAddress, "host:port of vcluster's plugin server, where the bridge registers")
 	zopts.BindFlags(fs)
 	return fs, opts, zopts
 }

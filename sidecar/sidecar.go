@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/synchook/synchook/bridge"
 	"github.com/synchook/synchook/certs"
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
@@ -39,6 +40,11 @@ type Options struct {
 	CertDNSNames []string
 	// TLSCertFile and TLSKeyFile name a user-supplied serving cert and key, used as they are.
 	TLSCertFile, TLSKeyFile string
+	// Bridge configures the vcluster plugin v1 bridge (gRPC, for real vcluster's legacy
+	// plugin: sidecars). It runs next to the HTTPS server when Bridge.Address is set and is
+	// off when it is empty. Its RequestTimeout and MaxMessageBytes default to
+	// Webhook.RequestTimeout and Webhook.MaxRequestBytes; its Log is Log.WithName("bridge").
+	Bridge bridge.Options
 	// Log is the root logger. Default logr.Discard().
 	Log logr.Logger
 }
@@ -82,14 +88,21 @@ func BuildRegistry(configFile string, getenv func(string) string, register Regis
 }
 
 // Serve runs the sidecar until ctx ends: it builds the registry, makes sure a serving cert
-// exists (generating and renewing it unless user-supplied), and serves HTTPS. When ctx ends it
-// drains in-flight requests and returns nil. Config errors wrap ErrConfig.
+// exists (generating and renewing it unless user-supplied), serves HTTPS and, when
+// Bridge.Address is set, the vcluster plugin v1 bridge (registering with vcluster). When ctx
+// ends it drains in-flight requests and returns nil. Config errors wrap ErrConfig.
 func Serve(ctx context.Context, opts Options) error {
 	opts.setDefaults()
 	log := opts.Log
 	reg, err := BuildRegistry(opts.ConfigFile, opts.Getenv, opts.Register, log)
 	if err != nil {
 		return err
+	}
+	var plugin *bridge.Bridge
+	if opts.Bridge.Address != "" {
+		if plugin, err = newBridge(reg, opts.Bridge, opts.Webhook, log); err != nil {
+			return err
+		}
 	}
 
 	g, ctx := errgroup.WithContext(ctx)
@@ -122,9 +135,29 @@ func Serve(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	if plugin != nil {
+		g.Go(func() error { return plugin.Run(ctx) })
+	}
 	g.Go(func() error { return srv.Start(ctx) })
 	log.Info("serving", "address", wopts.BindAddress, "probes", wopts.ProbeBindAddress)
 	return g.Wait()
+}
+
+// newBridge returns the vcluster plugin bridge for reg, with the request limits of the
+// webhook where bopts leaves them unset.
+func newBridge(reg *hooks.Registry, bopts bridge.Options, wopts webhook.Options, log logr.Logger) (*bridge.Bridge, error) {
+	if bopts.RequestTimeout <= 0 {
+		bopts.RequestTimeout = wopts.RequestTimeout
+	}
+	if bopts.MaxMessageBytes <= 0 {
+		bopts.MaxMessageBytes = int(wopts.MaxRequestBytes)
+	}
+	bopts.Log = log.WithName("bridge")
+	b, err := bridge.New(reg, bopts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return b, nil
 }
 
 // MutateResult is the outcome of a dry run.

@@ -1,0 +1,335 @@
+package bench
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/synchook/synchook/bridge/remote"
+	"github.com/synchook/synchook/internal/fixtures"
+)
+
+// Options bounds a load run. Zero fields take the defaults named on each.
+type Options struct {
+	// Binary is the synchook executable to start as the sidecar. Default: this process's own
+	// executable.
+	Binary string
+	// Concurrency lists the numbers of concurrent callers. Default 1, 16, 64.
+	Concurrency []int
+	// MaxRequests and MaxDuration bound each measured cell (workload × concurrency), whichever
+	// comes first. Defaults 20,000 and 2 s.
+	MaxRequests int
+	MaxDuration time.Duration
+	// Out receives the report. Default os.Stdout.
+	Out io.Writer
+}
+
+func (o *Options) setDefaults() error {
+	if o.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find own executable: %w", err)
+		}
+		o.Binary = exe
+	}
+	if len(o.Concurrency) == 0 {
+		o.Concurrency = []int{1, 16, 64}
+	}
+	if o.MaxRequests <= 0 {
+		o.MaxRequests = 20000
+	}
+	if o.MaxDuration <= 0 {
+		o.MaxDuration = 2 * time.Second
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	return nil
+}
+
+// benchConfig is the sidecar's config: one label hook on pods, the hot path under test.
+const benchConfig = `hooks:
+  - name: bench-label
+    resources: [{apiVersion: v1, kind: Pod}]
+    types: [CreatePhysical]
+    labels:
+      labels: {synchook.io/bench: "true"}
+`
+
+// Cell is the measurement of one workload at one concurrency.
+type Cell struct {
+	Workload    string
+	Concurrency int
+	Requests    int
+	Errors      int
+	Elapsed     time.Duration
+	P50, P99    time.Duration
+	P999        time.Duration
+	// SidecarCPU is the sidecar's CPU time (user+system) spent during the cell; zero for floors.
+	SidecarCPU time.Duration
+}
+
+// Throughput is requests per second.
+func (c Cell) Throughput() float64 { return float64(c.Requests) / c.Elapsed.Seconds() }
+
+// PerOp is the mean wall time per request at this concurrency (Elapsed × concurrency / n).
+func (c Cell) PerOp() time.Duration {
+	return time.Duration(float64(c.Elapsed) * float64(c.Concurrency) / float64(max(c.Requests, 1)))
+}
+
+// Report is the result of Run.
+type Report struct {
+	Cells                  []Cell
+	RSSIdle, RSSPeak       int64 // bytes
+	DecodeEncodeFloorPerOp time.Duration
+}
+
+// Find returns the cell of workload at concurrency c.
+func (r *Report) Find(workload string, c int) (Cell, bool) {
+	for _, cell := range r.Cells {
+		if cell.Workload == workload && cell.Concurrency == c {
+			return cell, true
+		}
+	}
+	return Cell{}, false
+}
+
+// Workload names.
+const (
+	FloorHTTPS     = "floor (b) https echo, kept conn"
+	FloorGRPC      = "floor (c) grpc no-op, new conn/call"
+	AdmissionHTTPS = "admission https, kept conn"
+	AdmissionUnix  = "admission unix socket"
+	BridgeGRPC     = "bridge grpc, new conn/call (vcluster)"
+)
+
+// Run starts the sidecar, measures every workload and floor, prints the report to opts.Out
+// and returns it.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	pod := fixtures.JSON(fixtures.Pod("ns", "web"))
+	review := reviewFor(pod)
+	sc, err := startSidecar(ctx, opts.Binary)
+	if err != nil {
+		return nil, err
+	}
+	defer sc.stop()
+
+	rep := &Report{}
+	rep.DecodeEncodeFloorPerOp = decodeEncodeFloor(pod)
+	rep.RSSIdle, _ = sc.rss()
+
+	floorHTTPS, stopEcho, err := echoHTTPS()
+	if err != nil {
+		return nil, err
+	}
+	defer stopEcho()
+	floorGRPC, stopNoop, err := noopGRPC()
+	if err != nil {
+		return nil, err
+	}
+	defer stopNoop()
+
+	admission := sc.admissionHTTPS(review)
+	unix := sc.admissionUnix(review)
+	bridge := grpcCaller(sc.grpcAddr, pod)
+	workloads := []struct {
+		name    string
+		call    func(context.Context) error
+		sidecar bool
+	}{
+		{FloorHTTPS, floorHTTPS(review), false},
+		{AdmissionHTTPS, admission, true},
+		{AdmissionUnix, unix, true},
+		{FloorGRPC, floorGRPC, false},
+		{BridgeGRPC, bridge, true},
+	}
+	for _, w := range workloads {
+		if err := w.call(ctx); err != nil { // warm up and check it works
+			return nil, fmt.Errorf("%s: %w", w.name, err)
+		}
+	}
+	for _, c := range opts.Concurrency {
+		for _, w := range workloads {
+			cpu0, _ := sc.cpu()
+			cell := measure(ctx, w.name, c, opts.MaxRequests, opts.MaxDuration, w.call)
+			if w.sidecar {
+				cpu1, _ := sc.cpu()
+				cell.SidecarCPU = cpu1 - cpu0
+			}
+			rep.Cells = append(rep.Cells, cell)
+		}
+	}
+	rep.RSSPeak, _ = sc.peakRSS()
+	rep.Print(opts.Out)
+	return rep, nil
+}
+
+func reviewFor(obj []byte) []byte {
+	return fixtures.JSON(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID: "bench", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: "ns", Name: "web",
+			Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: obj},
+		},
+	})
+}
+
+// measure runs call from c goroutines until n requests or d have passed.
+func measure(ctx context.Context, name string, c, n int, d time.Duration, call func(context.Context) error) Cell {
+	var next, errs atomic.Int64
+	lat := make([][]time.Duration, c)
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) && time.Now().Before(deadline) && ctx.Err() == nil {
+				t0 := time.Now()
+				if err := call(ctx); err != nil {
+					errs.Add(1)
+					continue
+				}
+				lat[g] = append(lat[g], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	pct := func(p float64) time.Duration {
+		if len(all) == 0 {
+			return 0
+		}
+		return all[min(len(all)-1, int(p*float64(len(all))))]
+	}
+	return Cell{
+		Workload: name, Concurrency: c, Requests: len(all), Errors: int(errs.Load()), Elapsed: elapsed,
+		P50: pct(0.50), P99: pct(0.99), P999: pct(0.999),
+	}
+}
+
+// decodeEncodeFloor is floor (a): the mean time of a typed decode + encode of obj.
+func decodeEncodeFloor(obj []byte) time.Duration {
+	const n = 2000
+	start := time.Now()
+	for range n {
+		var pod corev1.Pod
+		_ = kjson.UnmarshalCaseSensitivePreserveInts(obj, &pod)
+		_, _ = json.Marshal(&pod)
+	}
+	return time.Since(start) / n
+}
+
+// echoHTTPS starts an HTTPS server that reads the body and echoes it (floor b) and returns a
+// caller factory over a kept HTTP/1.1 connection.
+func echoHTTPS() (func([]byte) func(context.Context) error, func(), error) {
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		_, _ = w.Write(b)
+	}))
+	ts.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	ts.StartTLS()
+	tr := ts.Client().Transport.(*http.Transport).Clone()
+	tr.ForceAttemptHTTP2 = false
+	tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	tr.MaxIdleConnsPerHost = 128
+	hc := &http.Client{Transport: tr}
+	return func(body []byte) func(context.Context) error {
+		return func(ctx context.Context) error { return post(ctx, hc, ts.URL, body) }
+	}, ts.Close, nil
+}
+
+func post(ctx context.Context, hc *http.Client, url string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(body)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	return nil
+}
+
+// noopPlugin answers every Mutate with mutated=false (floor c).
+type noopPlugin struct {
+	remote.UnimplementedPluginServer
+}
+
+func (noopPlugin) Mutate(context.Context, *remote.MutateRequest) (*remote.MutateResult, error) {
+	return &remote.MutateResult{}, nil
+}
+
+func noopGRPC() (func(context.Context) error, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := grpc.NewServer()
+	remote.RegisterPluginServer(srv, noopPlugin{})
+	go func() { _ = srv.Serve(ln) }()
+	pod := fixtures.JSON(fixtures.Pod("ns", "web"))
+	return grpcCaller(ln.Addr().String(), pod), srv.Stop, nil
+}
+
+// grpcCaller calls Mutate the way vcluster does: a new connection per call, the whole object.
+func grpcCaller(addr string, obj []byte) func(context.Context) error {
+	req := &remote.MutateRequest{ApiVersion: "v1", Kind: "Pod", Object: string(obj), Type: "CreatePhysical"}
+	return func(ctx context.Context) error {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err = remote.NewPluginClient(conn).Mutate(ctx, req)
+		return err
+	}
+}
+
+// sidecar is a running `synchook serve` child process.
+type sidecar struct {
+	cmd       *exec.Cmd
+	httpsAddr string
+	sock      string
+	grpcAddr  string
+	pool      *x509.CertPool
+	dir       string
+}
