@@ -21,11 +21,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	uberzap "go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/synchook/synchook/bench"
 	"github.com/synchook/synchook/bridge"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/sidecar"
@@ -63,6 +68,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return serve(args[1:], stderr)
 	case "mutate":
 		return mutate(args[1:], stdin, stdout, stderr)
+	case "bench":
+		return runBench(args[1:], stdout, stderr)
+	case "soak":
+		return runSoak(args[1:], stdout, stderr)
+	case bench.FloorsCommand: // hidden: the floors of `synchook bench`, in their own process
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		if err := bench.ServeFloors(ctx, stdout); err != nil {
+			fmt.Fprintf(stderr, "synchook %s: %v\n", bench.FloorsCommand, err)
+			return exitFailed
+		}
+		return exitOK
 	default:
 		fmt.Fprintf(stderr, "synchook: unknown command %q (valid: serve, mutate; see synchook --help)\n", args[0])
 		return exitUsage
@@ -76,6 +93,8 @@ admission webhook that answers with JSON Patches.
 Usage:
   synchook serve  [flags]                          run the sidecar
   synchook mutate --type HOOKTYPE -f FILE [flags]  offline dry run: print the JSON Patch and the result
+  synchook bench  [flags]                          load test on loopback: throughput, latency, CPU, RSS vs floors
+  synchook soak   [flags]                          soak test on loopback: every answer checked under chaos hooks
 
 Hook types: `+hooks.ValidHookTypes()+`
 
@@ -88,6 +107,14 @@ Flags of serve:
 	mfs, _ := mutateFlags()
 	mfs.SetOutput(w)
 	mfs.PrintDefaults()
+	fmt.Fprint(w, "\nFlags of bench:\n")
+	bfs, _ := benchFlags()
+	bfs.SetOutput(w)
+	bfs.PrintDefaults()
+	fmt.Fprint(w, "\nFlags of soak:\n")
+	sfs, _ := soakFlags()
+	sfs.SetOutput(w)
+	sfs.PrintDefaults()
 }
 
 // envOr returns the environment variable key, or def when it is empty.
@@ -108,7 +135,7 @@ func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
 	zopts := &zap.Options{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&opts.ConfigFile, "config", "", "path of the YAML hook config; empty: the SYNCHOOK_CONFIG env var, else the built-in default (label synchook.io/hooked=true on pods for CreatePhysical, UpdatePhysical)")
-	fs.StringVar(&opts.Webhook.BindAddress, "bind-address", webhook.DefaultBindAddress, "host:port of the HTTPS listener")
+	fs.StringVar(&opts.Webhook.BindAddress, "bind-address", webhook.DefaultBindAddress, "host:port of the HTTPS listener; \"0\" disables it (then --socket-path is needed)")
 	fs.StringVar(&opts.Webhook.ProbeBindAddress, "health-probe-bind-address", webhook.DefaultProbeBindAddress, "host:port of the plain-HTTP /healthz and /readyz listener for kubelet probes; \"0\" disables it")
 	fs.StringVar(&opts.CertDir, "cert-dir", sidecar.DefaultCertDir, "directory of the generated CA and serving cert (tls.crt, tls.key, ca.crt); tls.crt+tls.key without ca.key there are used as they are")
 	fs.Var((*stringList)(&opts.CertDNSNames), "cert-dns-name", "extra DNS name (or IP) for the generated serving cert, on top of localhost, 127.0.0.1, ::1; repeatable")
@@ -116,6 +143,11 @@ func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
 	fs.StringVar(&opts.TLSKeyFile, "tls-key-file", "", "user-supplied serving key (PEM)")
 	fs.Int64Var(&opts.Webhook.MaxRequestBytes, "max-request-bytes", webhook.DefaultMaxRequestBytes, "largest request body in bytes; larger ones get 413")
 	fs.DurationVar(&opts.Webhook.RequestTimeout, "request-timeout", webhook.DefaultRequestTimeout, "time one request may spend in its hook chain")
+	fs.StringVar(&opts.Webhook.SocketPath, "socket-path", "", "also serve plain HTTP on a unix socket at this path (mode 0600), for a syncer in the same pod sharing the directory; empty: none")
+	fs.StringVar(&opts.Webhook.ClientCAFile, "client-ca-file", "", "require HTTPS clients to present a certificate signed by a CA in this PEM file (for binding beyond localhost); empty: no client authentication")
+	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", sidecar.DefaultMetricsBindAddress, "host:port of the plain-HTTP Prometheus /metrics listener; \"0\" disables it")
+	fs.IntVar(&opts.MaxConcurrentHooks, "max-concurrent-hooks", sidecar.DefaultMaxConcurrentHooks, "hook chains running at once (stuck ones included); past it requests get 429 / ResourceExhausted")
+	fs.DurationVar(&opts.HookTimeout, "hook-timeout", 0, "each hook call's own deadline within --request-timeout; 0: only the request deadline")
 	fs.StringVar(&opts.Bridge.Address, "plugin-address", os.Getenv("VCLUSTER_PLUGIN_ADDRESS"), "host:port of the vcluster plugin v1 gRPC bridge (registered with vcluster as an IP, localhost = 127.0.0.1); default: the VCLUSTER_PLUGIN_ADDRESS env var the vcluster chart sets; empty disables the bridge")
 	fs.StringVar(&opts.Bridge.Name, "plugin-name", envOr("VCLUSTER_PLUGIN_NAME", bridge.DefaultName), "plugin name registered with vcluster (its key under the chart's plugin: values); default: the VCLUSTER_PLUGIN_NAME env var, else synchook")
 	fs.StringVar(&opts.Bridge.VClusterAddress, "vcluster-address", bridge.DefaultVClusterAddress, "host:port of vcluster's plugin server, where the bridge registers")
@@ -129,7 +161,10 @@ func serve(args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	log := zap.New(zap.UseFlagOptions(zopts), zap.WriteTo(stderr))
+	if opts.Webhook.BindAddress == "0" {
+		opts.Webhook.DisableTCP = true
+	}
+	log := newLogger(zopts, stderr)
 	ctrl.SetLogger(log)
 	opts.Log = log
 	opts.Register = registerGoHooks
@@ -218,4 +253,78 @@ func flagExit(err error) int {
 		return exitOK
 	}
 	return exitUsage
+}
+
+// newLogger returns the process logger: controller-runtime's zap in --zap-devel mode, else a
+// JSON zap logger at --zap-log-level WITHOUT controller-runtime's sampling, which would drop
+// all but every 100th identical line past 100 per second (the per-request lines).
+func newLogger(o *zap.Options, w io.Writer) logr.Logger {
+	if o.Development {
+		return zap.New(zap.UseFlagOptions(o), zap.WriteTo(w))
+	}
+	var level zapcore.LevelEnabler = zapcore.InfoLevel
+	if o.Level != nil {
+		level = o.Level
+	}
+	setTime := func(c *zapcore.EncoderConfig) { c.EncodeTime = zapcore.RFC3339TimeEncoder }
+	var enc zapcore.Encoder
+	if o.NewEncoder != nil {
+		enc = o.NewEncoder(setTime)
+	} else {
+		cfg := uberzap.NewProductionEncoderConfig()
+		setTime(&cfg)
+		enc = zapcore.NewJSONEncoder(cfg)
+	}
+	sink := zapcore.AddSync(w)
+	core := zapcore.NewCore(&zap.KubeAwareEncoder{Encoder: enc}, sink, level)
+	return zapr.NewLogger(uberzap.New(core, uberzap.ErrorOutput(sink), uberzap.AddStacktrace(zapcore.ErrorLevel)))
+}
+
+func benchFlags() (*flag.FlagSet, *bench.Options) {
+	o := &bench.Options{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&o.MaxRequests, "max-requests", 20000, "most requests per workload and concurrency")
+	fs.DurationVar(&o.MaxDuration, "max-duration", 2*time.Second, "longest time per workload and concurrency")
+	return fs, o
+}
+
+func runBench(args []string, stdout, stderr io.Writer) int {
+	fs, o := benchFlags()
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	o.Out = stdout
+	if _, err := bench.Run(context.Background(), *o); err != nil {
+		fmt.Fprintf(stderr, "synchook bench: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func soakFlags() (*flag.FlagSet, *bench.SoakOptions) {
+	o := &bench.SoakOptions{}
+	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
+	fs.IntVar(&o.Mutations, "mutations", 100000, "requests to send (pods, services, secrets in turn)")
+	fs.IntVar(&o.Concurrency, "concurrency", 64, "concurrent callers")
+	fs.IntVar(&o.GRPCPercent, "grpc-percent", 30, "share of requests sent through the gRPC bridge (new connection per call); the rest use HTTPS")
+	return fs, o
+}
+
+func runSoak(args []string, stdout, stderr io.Writer) int {
+	fs, o := soakFlags()
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	o.Out = stdout
+	rep, err := bench.Soak(context.Background(), *o)
+	if err != nil {
+		fmt.Fprintf(stderr, "synchook soak: %v\n", err)
+		return exitFailed
+	}
+	if rep.Corrupted != 0 || rep.Unexpected != 0 {
+		return exitFailed
+	}
+	return exitOK
 }

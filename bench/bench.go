@@ -2,14 +2,11 @@ package bench
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
@@ -142,16 +139,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	rep.DecodeEncodeFloorPerOp = decodeEncodeFloor(pod)
 	rep.RSSIdle, _ = sc.rss()
 
-	floorHTTPS, stopEcho, err := echoHTTPS()
+	floors, err := startFloors(ctx, opts.Binary)
 	if err != nil {
 		return nil, err
 	}
-	defer stopEcho()
-	floorGRPC, stopNoop, err := noopGRPC()
+	defer floors.stop()
+	floorHTTPS, err := floors.echoCaller(review)
 	if err != nil {
 		return nil, err
 	}
-	defer stopNoop()
+	floorGRPC := grpcCaller(floors.grpc, pod)
 
 	admission := sc.admissionHTTPS(review)
 	unix := sc.admissionUnix(review)
@@ -161,7 +158,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		call    func(context.Context) error
 		sidecar bool
 	}{
-		{FloorHTTPS, floorHTTPS(review), false},
+		{FloorHTTPS, floorHTTPS, false},
 		{AdmissionHTTPS, admission, true},
 		{AdmissionUnix, unix, true},
 		{FloorGRPC, floorGRPC, false},
@@ -247,25 +244,6 @@ func decodeEncodeFloor(obj []byte) time.Duration {
 	return time.Since(start) / n
 }
 
-// echoHTTPS starts an HTTPS server that reads the body and echoes it (floor b) and returns a
-// caller factory over a kept HTTP/1.1 connection.
-func echoHTTPS() (func([]byte) func(context.Context) error, func(), error) {
-	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		_, _ = w.Write(b)
-	}))
-	ts.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
-	ts.StartTLS()
-	tr := ts.Client().Transport.(*http.Transport).Clone()
-	tr.ForceAttemptHTTP2 = false
-	tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	tr.MaxIdleConnsPerHost = 128
-	hc := &http.Client{Transport: tr}
-	return func(body []byte) func(context.Context) error {
-		return func(ctx context.Context) error { return post(ctx, hc, ts.URL, body) }
-	}, ts.Close, nil
-}
-
 func post(ctx context.Context, hc *http.Client, url string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(body)))
 	if err != nil {
@@ -294,18 +272,6 @@ type noopPlugin struct {
 
 func (noopPlugin) Mutate(context.Context, *remote.MutateRequest) (*remote.MutateResult, error) {
 	return &remote.MutateResult{}, nil
-}
-
-func noopGRPC() (func(context.Context) error, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, nil, err
-	}
-	srv := grpc.NewServer()
-	remote.RegisterPluginServer(srv, noopPlugin{})
-	go func() { _ = srv.Serve(ln) }()
-	pod := fixtures.JSON(fixtures.Pod("ns", "web"))
-	return grpcCaller(ln.Addr().String(), pod), srv.Stop, nil
 }
 
 // grpcCaller calls Mutate the way vcluster does: a new connection per call, the whole object.

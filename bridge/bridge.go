@@ -15,6 +15,7 @@ import (
 
 	"github.com/synchook/synchook/bridge/remote"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/metrics"
 )
 
 // Default values of Options.
@@ -63,6 +64,8 @@ type Options struct {
 	// MaxMessageBytes is the largest Mutate request accepted, in bytes; larger ones get
 	// ResourceExhausted. Default DefaultMaxMessageBytes (4 MiB).
 	MaxMessageBytes int
+	// Metrics records every Mutate call that reaches a hook chain, when set. Default nil.
+	Metrics *metrics.Recorder
 	// Log receives registration events, one line per Mutate call (no object data) and errors.
 	// Default logr.Discard().
 	Log logr.Logger

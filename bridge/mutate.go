@@ -13,6 +13,7 @@ import (
 
 	"github.com/synchook/synchook/bridge/remote"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/metrics"
 )
 
 // Mutate implements remote.PluginServer: it runs the hook chain of (apiVersion, kind, type) on
@@ -45,7 +46,12 @@ func (b *Bridge) Mutate(ctx context.Context, req *remote.MutateRequest) (*remote
 	ctx, cancel := context.WithTimeout(ctx, b.opts.RequestTimeout)
 	defer cancel()
 	raw := []byte(req.GetObject())
+	record := func(hooks.Result, error) {}
+	if m := b.opts.Metrics; m != nil {
+		record = m.Start(metrics.TransportGRPC, hookType, gvk, start)
+	}
 	res, err := b.reg.Run(ctx, gvk, hookType, raw)
+	record(res, err)
 	if err != nil {
 		st := toStatus(err)
 		log.Info("hook chain failed", "code", st.Code().String(), "error", err.Error(), "duration", time.Since(start).String())

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // PEM block types written by this package.
@@ -201,4 +202,15 @@ func syncDir(dir string) {
 	}
 	_ = d.Sync()
 	_ = d.Close()
+}
+
+// NotAfter returns the expiry time of the first certificate in the PEM file certFile (e.g. a
+// serving cert, generated or user-supplied). Errors wrap ErrInvalidPEM or ErrNoCertificates, or
+// the read error.
+func NotAfter(certFile string) (time.Time, error) {
+	cert, err := readCertificate(certFile)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return cert.NotAfter, nil
 }

@@ -42,9 +42,13 @@ step "unit tests (race detector)"
 go test -race -count=1 ${GO_TEST_FLAGS:-} $(go list ./... | grep -v -e /e2e -e /internal/testenv)
 
 step "fuzz targets, ${FUZZTIME:-10s} each (their corpora under testdata/fuzz run as regression cases above)"
-for target in patch:FuzzDiff hooks:FuzzRun webhook:FuzzAdmissionReview config:FuzzParse; do
+for target in patch:FuzzDiff hooks:FuzzRun webhook:FuzzAdmissionReview config:FuzzParse bridge:FuzzMutate; do
   go test -run XXX -fuzz "^${target#*:}\$" -fuzztime "${FUZZTIME:-10s}" "./${target%%:*}/"
 done
+
+step "benchmarks, briefly (so they cannot rot), and the load command with tiny bounds"
+go test -run XXX -bench . -benchtime 100x ./hooks/ ./patch/ ./webhook/ >/dev/null
+go run . bench --max-requests 100 --max-duration 200ms >/dev/null
 
 step "end-to-end tests (real kube-apiserver + etcd)"
 go test -count=1 -timeout 20m ${GO_TEST_FLAGS:-} ./e2e/...

@@ -103,11 +103,11 @@ func (r *Recorder) ObserveHook(hook string, t hooks.HookType, _ schema.GroupVers
 	}
 }
 
-// Start marks a request as in flight and returns the function that records its end.
-func (r *Recorder) Start(transport string, t hooks.HookType, gvk schema.GroupVersionKind) func(res hooks.Result, err error) {
+// Start marks a request that began at start as in flight and returns the function that
+// records its end.
+func (r *Recorder) Start(transport string, t hooks.HookType, gvk schema.GroupVersionKind, start time.Time) func(res hooks.Result, err error) {
 	g := inflight.WithLabelValues(transport)
 	g.Inc()
-	start := time.Now()
 	return func(res hooks.Result, err error) {
 		g.Dec()
 		gl := r.gvkLabel(gvk)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -37,11 +38,11 @@ func TestRecorderCountsRequestsHooksAndFailingHooks(t *testing.T) {
 	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
 	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`)
 	for range metrics.FailingHookThreshold {
-		done := rec.Start(metrics.TransportAdmission, hooks.CreatePhysical, gvk)
+		done := rec.Start(metrics.TransportAdmission, hooks.CreatePhysical, gvk, time.Now())
 		res, err := reg.Run(t.Context(), gvk, hooks.CreatePhysical, raw)
 		done(res, err)
 	}
-	done := rec.Start(metrics.TransportGRPC, hooks.CreatePhysical, corev1.SchemeGroupVersion.WithKind("Secret"))
+	done := rec.Start(metrics.TransportGRPC, hooks.CreatePhysical, corev1.SchemeGroupVersion.WithKind("Secret"), time.Now())
 	done(hooks.Result{}, nil)
 
 	if !strings.Contains(logs.String(), `"hook"="flaky"`) || !strings.Contains(logs.String(), "hook failed every time in a row") {

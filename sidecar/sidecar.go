@@ -14,6 +14,7 @@ import (
 	"github.com/synchook/synchook/certs"
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/metrics"
 	"github.com/synchook/synchook/webhook"
 )
 
@@ -45,9 +46,25 @@ type Options struct {
 	// off when it is empty. Its RequestTimeout and MaxMessageBytes default to
 	// Webhook.RequestTimeout and Webhook.MaxRequestBytes; its Log is Log.WithName("bridge").
 	Bridge bridge.Options
+	// MetricsBindAddress is the host:port of the plain-HTTP /metrics listener. Default
+	// DefaultMetricsBindAddress (":9441"); "0" disables it (metrics are still recorded).
+	MetricsBindAddress string
+	// MaxConcurrentHooks bounds the hook chains running at once, counting chains abandoned at
+	// their deadline whose hook has not returned; past it requests get 429 / ResourceExhausted.
+	// Default DefaultMaxConcurrentHooks (256).
+	MaxConcurrentHooks int
+	// HookTimeout is each hook call's own deadline within the request's budget. Default 0 (only
+	// the request deadline applies).
+	HookTimeout time.Duration
 	// Log is the root logger. Default logr.Discard().
 	Log logr.Logger
 }
+
+// Defaults of Options.
+const (
+	DefaultMetricsBindAddress = ":9441"
+	DefaultMaxConcurrentHooks = 256
+)
 
 // DefaultCertDir is the default Options.CertDir.
 const DefaultCertDir = "/tmp/synchook/certs"
@@ -64,6 +81,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
+	}
+	if o.MetricsBindAddress == "" {
+		o.MetricsBindAddress = DefaultMetricsBindAddress
+	}
+	if o.MaxConcurrentHooks <= 0 {
+		o.MaxConcurrentHooks = DefaultMaxConcurrentHooks
 	}
 }
 
@@ -98,6 +121,10 @@ func Serve(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	reg.SetMaxConcurrent(opts.MaxConcurrentHooks)
+	reg.SetHookTimeout(opts.HookTimeout)
+	rec := metrics.New(reg, log.WithName("hooks"))
+	opts.Bridge.Metrics = rec
 	var plugin *bridge.Bridge
 	if opts.Bridge.Address != "" {
 		if plugin, err = newBridge(reg, opts.Bridge, opts.Webhook, log); err != nil {
@@ -108,6 +135,10 @@ func Serve(ctx context.Context, opts Options) error {
 	g, ctx := errgroup.WithContext(ctx)
 	wopts := opts.Webhook
 	wopts.Log = log.WithName("webhook")
+	wopts.Metrics = rec
+	if opts.MetricsBindAddress != "0" {
+		g.Go(func() error { return metrics.Serve(ctx, opts.MetricsBindAddress, log.WithName("metrics")) })
+	}
 	if opts.TLSCertFile != "" || opts.TLSKeyFile != "" {
 		if opts.TLSCertFile == "" || opts.TLSKeyFile == "" {
 			return fmt.Errorf("%w: --tls-cert-file and --tls-key-file go together", ErrConfig)
@@ -131,6 +162,9 @@ func Serve(ctx context.Context, opts Options) error {
 		}
 	}
 
+	if !wopts.DisableTCP {
+		g.Go(func() error { watchCertExpiry(ctx, wopts.CertFile, log); return nil })
+	}
 	srv, err := webhook.NewServer(reg, wopts)
 	if err != nil {
 		return err
@@ -186,4 +220,21 @@ func Mutate(ctx context.Context, reg *hooks.Registry, hookType hooks.HookType, o
 		return nil, err
 	}
 	return &MutateResult{Patch: res.Patch, Object: object, Hooks: res.Hooks}, nil
+}
+
+// watchCertExpiry keeps the certificate expiry metric at the NotAfter of certFile, read now and
+// every minute until ctx ends.
+func watchCertExpiry(ctx context.Context, certFile string, log logr.Logger) {
+	for {
+		if notAfter, err := certs.NotAfter(certFile); err == nil {
+			metrics.SetCertificateExpiry(notAfter)
+		} else {
+			log.V(1).Info("cannot read the serving certificate's expiry", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Minute):
+		}
+	}
 }

@@ -61,7 +61,7 @@ func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		runErr error
 	)
 	if m := h.s.opts.Metrics; m != nil {
-		done := m.Start(metrics.TransportAdmission, hookType, gvk)
+		done := m.Start(metrics.TransportAdmission, hookType, gvk, start)
 		defer func() { done(res, runErr) }()
 	}
 	res, runErr = h.s.registry.Run(ctx, gvk, hookType, object)
