@@ -64,7 +64,7 @@ func refuseFn(_ context.Context, _ client.Object) (client.Object, error) {
 
 // authority creates a CA and a serving certificate for localhost and 127.0.0.1 in a new
 // directory.
-func authority(t *testing.T) *certs.Authority {
+func authority(t testing.TB) *certs.Authority {
 	t.Helper()
 	a, err := certs.New(certs.Options{Dir: filepath.Join(t.TempDir(), "certs")})
 	if err != nil {
@@ -76,7 +76,7 @@ func authority(t *testing.T) *certs.Authority {
 	return a
 }
 
-func keyPair(t *testing.T, a *certs.Authority) *tls.Certificate {
+func keyPair(t testing.TB, a *certs.Authority) *tls.Certificate {
 	t.Helper()
 	c, err := tls.LoadX509KeyPair(a.CertFile(), a.KeyFile())
 	if err != nil {
@@ -86,7 +86,7 @@ func keyPair(t *testing.T, a *certs.Authority) *tls.Certificate {
 }
 
 // copyFile copies the file from to the file to (created or replaced).
-func copyFile(t *testing.T, from, to string) {
+func copyFile(t testing.TB, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)
 	if err != nil {
@@ -114,7 +114,7 @@ type sidecar struct {
 
 // startSidecar serves reg on 127.0.0.1 (on addr when not empty). wrap, when not nil, wraps the
 // real handler.
-func startSidecar(t *testing.T, reg *hooks.Registry, addr string, wrap func(http.Handler) http.Handler) *sidecar {
+func startSidecar(t testing.TB, reg *hooks.Registry, addr string, wrap func(http.Handler) http.Handler) *sidecar {
 	t.Helper()
 	ws, err := webhook.NewServer(reg, webhook.Options{})
 	if err != nil {
@@ -196,7 +196,7 @@ func (s *sidecar) closeConns() {
 	time.Sleep(50 * time.Millisecond)
 }
 
-func newClient(t *testing.T, s *sidecar, opts hookclient.Options) *hookclient.Client {
+func newClient(t testing.TB, s *sidecar, opts hookclient.Options) *hookclient.Client {
 	t.Helper()
 	if opts.URL == "" {
 		opts.URL = s.URL
