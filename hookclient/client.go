@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
@@ -36,19 +37,29 @@ type Client struct {
 	tlsMu sync.Mutex // serialises CA reloads
 	tls   atomic.Pointer[tlsState]
 
+	unix *http.Client // plain HTTP over Options.SocketPath; nil for HTTPS
+
 	capsMu     sync.Mutex // serialises capability fetches
 	caps       atomic.Pointer[capsState]
 	capsFailed atomic.Int64 // Unix nanoseconds of the last failed fetch, 0 after a success
 }
 
 // New returns a Client for opts (defaults applied). It does no I/O: the CA file and the
-// capabilities are read on first use (or by Refresh). It fails when URL or CAFile is missing,
-// URL is not https, or FailurePolicies names an unknown hook type or policy.
+// capabilities are read on first use (or by Refresh). It fails when neither SocketPath nor URL
+// and CAFile are set, URL is not https, or FailurePolicies names an unknown hook type or policy.
 func New(opts Options) (*Client, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &Client{opts: opts}, nil
+	c := &Client{opts: opts}
+	if opts.SocketPath != "" {
+		tr := newTransport(nil, opts.MaxIdleConnsPerHost)
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "unix", opts.SocketPath)
+		}
+		c.unix = &http.Client{Transport: tr}
+	}
+	return c, nil
 }
 
 // Policy returns the failure policy of hook type t.
@@ -61,6 +72,9 @@ func (c *Client) Policy(t hooks.HookType) FailurePolicy {
 
 // Close closes the idle keep-alive connections to the sidecar. The Client stays usable.
 func (c *Client) Close() {
+	if c.unix != nil {
+		c.unix.CloseIdleConnections()
+	}
 	if st := c.tls.Load(); st != nil {
 		st.transport.CloseIdleConnections()
 	}

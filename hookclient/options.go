@@ -59,9 +59,13 @@ func DefaultFailurePolicy(t hooks.HookType) FailurePolicy {
 
 // Options configures a Client. Zero fields take the defaults named on each.
 type Options struct {
-	// URL is the sidecar's base URL, e.g. "https://127.0.0.1:9443". Required; the scheme must
-	// be https.
+	// URL is the sidecar's base URL, e.g. "https://127.0.0.1:9443". Required unless SocketPath
+	// is set; the scheme must be https.
 	URL string
+	// SocketPath, when set, sends every request in plain HTTP over the sidecar's unix socket
+	// (its --socket-path, in a directory shared by the two containers) instead of HTTPS; URL
+	// and CAFile are then not needed. Default "" (HTTPS).
+	SocketPath string
 	// CAFile is the PEM file of the CA that signs the sidecar's serving certificate, e.g. the
 	// sidecar's <cert-dir>/ca.crt on a volume shared with the syncer. Required. It is read on
 	// the first call (so the sidecar may create it after the syncer starts), again at most every
@@ -105,6 +109,9 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() error {
+	if o.SocketPath != "" {
+		o.URL, o.CAFile = "http://synchook", "-"
+	}
 	if o.URL == "" {
 		return errors.New("hookclient: Options.URL is required")
 	}
@@ -112,7 +119,7 @@ func (o *Options) setDefaults() error {
 	if err != nil {
 		return fmt.Errorf("hookclient: Options.URL: %w", err)
 	}
-	if u.Scheme != "https" || u.Host == "" {
+	if (u.Scheme != "https" && o.SocketPath == "") || u.Host == "" {
 		return fmt.Errorf("hookclient: Options.URL %q: want https://host:port", o.URL)
 	}
 	o.URL = strings.TrimSuffix(o.URL, "/")

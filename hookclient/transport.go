@@ -55,6 +55,9 @@ func newTransport(pool *x509.CertPool, maxIdle int) *http.Transport {
 // httpClient returns the HTTP client for the current CA, reading the CA file again first when
 // it was last read CAReloadInterval ago or more.
 func (c *Client) httpClient() (*http.Client, error) {
+	if c.unix != nil {
+		return c.unix, nil
+	}
 	st := c.tls.Load()
 	if st != nil && st.sinceChecked(time.Now()) < c.opts.CAReloadInterval {
 		return st.client, nil

@@ -27,27 +27,41 @@ func TestOddJSONRoundTripsExactly(t *testing.T) {
 		raw  string
 		want string
 	}{
-		{"a large integer in a CRD field keeps every digit", widgetGVK,
+		{
+			"a large integer in a CRD field keeps every digit", widgetGVK,
 			`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","annotations":{}},"spec":{"big":12345678901234567890123,"f":1.50}}`,
-			`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","annotations":{"synchook.io/odd":"yes"}},"spec":{"big":12345678901234567890123,"f":1.50}}`},
-		{"unicode keys and values survive", widgetGVK,
+			`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","annotations":{"synchook.io/odd":"yes"}},"spec":{"big":12345678901234567890123,"f":1.50}}`,
+		},
+		{
+			"unicode keys and values survive", widgetGVK,
 			`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","annotations":{}},"spec":{"clé":"värde","\u65e5\u672c":"😀"}}`,
-			`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","annotations":{"synchook.io/odd":"yes"}},"spec":{"clé":"värde","\u65e5\u672c":"😀"}}`},
-		{"label keys with / and ~ survive", podGVK,
+			`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","annotations":{"synchook.io/odd":"yes"}},"spec":{"clé":"värde","\u65e5\u672c":"😀"}}`,
+		},
+		{
+			"label keys with / and ~ survive", podGVK,
 			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a.io/b~c":"1","x/y":"2"},"annotations":{}}}`,
-			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a.io/b~c":"1","x/y":"2"},"annotations":{"synchook.io/odd":"yes"}}}`},
-		{"an empty map stays empty and an absent one absent", podGVK,
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a.io/b~c":"1","x/y":"2"},"annotations":{"synchook.io/odd":"yes"}}}`,
+		},
+		{
+			"an empty map stays empty and an absent one absent", podGVK,
 			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{},"annotations":{}},"spec":{"nodeSelector":{}}}`,
-			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{},"annotations":{"synchook.io/odd":"yes"}},"spec":{"nodeSelector":{}}}`},
-		{"null values stay null", podGVK,
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{},"annotations":{"synchook.io/odd":"yes"}},"spec":{"nodeSelector":{}}}`,
+		},
+		{
+			"null values stay null", podGVK,
 			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","creationTimestamp":null,"annotations":{}},"spec":{"containers":null},"status":{}}`,
-			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","creationTimestamp":null,"annotations":{"synchook.io/odd":"yes"}},"spec":{"containers":null},"status":{}}`},
-		{"fields the types do not know survive on a typed kind", podGVK,
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","creationTimestamp":null,"annotations":{"synchook.io/odd":"yes"}},"spec":{"containers":null},"status":{}}`,
+		},
+		{
+			"fields the types do not know survive on a typed kind", podGVK,
 			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","annotations":{},"newMeta":[1,{"a":null}]},"spec":{"futureField":{"x":1e3}}}`,
-			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","annotations":{"synchook.io/odd":"yes"},"newMeta":[1,{"a":null}]},"spec":{"futureField":{"x":1e3}}}`},
-		{"a quantity in a non-canonical form is not rewritten", podGVK,
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","annotations":{"synchook.io/odd":"yes"},"newMeta":[1,{"a":null}]},"spec":{"futureField":{"x":1e3}}}`,
+		},
+		{
+			"a quantity in a non-canonical form is not rewritten", podGVK,
 			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","annotations":{}},"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"1000m"}}}]}}`,
-			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","annotations":{"synchook.io/odd":"yes"}},"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"1000m"}}}]}}`},
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","annotations":{"synchook.io/odd":"yes"}},"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"1000m"}}}]}}`,
+		},
 	}
 	annotate := func(_ context.Context, o client.Object) (client.Object, error) {
 		a := o.GetAnnotations()

@@ -1,0 +1,48 @@
+package hookclient_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/synchook/synchook/hookclient"
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/fixtures"
+	"github.com/synchook/synchook/webhook"
+)
+
+func TestMutateOverTheUnixSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "synchook.sock")
+	reg := hooks.NewRegistry(nil)
+	reg.MustRegister(hook{name: "label", obj: &corev1.Pod{}, types: []hooks.HookType{hooks.CreatePhysical}, fn: labelFn("via", "unix")})
+	s, err := webhook.NewServer(reg, webhook.Options{SocketPath: sock, DisableTCP: true, ProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	c, err := hookclient.New(hookclient.Options{SocketPath: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pod := fixtures.Pod("ns", "web")
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if err = c.Mutate(t.Context(), hooks.CreatePhysical, pod); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Labels["via"] != "unix" {
+		t.Errorf("labels %v", pod.Labels)
+	}
+}
