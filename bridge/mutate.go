@@ -26,10 +26,14 @@ import (
 //	gRPC error                see StatusCode; the message names the hook, type and kind
 func (b *Bridge) Mutate(ctx context.Context, req *remote.MutateRequest) (*remote.MutateResult, error) {
 	start := time.Now()
-	log := b.opts.Log.WithValues("hookType", req.GetType(), "apiVersion", req.GetApiVersion(), "kind", req.GetKind())
+	logAt := func(v int, msg string, kv ...any) { // fields are built only when the line is written
+		if l := b.opts.Log.V(v); l.Enabled() {
+			l.Info(msg, append([]any{"hookType", req.GetType(), "apiVersion", req.GetApiVersion(), "kind", req.GetKind()}, kv...)...)
+		}
+	}
 	hookType, err := hooks.ParseHookType(req.GetType())
 	if err != nil {
-		log.V(1).Info("hook type not implemented, answering unchanged")
+		logAt(1, "hook type not implemented, answering unchanged")
 		return &remote.MutateResult{}, nil
 	}
 	gv, err := schema.ParseGroupVersion(req.GetApiVersion())
@@ -38,7 +42,7 @@ func (b *Bridge) Mutate(ctx context.Context, req *remote.MutateRequest) (*remote
 	}
 	gvk := gv.WithKind(req.GetKind())
 	if !b.reg.Has(gvk, hookType) {
-		log.V(1).Info("no hooks, answering unchanged")
+		logAt(1, "no hooks, answering unchanged")
 		return &remote.MutateResult{}, nil
 	}
 
@@ -54,11 +58,11 @@ func (b *Bridge) Mutate(ctx context.Context, req *remote.MutateRequest) (*remote
 	record(res, err)
 	if err != nil {
 		st := toStatus(err)
-		log.Info("hook chain failed", "code", st.Code().String(), "error", err.Error(), "duration", time.Since(start).String())
+		logAt(0, "hook chain failed", "code", st.Code().String(), "error", err.Error(), "duration", time.Since(start).String())
 		return nil, st.Err()
 	}
 	if res.Patch == nil {
-		log.Info("mutated", "hooks", res.Hooks, "patchOperations", 0, "duration", time.Since(start).String())
+		logAt(0, "mutated", "hooks", res.Hooks, "patchOperations", 0, "duration", time.Since(start).String())
 		return &remote.MutateResult{}, nil
 	}
 	hooked, err := res.Object()
@@ -69,7 +73,7 @@ func (b *Bridge) Mutate(ctx context.Context, req *remote.MutateRequest) (*remote
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "%s %s: encode the answer: %v", hookType, gvk.Kind, err)
 	}
-	log.Info("mutated", "hooks", res.Hooks, "patchOperations", res.Operations, "duration", time.Since(start).String())
+	logAt(0, "mutated", "hooks", res.Hooks, "patchOperations", res.Operations, "duration", time.Since(start).String())
 	return &remote.MutateResult{Object: string(answer), Mutated: true}, nil
 }
 

@@ -86,16 +86,19 @@ func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	writeJSON(w, http.StatusOK, &out)
 
-	log := h.s.opts.Log.WithValues(
-		"uid", req.UID, "hookType", hookType, "gvk", gvk.String(),
-		"namespace", req.Namespace, "name", req.Name,
-		"duration", time.Since(start).String(),
-	)
-	if runErr != nil {
-		log.Info("hook chain failed", "code", resp.Result.Code, "error", runErr.Error())
+	log := h.s.opts.Log
+	if !log.Enabled() { // the fields below cost more than the line when nobody reads it
 		return
 	}
-	log.Info("mutated", "hooks", res.Hooks, "patchOperations", res.Operations)
+	kv := []any{
+		"uid", req.UID, "hookType", hookType, "gvk", gvk.String(),
+		"namespace", req.Namespace, "name", req.Name, "duration", time.Since(start).String(),
+	}
+	if runErr != nil {
+		log.Info("hook chain failed", append(kv, "code", resp.Result.Code, "error", runErr.Error())...)
+		return
+	}
+	log.Info("mutated", append(kv, "hooks", res.Hooks, "patchOperations", res.Operations)...)
 }
 
 // readBody reads at most limit bytes of the body; a larger body (by Content-Length or by what
