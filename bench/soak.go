@@ -71,19 +71,6 @@ const (
 	chaosKey  = "synchook.io/chaos"
 )
 
-// soakHook is one of the soak's hooks for one kind.
-type soakHook struct {
-	name string
-	obj  client.Object
-	fn   hooks.MutateFunc
-}
-
-func (h soakHook) Name() string            { return h.name }
-func (h soakHook) Resource() client.Object { return h.obj }
-func (h soakHook) MutateFuncs() map[hooks.HookType]hooks.MutateFunc {
-	return map[hooks.HookType]hooks.MutateFunc{hooks.CreatePhysical: h.fn}
-}
-
 func soakRegistry() *hooks.Registry {
 	reg := hooks.NewRegistry(nil)
 	reg.SetMaxConcurrent(1024)
@@ -92,7 +79,7 @@ func soakRegistry() *hooks.Registry {
 		obj  func() client.Object
 	}{{"pod", func() client.Object { return &corev1.Pod{} }}, {"service", func() client.Object { return &corev1.Service{} }}, {"secret", func() client.Object { return &corev1.Secret{} }}} {
 		reg.MustRegister(
-			soakHook{"chaos-" + kind.name, kind.obj(), func(_ context.Context, o client.Object) (client.Object, error) {
+			hooks.NewFunc("chaos-"+kind.name, kind.obj(), []hooks.HookType{hooks.CreatePhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
 				switch o.GetLabels()[chaosKey] {
 				case "error":
 					return nil, errors.New("refused by chaos")
@@ -100,11 +87,11 @@ func soakRegistry() *hooks.Registry {
 					panic("chaos")
 				}
 				return o, nil
-			}},
-			soakHook{"label-" + kind.name, kind.obj(), func(_ context.Context, o client.Object) (client.Object, error) {
+			}),
+			hooks.NewFunc("label-"+kind.name, kind.obj(), []hooks.HookType{hooks.CreatePhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
 				o.GetLabels()[soakLabel] = "true"
 				return o, nil
-			}},
+			}),
 		)
 	}
 	return reg

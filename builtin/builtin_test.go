@@ -456,10 +456,10 @@ func TestNewRegistersAndRuns(t *testing.T) {
 
 	reg := hooks.NewRegistry(nil)
 	reg.MustRegister(
-		builtin.New("pod-labels", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical, hooks.CreatePhysical},
+		hooks.NewFunc("pod-labels", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical, hooks.CreatePhysical},
 			builtin.LabelsFunc(builtin.Labels{Labels: map[string]string{"team": "a"}})),
-		builtin.New("pod-strip", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, strip),
-		builtin.New("widget-strip", widget, []hooks.HookType{hooks.GetPhysical}, strip),
+		hooks.NewFunc("pod-strip", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, strip),
+		hooks.NewFunc("widget-strip", widget, []hooks.HookType{hooks.GetPhysical}, strip),
 	)
 
 	podJSON, err := json.Marshal(newPod())

@@ -5,6 +5,6 @@
 // Both work on any kind: a typed object (e.g. *corev1.Pod) when the scheme knows the kind, or
 // an *unstructured.Unstructured for custom resources. The mutate functions are built once from
 // their settings (LabelsFunc, StripFunc), optionally limited to some objects (Filtered), and
-// turned into a hook for one resource and a set of hook types with New. The functions keep no
+// turned into a hook for one resource and a set of hook types with hooks.NewFunc. The functions keep no
 // state between calls and are safe for concurrent use.
 package builtin

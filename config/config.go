@@ -136,7 +136,7 @@ func (c *Config) Build(reg *hooks.Registry) error {
 			if err != nil {
 				return fmt.Errorf("%w: hooks[%d].resources[%d]: %w", ErrInvalid, i, j, err)
 			}
-			hook := builtin.New(names[j], reg.NewObject(gvk), h.Types, fn)
+			hook := hooks.NewFunc(names[j], reg.NewObject(gvk), h.Types, fn)
 			if err := reg.Register(hook); err != nil {
 				return fmt.Errorf("%w: hooks[%d].resources[%d]: %w", ErrInvalid, i, j, err)
 			}

@@ -563,7 +563,7 @@ func TestBuildErrors(t *testing.T) {
 		{
 			name: "a name already registered by main is an error",
 			setup: func(reg *hooks.Registry) {
-				reg.MustRegister(builtin.New(config.DefaultHookName, &corev1.Pod{}, []hooks.HookType{hooks.GetVirtual},
+				reg.MustRegister(hooks.NewFunc(config.DefaultHookName, &corev1.Pod{}, []hooks.HookType{hooks.GetVirtual},
 					builtin.LabelsFunc(builtin.Labels{})))
 			},
 			cfg:  config.Default(),

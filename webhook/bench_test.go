@@ -62,10 +62,10 @@ func roundTrip(b *testing.B, hc *http.Client, url string, body []byte) []byte {
 func BenchmarkTransport(b *testing.B) {
 	body := podReviewBody()
 	reg := hooks.NewRegistry(nil)
-	reg.MustRegister(testHook{"labels", func(_ context.Context, o client.Object) (client.Object, error) {
+	reg.MustRegister(testHook("labels", func(_ context.Context, o client.Object) (client.Object, error) {
 		o.GetLabels()["synchook.io/hooked"] = "true"
 		return o, nil
-	}})
+	}))
 	s, err := webhook.NewServer(reg, webhook.Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -33,11 +33,11 @@ func TestShutdownFinishesInFlightRequests(t *testing.T) {
 	}
 	entered := make(chan struct{})
 	reg := hooks.NewRegistry(nil)
-	reg.MustRegister(testHook{"slow", func(ctx context.Context, o client.Object) (client.Object, error) {
+	reg.MustRegister(testHook("slow", func(ctx context.Context, o client.Object) (client.Object, error) {
 		close(entered)
 		time.Sleep(300 * time.Millisecond)
 		return addLabel(ctx, o)
-	}})
+	}))
 	port := testenv.FreePort(t)
 	s, err := webhook.NewServer(reg, webhook.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port), ProbeBindAddress: "0", CertFile: ca.CertFile(), KeyFile: ca.KeyFile()})
 	if err != nil {

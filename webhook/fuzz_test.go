@@ -23,7 +23,7 @@ func FuzzAdmissionReview(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"kind":"PodList","version":"v1"},"object":{"items":[{},null,{"metadata":{}}]}}}`))
 	f.Add([]byte(`null`))
 	reg := hooks.NewRegistry(nil)
-	reg.MustRegister(testHook{"labels", addLabel})
+	reg.MustRegister(testHook("labels", addLabel))
 	s, err := webhook.NewServer(reg, webhook.Options{MaxRequestBytes: 1 << 16})
 	if err != nil {
 		f.Fatal(err)

@@ -19,15 +19,9 @@ import (
 	"github.com/synchook/synchook/webhook"
 )
 
-type testHook struct {
-	name string
-	fn   hooks.MutateFunc
-}
-
-func (h testHook) Name() string          { return h.name }
-func (testHook) Resource() client.Object { return &corev1.Pod{} }
-func (h testHook) MutateFuncs() map[hooks.HookType]hooks.MutateFunc {
-	return map[hooks.HookType]hooks.MutateFunc{hooks.CreatePhysical: h.fn}
+// testHook is a CreatePhysical hook on pods.
+func testHook(name string, fn hooks.MutateFunc) hooks.ClientHook {
+	return hooks.NewFunc(name, &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, fn)
 }
 
 func addLabel(_ context.Context, o client.Object) (client.Object, error) {
@@ -64,7 +58,7 @@ func post(t *testing.T, url, body string) (int, []byte) {
 }
 
 func TestMutateReturnsAJSONPatch(t *testing.T) {
-	ts := newTestServer(t, webhook.Options{}, testHook{"labels", addLabel})
+	ts := newTestServer(t, webhook.Options{}, testHook("labels", addLabel))
 	code, body := post(t, ts.URL+"/mutate/CreatePhysical", podReview)
 	if code != 200 {
 		t.Fatalf("status %d: %s", code, body)
@@ -82,7 +76,7 @@ func TestMutateReturnsAJSONPatch(t *testing.T) {
 }
 
 func TestMutateWithoutChangeHasNoPatch(t *testing.T) {
-	ts := newTestServer(t, webhook.Options{}, testHook{"labels", addLabel})
+	ts := newTestServer(t, webhook.Options{}, testHook("labels", addLabel))
 	code, body := post(t, ts.URL+"/mutate/UpdatePhysical", podReview)
 	if code != 200 || string(body) != `{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{"uid":"705ab4f5-6393-11e8-b7cc-42010a800002","allowed":true}}` {
 		t.Errorf("status %d, body %s", code, body)
@@ -90,9 +84,9 @@ func TestMutateWithoutChangeHasNoPatch(t *testing.T) {
 }
 
 func TestMutateReportsAHookErrorAsNotAllowed(t *testing.T) {
-	ts := newTestServer(t, webhook.Options{}, testHook{"refuser", func(context.Context, client.Object) (client.Object, error) {
+	ts := newTestServer(t, webhook.Options{}, testHook("refuser", func(context.Context, client.Object) (client.Object, error) {
 		return nil, errors.New("pods named p are not allowed")
-	}})
+	}))
 	code, body := post(t, ts.URL+"/mutate/CreatePhysical", podReview)
 	var review admissionv1.AdmissionReview
 	if err := json.Unmarshal(body, &review); err != nil || code != 200 {
@@ -106,7 +100,7 @@ func TestMutateReportsAHookErrorAsNotAllowed(t *testing.T) {
 }
 
 func TestMutateRejectsBadRequests(t *testing.T) {
-	ts := newTestServer(t, webhook.Options{MaxRequestBytes: 4096}, testHook{"labels", addLabel})
+	ts := newTestServer(t, webhook.Options{MaxRequestBytes: 4096}, testHook("labels", addLabel))
 	cases := []struct {
 		name, method, path, body string
 		code                     int
@@ -137,7 +131,7 @@ func TestMutateRejectsBadRequests(t *testing.T) {
 }
 
 func TestMutateStopsReadingABodyWithoutContentLength(t *testing.T) {
-	ts := newTestServer(t, webhook.Options{MaxRequestBytes: 1024}, testHook{"labels", addLabel})
+	ts := newTestServer(t, webhook.Options{MaxRequestBytes: 1024}, testHook("labels", addLabel))
 	// io.MultiReader hides the length, so the client streams the body chunked.
 	body := io.MultiReader(strings.NewReader(`{"x":"`), bytes.NewReader(bytes.Repeat([]byte("a"), 1<<20)))
 	resp, err := http.Post(ts.URL+"/mutate/CreatePhysical", "application/json", body)
@@ -151,7 +145,7 @@ func TestMutateStopsReadingABodyWithoutContentLength(t *testing.T) {
 }
 
 func TestCapabilitiesAndHealth(t *testing.T) {
-	ts := newTestServer(t, webhook.Options{}, testHook{"labels", addLabel})
+	ts := newTestServer(t, webhook.Options{}, testHook("labels", addLabel))
 	resp, err := http.Get(ts.URL + "/capabilities")
 	if err != nil {
 		t.Fatal(err)

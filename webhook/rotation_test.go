@@ -35,7 +35,7 @@ func TestCertificateRotationUnderLoadDropsNoRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := hooks.NewRegistry(nil)
-	reg.MustRegister(testHook{"labels", addLabel})
+	reg.MustRegister(testHook("labels", addLabel))
 	port := testenv.FreePort(t)
 	s, err := webhook.NewServer(reg, webhook.Options{
 		BindAddress: fmt.Sprintf("127.0.0.1:%d", port), ProbeBindAddress: "0", CertFile: ca.CertFile(), KeyFile: ca.KeyFile(),

@@ -23,16 +23,9 @@ import (
 
 const knownSecret = "correct-horse-battery-staple"
 
-type secretHook struct {
-	name string
-	typ  hooks.HookType
-	fn   hooks.MutateFunc
-}
-
-func (h secretHook) Name() string          { return h.name }
-func (secretHook) Resource() client.Object { return &corev1.Secret{} }
-func (h secretHook) MutateFuncs() map[hooks.HookType]hooks.MutateFunc {
-	return map[hooks.HookType]hooks.MutateFunc{h.typ: h.fn}
+// secretHook is a hook of type typ on secrets.
+func secretHook(name string, typ hooks.HookType, fn hooks.MutateFunc) hooks.ClientHook {
+	return hooks.NewFunc(name, &corev1.Secret{}, []hooks.HookType{typ}, fn)
 }
 
 func password(o client.Object) string { return string(o.(*corev1.Secret).Data["password"]) }
@@ -45,20 +38,20 @@ func TestSecretDataAppearsInNoOutput(t *testing.T) {
 	var logs testenv.LogSink
 	reg := hooks.NewRegistry(nil)
 	reg.MustRegister(
-		secretHook{"labels", hooks.CreatePhysical, func(_ context.Context, o client.Object) (client.Object, error) {
+		secretHook("labels", hooks.CreatePhysical, func(_ context.Context, o client.Object) (client.Object, error) {
 			o.SetLabels(map[string]string{"synced": "true"})
 			return o, nil
-		}},
-		secretHook{"quotes-in-error", hooks.UpdatePhysical, func(_ context.Context, o client.Object) (client.Object, error) {
+		}),
+		secretHook("quotes-in-error", hooks.UpdatePhysical, func(_ context.Context, o client.Object) (client.Object, error) {
 			return nil, fmt.Errorf("password %q is too weak (base64 %s)", password(o), base64.StdEncoding.EncodeToString([]byte(password(o))))
-		}},
-		secretHook{"quotes-in-panic", hooks.DeletePhysical, func(_ context.Context, o client.Object) (client.Object, error) {
+		}),
+		secretHook("quotes-in-panic", hooks.DeletePhysical, func(_ context.Context, o client.Object) (client.Object, error) {
 			panic("cannot handle " + password(o))
-		}},
-		secretHook{"renames", hooks.GetPhysical, func(_ context.Context, o client.Object) (client.Object, error) {
+		}),
+		secretHook("renames", hooks.GetPhysical, func(_ context.Context, o client.Object) (client.Object, error) {
 			o.SetName(password(o))
 			return o, nil
-		}},
+		}),
 	)
 	rec := metrics.New(reg, logs.Logger())
 	s, err := webhook.NewServer(reg, webhook.Options{Log: logs.Logger(), Metrics: rec})

@@ -60,7 +60,7 @@ func TestTLSRequiresModernVersionsAndAClientCertificateWhenConfigured(t *testing
 	}
 	clientCert := clientCA(t, dir)
 	reg := hooks.NewRegistry(nil)
-	reg.MustRegister(testHook{"labels", addLabel})
+	reg.MustRegister(testHook("labels", addLabel))
 	port := testenv.FreePort(t)
 	s, err := webhook.NewServer(reg, webhook.Options{
 		BindAddress: fmt.Sprintf("127.0.0.1:%d", port), ProbeBindAddress: "0",
