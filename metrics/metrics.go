@@ -64,17 +64,20 @@ func init() {
 // Recorder records requests and hook calls for one registry. It implements hooks.Observer;
 // install it with reg.SetObserver. The zero value is not usable: use New.
 type Recorder struct {
-	reg *hooks.Registry
-	log logr.Logger
+	gvks map[schema.GroupVersionKind]string // label of every GVK the registry serves
+	log  logr.Logger
 
 	mu      sync.Mutex
 	failing map[string]int // consecutive failures per hook
 }
 
 // New returns a Recorder for reg that logs failing hooks to log, and installs it as reg's
-// Observer.
+// Observer. reg must have all its hooks: the GVK labels are taken from it once.
 func New(reg *hooks.Registry, log logr.Logger) *Recorder {
-	r := &Recorder{reg: reg, log: log, failing: map[string]int{}}
+	r := &Recorder{gvks: map[schema.GroupVersionKind]string{}, log: log, failing: map[string]int{}}
+	for _, k := range reg.Keys() {
+		r.gvks[k.GVK] = k.GVK.GroupVersion().String() + "/" + k.GVK.Kind
+	}
 	reg.SetObserver(r)
 	return r
 }
@@ -142,10 +145,8 @@ func Result(res hooks.Result, err error) string {
 }
 
 func (r *Recorder) gvkLabel(gvk schema.GroupVersionKind) string {
-	for _, t := range hooks.AllHookTypes() {
-		if r.reg.Has(gvk, t) {
-			return gvk.GroupVersion().String() + "/" + gvk.Kind
-		}
+	if l, ok := r.gvks[gvk]; ok {
+		return l
 	}
 	return "other"
 }
