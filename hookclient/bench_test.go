@@ -16,7 +16,7 @@ import (
 // (HTTP/1.1 keep-alive): one Mutate of the 5 KiB Pod with a label hook, patch applied in place.
 func BenchmarkClientRoundTrip(b *testing.B) {
 	reg := hooks.NewRegistry(nil)
-	reg.MustRegister(hook{name: "label", obj: &corev1.Pod{}, types: []hooks.HookType{hooks.CreatePhysical}, fn: labelFn("synchook.io/bench", "true")})
+	reg.MustRegister(hooks.NewFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, labelFn("synchook.io/bench", "true")))
 	s := startSidecar(b, reg, "", nil)
 	c := newClient(b, s, hookclient.Options{})
 	b.ReportAllocs()
@@ -37,7 +37,7 @@ func BenchmarkClientRoundTrip(b *testing.B) {
 // (the target is at most 25).
 func BenchmarkList1000VsSingle(b *testing.B) {
 	reg := hooks.NewRegistry(nil)
-	reg.MustRegister(hook{name: "label", obj: &corev1.Pod{}, types: []hooks.HookType{hooks.GetPhysical}, fn: labelFn("synchook.io/bench", "true")})
+	reg.MustRegister(hooks.NewFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, labelFn("synchook.io/bench", "true")))
 	s := startSidecar(b, reg, "", nil)
 	c := newClient(b, s, hookclient.Options{})
 	list := &corev1.PodList{}

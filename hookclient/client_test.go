@@ -26,7 +26,7 @@ func TestMutateReplacesTheObjectWithThePatchedOne(t *testing.T) {
 		o.(*corev1.Pod).Spec.NodeName = ""
 		return labelFn("added", "yes")(t.Context(), o)
 	}
-	s := startSidecar(t, registry(t, hook{"h", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, clearNode}), "", nil)
+	s := startSidecar(t, registry(t, hooks.NewFunc("h", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, clearNode)), "", nil)
 	c := newClient(t, s, hookclient.Options{})
 
 	t.Run("a typed object loses the fields a hook removed", func(t *testing.T) {
@@ -62,7 +62,7 @@ func TestMutateReplacesTheObjectWithThePatchedOne(t *testing.T) {
 }
 
 func TestCapabilitiesSpareRequestsForKindsWithoutHooks(t *testing.T) {
-	s := startSidecar(t, registry(t, hook{"h", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, labelFn("a", "b")}), "", nil)
+	s := startSidecar(t, registry(t, hooks.NewFunc("h", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, labelFn("a", "b"))), "", nil)
 	c := newClient(t, s, hookclient.Options{CapabilitiesInterval: 200 * time.Millisecond})
 	ctx := t.Context()
 
@@ -101,8 +101,8 @@ func TestCapabilitiesSpareRequestsForKindsWithoutHooks(t *testing.T) {
 }
 
 func TestFailurePolicy(t *testing.T) {
-	refusing := registry(t, hook{"refuse", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.GetPhysical}, refuseFn})
-	labelling := registry(t, hook{"h", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.GetPhysical}, labelFn("a", "b")})
+	refusing := registry(t, hooks.NewFunc("refuse", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.GetPhysical}, refuseFn))
+	labelling := registry(t, hooks.NewFunc("h", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.GetPhysical}, labelFn("a", "b")))
 	status500 := func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", http.StatusInternalServerError) })
 	}
@@ -185,7 +185,7 @@ func TestFailurePolicy(t *testing.T) {
 }
 
 func TestAHookRefusalNamesTheHook(t *testing.T) {
-	s := startSidecar(t, registry(t, hook{"refuse", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, refuseFn}), "", nil)
+	s := startSidecar(t, registry(t, hooks.NewFunc("refuse", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, refuseFn)), "", nil)
 	c := newClient(t, s, hookclient.Options{})
 	err := c.Mutate(t.Context(), hooks.CreatePhysical, pod("web", nil))
 	want := `CreatePhysical v1 Pod ns/web: denied by the sidecar (403): hook "refuse" CreatePhysical Pod: not this one`
@@ -195,7 +195,7 @@ func TestAHookRefusalNamesTheHook(t *testing.T) {
 }
 
 func TestCanceledContextIsAnErrorUnderIgnore(t *testing.T) {
-	s := startSidecar(t, registry(t, hook{"h", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, labelFn("a", "b")}), "", nil)
+	s := startSidecar(t, registry(t, hooks.NewFunc("h", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, labelFn("a", "b"))), "", nil)
 	c := newClient(t, s, hookclient.Options{})
 	if err := c.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestCanceledContextIsAnErrorUnderIgnore(t *testing.T) {
 }
 
 func TestRetriesOnlyWhenTheRequestNeverReachedTheSidecar(t *testing.T) {
-	reg := registry(t, hook{"h", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, labelFn("a", "b")})
+	reg := registry(t, hooks.NewFunc("h", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, labelFn("a", "b")))
 
 	t.Run("a refused connection is retried until the sidecar is up", func(t *testing.T) {
 		addr := freePort(t)
@@ -269,7 +269,7 @@ func TestRetriesOnlyWhenTheRequestNeverReachedTheSidecar(t *testing.T) {
 }
 
 func TestOneKeepAliveHTTP1Connection(t *testing.T) {
-	s := startSidecar(t, registry(t, hook{"h", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, labelFn("a", "b")}), "", nil)
+	s := startSidecar(t, registry(t, hooks.NewFunc("h", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, labelFn("a", "b"))), "", nil)
 	c := newClient(t, s, hookclient.Options{})
 	for range 20 {
 		if err := c.Mutate(t.Context(), hooks.CreatePhysical, pod("web", nil)); err != nil {
@@ -284,7 +284,7 @@ func TestOneKeepAliveHTTP1Connection(t *testing.T) {
 }
 
 func TestCARotation(t *testing.T) {
-	reg := registry(t, hook{"h", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, labelFn("a", "b")})
+	reg := registry(t, hooks.NewFunc("h", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, labelFn("a", "b")))
 
 	t.Run("a rotated CA is used as soon as the server presents a certificate from it", func(t *testing.T) {
 		s := startSidecar(t, reg, "", nil)
@@ -358,7 +358,7 @@ func TestCARotation(t *testing.T) {
 }
 
 func TestMutateListIsOneRequest(t *testing.T) {
-	strip := hook{"strip", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, labelFn("seen", "yes")}
+	strip := hooks.NewFunc("strip", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, labelFn("seen", "yes"))
 	s := startSidecar(t, registry(t, strip), "", nil)
 	newList := func(n int) *corev1.PodList {
 		list := &corev1.PodList{}
@@ -464,7 +464,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 }
 
 func TestAListPatchOutsideTheItemsSentIsASidecarFailure(t *testing.T) {
-	strip := hook{"strip", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, labelFn("seen", "yes")}
+	strip := hooks.NewFunc("strip", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, labelFn("seen", "yes"))
 	for _, bad := range []string{
 		`[{"op":"add","path":"/items/2/metadata/labels","value":{}}]`,
 		`[{"op":"add","path":"/metadata/labels","value":{}}]`,

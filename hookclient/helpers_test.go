@@ -26,24 +26,6 @@ import (
 	"github.com/synchook/synchook/webhook"
 )
 
-// hook is a hooks.FuncHook built from one function for some hook types.
-type hook struct {
-	name  string
-	obj   client.Object
-	types []hooks.HookType
-	fn    hooks.MutateFunc
-}
-
-func (h hook) Name() string            { return h.name }
-func (h hook) Resource() client.Object { return h.obj }
-func (h hook) MutateFuncs() map[hooks.HookType]hooks.MutateFunc {
-	m := map[hooks.HookType]hooks.MutateFunc{}
-	for _, t := range h.types {
-		m[t] = h.fn
-	}
-	return m
-}
-
 // labelFn returns a hook function that sets label key to value and removes the label "drop".
 func labelFn(key, value string) hooks.MutateFunc {
 	return func(_ context.Context, o client.Object) (client.Object, error) {

@@ -17,7 +17,7 @@ import (
 func TestMutateOverTheUnixSocket(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "synchook.sock")
 	reg := hooks.NewRegistry(nil)
-	reg.MustRegister(hook{name: "label", obj: &corev1.Pod{}, types: []hooks.HookType{hooks.CreatePhysical}, fn: labelFn("via", "unix")})
+	reg.MustRegister(hooks.NewFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, labelFn("via", "unix")))
 	s, err := webhook.NewServer(reg, webhook.Options{SocketPath: sock, DisableTCP: true, ProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)

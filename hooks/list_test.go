@@ -20,26 +20,8 @@ import (
 
 var podListGVK = corev1.SchemeGroupVersion.WithKind("PodList")
 
-// listHook is a hooks.FuncHook with one function for some hook types, for the list tests.
-type listHook struct {
-	name  string
-	obj   client.Object
-	types []hooks.HookType
-	fn    hooks.MutateFunc
-}
-
-func (h listHook) Name() string            { return h.name }
-func (h listHook) Resource() client.Object { return h.obj }
-func (h listHook) MutateFuncs() map[hooks.HookType]hooks.MutateFunc {
-	m := map[hooks.HookType]hooks.MutateFunc{}
-	for _, t := range h.types {
-		m[t] = h.fn
-	}
-	return m
-}
-
 // stripHostLabel removes the label "host" from pods on GetPhysical.
-var stripHostLabel = listHook{
+var stripHostLabel = hooks.NewFunc(
 	"strip-host", &corev1.Pod{},
 	[]hooks.HookType{hooks.GetPhysical},
 	func(_ context.Context, o client.Object) (client.Object, error) {
@@ -48,7 +30,7 @@ var stripHostLabel = listHook{
 		o.SetLabels(l)
 		return o, nil
 	},
-}
+)
 
 func listRegistry(t *testing.T, hs ...hooks.ClientHook) *hooks.Registry {
 	t.Helper()
@@ -139,7 +121,7 @@ func TestRunOnAListOfUnstructuredItemsWithoutKind(t *testing.T) {
 	res := &unstructured.Unstructured{}
 	res.SetGroupVersionKind(gvk)
 	seen := ""
-	reg := listRegistry(t, listHook{
+	reg := listRegistry(t, hooks.NewFunc(
 		"widget-size", res,
 		[]hooks.HookType{hooks.GetVirtual},
 		func(_ context.Context, o client.Object) (client.Object, error) {
@@ -147,7 +129,7 @@ func TestRunOnAListOfUnstructuredItemsWithoutKind(t *testing.T) {
 			seen += u.GetAPIVersion() + "/" + u.GetKind() + " "
 			return u, unstructured.SetNestedField(u.Object, int64(3), "spec", "size")
 		},
-	})
+	))
 	// Items as the API server lists them: without apiVersion and kind; and a large integer.
 	raw := []byte(`{"apiVersion":"example.com/v1","kind":"WidgetList","items":[{"metadata":{"name":"w"},"spec":{"big":12345678901234567890}}, {}]}`)
 	out, err := reg.Run(t.Context(), gvk.GroupVersion().WithKind("WidgetList"), hooks.GetVirtual, raw)
@@ -173,19 +155,19 @@ func TestRunOnAListOfUnstructuredItemsWithoutKind(t *testing.T) {
 func TestRunOnAListFailsTheWholeBatchNamingTheItem(t *testing.T) {
 	items := `[{"metadata":{"name":"ok","namespace":"ns"}},{"metadata":{"name":"bad","namespace":"ns","labels":{"deny":"yes"}}}]`
 	raw := []byte(`{"apiVersion":"v1","kind":"PodList","items":` + items + `}`)
-	refuse := listHook{"refuse", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
+	refuse := hooks.NewFunc("refuse", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
 		if o.GetLabels()["deny"] == "yes" {
 			return nil, errors.New("no thanks")
 		}
 		o.SetLabels(map[string]string{"seen": "yes"})
 		return o, nil
-	}}
-	rename := listHook{"rename", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
+	})
+	rename := hooks.NewFunc("rename", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
 		if o.GetName() == "bad" {
 			o.SetName("other")
 		}
 		return o, nil
-	}}
+	})
 	cases := []struct {
 		name   string
 		hook   hooks.ClientHook
@@ -235,14 +217,14 @@ func TestRunOnAListFailsTheWholeBatchNamingTheItem(t *testing.T) {
 }
 
 func TestRunOnAListSharesOneDeadline(t *testing.T) {
-	slow := listHook{"slow", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, func(ctx context.Context, o client.Object) (client.Object, error) {
+	slow := hooks.NewFunc("slow", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, func(ctx context.Context, o client.Object) (client.Object, error) {
 		select {
 		case <-time.After(20 * time.Millisecond):
 			return o, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-	}}
+	})
 	reg := listRegistry(t, slow)
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
@@ -324,8 +306,8 @@ func TestAKindNamedLikeAListWithItsOwnHooksIsNotABatch(t *testing.T) {
 		return o, nil
 	}
 	reg := listRegistry(t,
-		listHook{"shopping-list", res, []hooks.HookType{hooks.CreatePhysical}, mark},
-		listHook{"shopping", item, []hooks.HookType{hooks.CreatePhysical}, mark})
+		hooks.NewFunc("shopping-list", res, []hooks.HookType{hooks.CreatePhysical}, mark),
+		hooks.NewFunc("shopping", item, []hooks.HookType{hooks.CreatePhysical}, mark))
 	out, err := reg.Run(t.Context(), gvk, hooks.CreatePhysical, []byte(`{"apiVersion":"example.com/v1","kind":"ShoppingList","metadata":{"name":"s"},"items":[{}]}`))
 	if err != nil {
 		t.Fatal(err)
