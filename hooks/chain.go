@@ -133,40 +133,52 @@ func (r *Registry) Run(ctx context.Context, gvk schema.GroupVersionKind, t HookT
 	if r.listChain(gvk, t) != nil { // a list of a hooked kind is a batch: list.go
 		return r.runList(ctx, gvk, t, raw)
 	}
+	ops, n, err := r.runOps(ctx, gvk, t, raw)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{raw: raw, Hooks: n, Operations: len(ops)}
+	if res.Patch, err = patch.Marshal(ops); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// runOps is Run for one object: it returns the operations of the patch from raw to the hooked
+// object (nil when nothing changed) and the number of hooks that ran.
+func (r *Registry) runOps(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) ([]patch.Operation, int, error) {
 	c := r.chains[Key{GVK: gvk, Type: t}]
 	if c == nil {
-		return Result{raw: raw}, nil
+		return nil, 0, nil
 	}
 	obj := c.newObject()
 	if err := decode(raw, obj); err != nil {
-		return Result{}, &DecodeError{GVK: gvk, Err: err}
+		return nil, 0, &DecodeError{GVK: gvk, Err: err}
 	}
 	before, err := json.Marshal(obj)
 	if err != nil {
-		return Result{}, fmt.Errorf("encode %s: %w", gvk.Kind, err)
+		return nil, 0, fmt.Errorf("encode %s: %w", gvk.Kind, err)
 	}
 	secrets := secretValues(obj) // before the hooks run: an abandoned hook may still hold obj
 	out, err := c.exec(ctx, obj)
 	if err != nil {
-		return Result{}, redactError(err, secrets)
+		return nil, 0, redactError(err, secrets)
 	}
 	after, err := json.Marshal(out)
 	if err != nil {
-		return Result{}, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
+		return nil, 0, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
 	}
-	res := Result{raw: raw, Hooks: len(c.hooks)}
 	if bytes.Equal(before, after) {
-		return res, nil
+		return nil, len(c.hooks), nil
 	}
 	ops := patch.DiffMarshaled(before, after)
 	if err := patch.GuardDocuments(c.names(), ops, before, after); err != nil {
-		return Result{}, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
+		return nil, 0, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
 	}
-	res.Patch, res.Operations, err = patch.Rebase(raw, ops)
-	if err != nil {
-		return Result{}, fmt.Errorf("%s: %w", c.key, err)
+	if ops, err = patch.Rebase(raw, ops); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", c.key, err)
 	}
-	return res, nil
+	return ops, len(c.hooks), nil
 }
 
 // decode unmarshals raw into obj the way the Kubernetes JSON serializer does: case-sensitive

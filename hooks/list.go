@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/synchook/synchook/patch"
 )
 
 // listSuffix ends the Kind of every list kind: PodList holds Pods.
@@ -100,7 +102,7 @@ func (r *Registry) runList(ctx context.Context, gvk schema.GroupVersionKind, t H
 		return Result{}, &DecodeError{GVK: gvk, Err: err}
 	}
 	res := Result{raw: raw}
-	var ops []json.RawMessage
+	var ops []patch.Operation
 	for i, item := range list.Items {
 		id, err := itemIdentity(item, itemGVK)
 		if err == nil {
@@ -112,28 +114,22 @@ func (r *Registry) runList(ctx context.Context, gvk schema.GroupVersionKind, t H
 				Err: &DecodeError{GVK: itemGVK, Err: err},
 			}
 		}
-		itemRes, err := r.Run(ctx, itemGVK, t, item)
+		itemOps, n, err := r.runOps(ctx, itemGVK, t, item)
 		if err != nil {
 			return Result{}, &ItemError{List: gvk, Index: i, Namespace: id.Metadata.Namespace, Name: id.Metadata.Name, Err: err}
 		}
-		res.Hooks += itemRes.Hooks
-		if itemRes.Patch == nil {
-			continue
+		res.Hooks += n
+		prefix := "/items/" + strconv.Itoa(i)
+		for _, op := range itemOps {
+			op.Path = prefix + op.Path
+			ops = append(ops, op)
 		}
-		itemOps, err := prefixPaths(itemRes.Patch, "/items/"+strconv.Itoa(i))
-		if err != nil {
-			return Result{}, fmt.Errorf("%s items[%d]: %w", gvk.Kind, i, err)
-		}
-		ops = append(ops, itemOps...)
 	}
-	if len(ops) == 0 {
-		return res, nil
+	var err error
+	if res.Patch, err = patch.Marshal(ops); err != nil {
+		return Result{}, fmt.Errorf("%s: %w", gvk.Kind, err)
 	}
-	p, err := json.Marshal(ops)
-	if err != nil {
-		return Result{}, fmt.Errorf("%s: marshal JSON patch: %w", gvk.Kind, err)
-	}
-	res.Patch, res.Operations = p, len(ops)
+	res.Operations = len(ops)
 	return res, nil
 }
 
@@ -188,35 +184,4 @@ func (id itemID) withTypeMeta(item []byte, gvk schema.GroupVersionKind) ([]byte,
 	out = append(out, head[:len(head)-1]...)
 	out = append(out, ',')
 	return append(out, body...), nil
-}
-
-// rawOperation is one JSON Patch operation with its value kept as raw JSON, so that prefixing
-// its path cannot change the value (large integers stay exact).
-type rawOperation struct {
-	Op    string          `json:"op"`
-	Path  string          `json:"path"`
-	From  string          `json:"from,omitempty"`
-	Value json.RawMessage `json:"value,omitempty"`
-}
-
-// prefixPaths returns the operations of patchJSON with prefix put in front of every path (and
-// from), each as raw JSON.
-func prefixPaths(patchJSON []byte, prefix string) ([]json.RawMessage, error) {
-	var ops []rawOperation
-	if err := json.Unmarshal(patchJSON, &ops); err != nil {
-		return nil, fmt.Errorf("read item patch: %w", err)
-	}
-	out := make([]json.RawMessage, len(ops))
-	for i, op := range ops {
-		op.Path = prefix + op.Path
-		if op.From != "" {
-			op.From = prefix + op.From
-		}
-		b, err := json.Marshal(op)
-		if err != nil {
-			return nil, fmt.Errorf("write item patch: %w", err)
-		}
-		out[i] = b
-	}
-	return out, nil
 }

@@ -59,40 +59,31 @@ func Apply(doc, patchJSON []byte) ([]byte, error) {
 	return out, nil
 }
 
-// Rebase returns a patch that, applied to raw, makes every change that ops makes, where ops
+// Rebase returns operations that, applied to raw, make every change that ops makes, where ops
 // was computed between a normalised copy of raw (e.g. its typed round trip) and the mutated
-// document. It returns the patch JSON (nil when there is nothing to change) and the number of
-// operations.
+// document. Nothing to change gives nil.
 //
 // When every operation surely applies to raw as it is (checked on raw's bytes without decoding
 // them), ops is returned unchanged. Otherwise (the normalised copy had a parent that raw lacks,
 // such as "status": {}), the operations are applied one by one with missing parents created and
-// removals of missing paths skipped, and the patch is created again between raw and that
-// result, so it still touches only what ops changed. raw must be valid JSON.
-func Rebase(raw []byte, ops []Operation) (patchJSON []byte, n int, err error) {
-	patchJSON, err = Marshal(ops)
-	if err != nil || patchJSON == nil {
-		return nil, 0, err
+// removals of missing paths skipped, and the operations are created again between raw and that
+// result, so they still touch only what ops changed. raw must be valid JSON.
+func Rebase(raw []byte, ops []Operation) ([]Operation, error) {
+	if len(ops) == 0 || appliesTo(raw, ops) {
+		return ops, nil
 	}
-	if appliesTo(raw, ops) {
-		return patchJSON, len(ops), nil
+	patchJSON, err := Marshal(ops)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := Apply(raw, patchJSON); err == nil {
-		return patchJSON, len(ops), nil
+		return ops, nil
 	}
 	lenient, err := applyLenient(raw, ops)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	ops, err = Diff(raw, lenient)
-	if err != nil {
-		return nil, 0, err
-	}
-	patchJSON, err = Marshal(ops)
-	if err != nil {
-		return nil, 0, err
-	}
-	return patchJSON, len(ops), nil
+	return Diff(raw, lenient)
 }
 
 // applyLenient applies ops one at a time: add creates missing parents, a replace of a missing

@@ -65,7 +65,12 @@ func TestRebaseCreatesMissingParentsAndKeepsUnknownFields(t *testing.T) {
 		{Operation: "replace", Path: "/metadata/creationTimestamp", Value: "2026-01-01T00:00:00Z"},
 		{Operation: "remove", Path: "/spec/gone"},
 	}
-	b, n, err := patch.Rebase(raw, ops)
+	rebased, err := patch.Rebase(raw, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(rebased)
+	b, err := patch.Marshal(rebased)
 	if err != nil {
 		t.Fatal(err)
 	}
