@@ -65,9 +65,22 @@ func (d *differ) value(path []byte, a, b []byte) {
 	}
 }
 
-type member struct {
-	key   string
-	value []byte
+// Member is one member of a JSON object: its key, decoded, and its value as a trimmed sub-slice
+// of the document.
+type Member struct {
+	Key   string
+	Value []byte
+}
+
+// Members returns the members of the JSON object doc, in document order and duplicates
+// included, without copying values. doc must be valid JSON (check it with json.Valid first:
+// Members does not validate); ok is false when doc is not an object.
+func Members(doc []byte) (ms []Member, ok bool) {
+	doc = trimSpace(doc)
+	if len(doc) == 0 || doc[0] != '{' {
+		return nil, false
+	}
+	return members(doc), true
 }
 
 // object diffs two objects member by member. It returns false, emitting nothing, when either
@@ -81,30 +94,30 @@ func (d *differ) object(path []byte, a, b []byte) bool {
 	matched := make([]bool, len(bm))
 	for i, m := range am {
 		j := -1
-		if i < len(bm) && bm[i].key == m.key { // json.Marshal keeps keys in the same order
+		if i < len(bm) && bm[i].Key == m.Key { // json.Marshal keeps keys in the same order
 			j = i
 		} else {
 			if bIndex == nil {
 				bIndex = make(map[string]int, len(bm))
 				for k, x := range bm {
-					bIndex[x.key] = k
+					bIndex[x.Key] = k
 				}
 			}
-			if k, ok := bIndex[m.key]; ok {
+			if k, ok := bIndex[m.Key]; ok {
 				j = k
 			}
 		}
-		child := appendToken(path, m.key)
+		child := appendToken(path, m.Key)
 		if j < 0 {
 			d.emit("remove", child, nil)
 			continue
 		}
 		matched[j] = true
-		d.value(child, m.value, bm[j].value)
+		d.value(child, m.Value, bm[j].Value)
 	}
 	for j, m := range bm {
 		if !matched[j] {
-			d.emit("add", appendToken(path, m.key), m.value)
+			d.emit("add", appendToken(path, m.Key), m.Value)
 		}
 	}
 	return true
@@ -147,14 +160,14 @@ func appendToken(path []byte, token string) []byte {
 	return out
 }
 
-func hasDuplicates(ms []member) bool {
+func hasDuplicates(ms []Member) bool {
 	if len(ms) < 2 {
 		return false
 	}
 	if len(ms) <= 16 {
 		for i := range ms {
 			for j := i + 1; j < len(ms); j++ {
-				if ms[i].key == ms[j].key {
+				if ms[i].Key == ms[j].Key {
 					return true
 				}
 			}
@@ -163,17 +176,17 @@ func hasDuplicates(ms []member) bool {
 	}
 	seen := make(map[string]struct{}, len(ms))
 	for _, m := range ms {
-		if _, dup := seen[m.key]; dup {
+		if _, dup := seen[m.Key]; dup {
 			return true
 		}
-		seen[m.key] = struct{}{}
+		seen[m.Key] = struct{}{}
 	}
 	return false
 }
 
 // members splits a valid JSON object into its members, values trimmed.
-func members(obj []byte) []member {
-	var out []member
+func members(obj []byte) []Member {
+	var out []Member
 	i := skipSpace(obj, 1)
 	if obj[i] == '}' {
 		return out
@@ -184,7 +197,7 @@ func members(obj []byte) []member {
 		i = skipSpace(obj, keyEnd)
 		i = skipSpace(obj, i+1) // ':'
 		end := skipValue(obj, i)
-		out = append(out, member{key: key, value: obj[i:end]})
+		out = append(out, Member{Key: key, Value: obj[i:end]})
 		i = skipSpace(obj, end)
 		if obj[i] == '}' {
 			return out
@@ -342,8 +355,8 @@ func lookup(doc []byte, path string) ([]byte, bool) {
 		case '{':
 			found := false
 			for _, m := range members(cur) {
-				if m.key == tok {
-					cur, found = m.value, true
+				if m.Key == tok {
+					cur, found = m.Value, true
 					break
 				}
 			}

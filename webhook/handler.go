@@ -16,6 +16,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/metrics"
+	"github.com/synchook/synchook/patch"
 )
 
 var admissionGVK = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
@@ -121,9 +122,28 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int,
 }
 
 // decodeReview parses an admission.k8s.io/v1 AdmissionReview that has a request with a uid.
+//
+// The body is scanned once to check it is valid JSON (json.Valid), then request.object and
+// request.oldObject are located without decoding them, and everything else is decoded with
+// encoding/json as before with those two values read as null. The objects are handed on as
+// sub-slices of body, never copied: the chain's typed decode is the only pass that reads them
+// value by value. A body that is not valid JSON is decoded with json.Unmarshal only to name the
+// syntax error.
 func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
+	if !json.Valid(body) {
+		var review admissionv1.AdmissionReview
+		err := json.Unmarshal(body, &review)
+		if err == nil { // unreachable: json.Valid and json.Unmarshal agree on validity
+			err = errors.New("invalid JSON")
+		}
+		return nil, fmt.Errorf("request body is not an AdmissionReview: %w", err)
+	}
+	object, oldObject, rest, err := cutObjects(body)
+	if err != nil {
+		return nil, fmt.Errorf("request body is not an AdmissionReview: %w", err)
+	}
 	var review admissionv1.AdmissionReview
-	if err := json.Unmarshal(body, &review); err != nil {
+	if err := json.Unmarshal(rest, &review); err != nil {
 		return nil, fmt.Errorf("request body is not an AdmissionReview: %w", err)
 	}
 	if gvk := review.GroupVersionKind(); gvk != admissionGVK {
@@ -136,7 +156,81 @@ func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 	if review.Request.UID == "" {
 		return nil, errors.New("AdmissionReview request has no uid")
 	}
+	review.Request.Object.Raw, review.Request.OldObject.Raw = object, oldObject
 	return &review, nil
+}
+
+// cutObjects returns the values of request.object and request.oldObject in body (nil when
+// absent or null) and body with both values replaced by null. body must be valid JSON.
+//
+// encoding/json matches keys case-insensitively and keeps the last of repeated keys; a key
+// that json.Unmarshal could take for "request", "object" or "oldObject" other than exactly one
+// member spelled so is an error, so that the values cut out are always the ones json.Unmarshal
+// would have used.
+func cutObjects(body []byte) (object, oldObject, rest []byte, err error) {
+	top, ok := patch.Members(body)
+	if !ok {
+		return nil, nil, nil, errors.New("not a JSON object")
+	}
+	request, err := onlyMember(top, "request")
+	if err != nil || request == nil || request[0] != '{' {
+		return nil, nil, body, err
+	}
+	inner, _ := patch.Members(request)
+	if object, err = onlyMember(inner, "object"); err != nil {
+		return nil, nil, nil, fmt.Errorf("request: %w", err)
+	}
+	if oldObject, err = onlyMember(inner, "oldObject"); err != nil {
+		return nil, nil, nil, fmt.Errorf("request: %w", err)
+	}
+	rest = body
+	// Replace the later value first, so that the offset of the earlier one still holds.
+	first, second := object, oldObject
+	if offset(body, first) > offset(body, second) {
+		first, second = second, first
+	}
+	for _, v := range [][]byte{second, first} {
+		if v == nil {
+			continue
+		}
+		start := offset(body, v)
+		rest = append(append(append(make([]byte, 0, len(rest)-len(v)+4), rest[:start]...), "null"...), rest[start+len(v):]...)
+	}
+	if string(object) == "null" {
+		object = nil
+	}
+	if string(oldObject) == "null" {
+		oldObject = nil
+	}
+	return object, oldObject, rest, nil
+}
+
+// onlyMember returns the value of the member named key (nil when there is none), or an error
+// when key appears more than once or in another letter case.
+func onlyMember(ms []patch.Member, key string) ([]byte, error) {
+	var value []byte
+	for _, m := range ms {
+		if !strings.EqualFold(m.Key, key) {
+			continue
+		}
+		if m.Key != key {
+			return nil, fmt.Errorf("key %q: keys are case-sensitive, want %q", m.Key, key)
+		}
+		if value != nil {
+			return nil, fmt.Errorf("key %q appears more than once", key)
+		}
+		value = m.Value
+	}
+	return value, nil
+}
+
+// offset returns where v, a sub-slice of body, starts in body; -1 for a nil v. Both share one
+// backing array, so the difference of their capacities is the offset.
+func offset(body, v []byte) int {
+	if v == nil {
+		return -1
+	}
+	return cap(body) - cap(v)
 }
 
 // requestObject returns the GVK and JSON of the object a request is about: request.object, or

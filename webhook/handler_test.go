@@ -113,6 +113,10 @@ func TestMutateRejectsBadRequests(t *testing.T) {
 		{"another kind is 400", "POST", "/mutate/CreatePhysical", `{"apiVersion":"v1","kind":"Pod"}`, 400, "want apiVersion"},
 		{"a review without request is 400", "POST", "/mutate/CreatePhysical", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, 400, "no request"},
 		{"a request without object is 400", "POST", "/mutate/CreatePhysical", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u"}}`, 400, "neither object nor oldObject"},
+		{"a key in another letter case is 400", "POST", "/mutate/CreatePhysical", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","Object":{}}}`, 400, `key "Object": keys are case-sensitive, want "object"`},
+		{"a repeated request is 400", "POST", "/mutate/CreatePhysical", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u"},"request":{"uid":"v"}}`, 400, `key "request" appears more than once`},
+		{"a repeated object is 400", "POST", "/mutate/CreatePhysical", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","object":{},"object":{}}}`, 400, `request: key "object" appears more than once`},
+		{"a request that is not an object is 400", "POST", "/mutate/CreatePhysical", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":"u"}`, 400, "not an AdmissionReview"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,6 +131,29 @@ func TestMutateRejectsBadRequests(t *testing.T) {
 				t.Errorf("got %d %q, want %d containing %q", resp.StatusCode, b, tc.code, tc.msg)
 			}
 		})
+	}
+}
+
+// TestMutateFindsTheObjectWhereverItIs: the object and oldObject are cut out of the request
+// without decoding it, so their order, escaped keys, null and whitespace must not matter.
+func TestMutateFindsTheObjectWhereverItIs(t *testing.T) {
+	ts := newTestServer(t, webhook.Options{}, testHook("labels", addLabel))
+	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns","annotations":{"object":"{\\\"}"}}}`
+	for _, req := range []string{
+		`{"uid":"u","oldObject":null,"object":` + pod + `}`,
+		`{"object":` + pod + `,"uid":"u","oldObject":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"old"}}}`,
+		`{"uid":"u","obj\u0065ct" :  ` + pod + ` , "oldObject":null}`,
+		`{"uid":"u","oldObject":` + pod + `}`,
+	} {
+		body := ` { "apiVersion":"admission.k8s.io/v1", "kind":"AdmissionReview", "request": ` + req + ` } `
+		code, out := post(t, ts.URL+"/mutate/CreatePhysical", body)
+		var review admissionv1.AdmissionReview
+		if err := json.Unmarshal(out, &review); err != nil || code != 200 || review.Response == nil {
+			t.Fatalf("%s: status %d, body %s", req, code, out)
+		}
+		if review.Response.UID != "u" || string(review.Response.Patch) != `[{"op":"add","path":"/metadata/labels","value":{"synchook.io/hooked":"true"}}]` {
+			t.Errorf("%s: response %s", req, out)
+		}
 	}
 }
 
