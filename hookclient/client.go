@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"reflect"
@@ -27,6 +28,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/parallel"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -133,11 +135,7 @@ func (c *Client) mutate(ctx context.Context, t hooks.HookType, gvk schema.GroupV
 		return fail(code, err)
 	}
 	if p != nil {
-		patched, err := patch.Apply(raw, p)
-		if err == nil {
-			err = replace(obj, patched, kept)
-		}
-		if err != nil {
+		if err := applyPatch(obj, raw, p, kept); err != nil {
 			return fail(0, fmt.Errorf("%w: patch from the sidecar: %w", ErrUnavailable, err))
 		}
 	}
@@ -207,13 +205,20 @@ func (c *Client) batches(gvk schema.GroupVersionKind, items []runtime.Object) ([
 		return nil, err
 	}
 	head = append(head[:len(head)-1], `,"items":[`...)
+	encoded := make([][]byte, len(items))
+	if err := parallel.For(len(items), func(i int) error {
+		b, err := json.Marshal(items[i])
+		if err != nil {
+			return fmt.Errorf("encode items[%d]: %w", i, err)
+		}
+		encoded[i] = b
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	var out []batch
 	cur := batch{json: bytes.Clone(head)}
-	for i, item := range items {
-		b, err := json.Marshal(item)
-		if err != nil {
-			return nil, fmt.Errorf("encode items[%d]: %w", i, err)
-		}
+	for i, b := range encoded {
 		if len(cur.items) > 0 && len(cur.json)+len(b)+3 > c.opts.MaxBatchBytes {
 			out = append(out, cur.close())
 			cur = batch{start: i, json: bytes.Clone(head)}
@@ -246,7 +251,7 @@ type itemOperation struct {
 // keeps the cost proportional to the items that changed, not to the whole list.
 func (b batch) patchItems(p []byte, out []runtime.Object) (int, error) {
 	var ops []itemOperation
-	if err := json.Unmarshal(p, &ops); err != nil {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(p, &ops); err != nil {
 		return 0, fmt.Errorf("decode JSON patch: %w", err)
 	}
 	byItem := map[int][]itemOperation{}
@@ -265,22 +270,36 @@ func (b batch) patchItems(p []byte, out []runtime.Object) (int, error) {
 		}
 		byItem[i] = append(byItem[i], op)
 	}
-	for i, itemOps := range byItem {
-		itemPatch, err := json.Marshal(itemOps)
+	touched := slices.Sorted(maps.Keys(byItem))
+	fresh := make([]runtime.Object, len(touched))
+	err := parallel.For(len(touched), func(k int) error {
+		i := touched[k]
+		if item, ok := out[b.start+i].DeepCopyObject().(client.Object); ok && applyToMetadata(item, byItem[i]) {
+			fresh[k] = item
+			return nil
+		}
+		itemPatch, err := json.Marshal(byItem[i])
 		if err != nil {
-			return 0, err
+			return err
 		}
 		patched, err := patch.Apply(b.items[i], itemPatch)
 		if err != nil {
-			return 0, fmt.Errorf("items[%d]: %w", b.start+i, err)
+			return fmt.Errorf("items[%d]: %w", b.start+i, err)
 		}
-		fresh := reflect.New(reflect.TypeOf(out[b.start+i]).Elem()).Interface().(runtime.Object)
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(patched, fresh); err != nil {
-			return 0, fmt.Errorf("decode patched items[%d]: %w", b.start+i, err)
+		obj := reflect.New(reflect.TypeOf(out[b.start+i]).Elem()).Interface().(runtime.Object)
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(patched, obj); err != nil {
+			return fmt.Errorf("decode patched items[%d]: %w", b.start+i, err)
 		}
-		out[b.start+i] = fresh
+		fresh[k] = obj
+		return nil
+	})
+	if err != nil {
+		return 0, err // out is untouched: no item is half-patched
 	}
-	return len(byItem), nil
+	for k, i := range touched {
+		out[b.start+i] = fresh[k]
+	}
+	return len(touched), nil
 }
 
 // splitItemPath splits the JSON Pointer "/items/N/rest" into N and "/rest". N must be below n
@@ -297,6 +316,21 @@ func splitItemPath(path string, n int) (int, string, error) {
 
 // replace decodes patched into a fresh object of obj's type, gives it the TypeMeta kept and
 // copies it over *obj.
+// applyPatch applies the JSON Patch p, computed against raw (the JSON of obj), to obj: straight
+// to its labels and annotations when that is all it changes (applyToMetadata), else by
+// applying it to raw and decoding the result into obj.
+func applyPatch(obj client.Object, raw, p []byte, kept schema.GroupVersionKind) error {
+	var ops []itemOperation
+	if kjson.UnmarshalCaseSensitivePreserveInts(p, &ops) == nil && applyToMetadata(obj, ops) {
+		return nil
+	}
+	patched, err := patch.Apply(raw, p)
+	if err != nil {
+		return err
+	}
+	return replace(obj, patched, kept)
+}
+
 func replace(obj client.Object, patched []byte, kept schema.GroupVersionKind) error {
 	fresh := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(patched, fresh); err != nil {
@@ -344,15 +378,7 @@ func (c *Client) review(ctx context.Context, t hooks.HookType, gvk schema.GroupV
 			req.Operation = op
 		}
 	}
-	if req.Operation == admissionv1.Delete {
-		req.OldObject.Raw = object // as kube-apiserver sends a DELETE
-	} else {
-		req.Object.Raw = object
-	}
-	body, err := json.Marshal(&admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
-		Request:  req,
-	})
+	body, err := encodeReview(req, object)
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode AdmissionReview: %w", err)
 	}
@@ -389,6 +415,35 @@ func (c *Client) review(ctx context.Context, t hooks.HookType, gvk schema.GroupV
 		return nil, 0, fmt.Errorf("%w: response has a patch that is not a JSONPatch", ErrUnavailable)
 	}
 	return resp.Patch, 0, nil
+}
+
+// encodeReview returns the AdmissionReview of req with object (valid JSON, from json.Marshal) as
+// request.object, or as request.oldObject for a DELETE, as kube-apiserver sends it.
+//
+// json.Marshal would re-scan and compact the object, which for a batched List of 1,000 items
+// is megabytes; instead the review is encoded with both objects null and the object's bytes
+// are put in place of the null. The replaced text is found by its key: a key with its quotes
+// never occurs inside a JSON string value, where quotes are escaped.
+func encodeReview(req *admissionv1.AdmissionRequest, object []byte) ([]byte, error) {
+	env, err := json.Marshal(&admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
+		Request:  req,
+	})
+	if err != nil {
+		return nil, err
+	}
+	key := `"object":null`
+	if req.Operation == admissionv1.Delete {
+		key = `"oldObject":null`
+	}
+	at := bytes.Index(env, []byte(key))
+	if at < 0 {
+		return nil, fmt.Errorf("no %s in the encoded AdmissionReview", key)
+	}
+	at += len(key) - len("null")
+	body := make([]byte, 0, len(env)-len("null")+len(object))
+	body = append(append(append(body, env[:at]...), object...), env[at+len("null"):]...)
+	return body, nil
 }
 
 // snippet returns at most the first 200 bytes of an error body, for error messages.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/synchook/synchook/internal/parallel"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -87,45 +88,56 @@ func (e *ItemError) Unwrap() error { return e.Err }
 // the guard and the rebase onto the item's own bytes, so unknown fields of items (and of the
 // list) are never touched. Items without apiVersion and kind (the API server leaves them out
 // of list items) are given the item kind first, so hooks always see a complete object and
-// unstructured items decode. Items run one after another under the one ctx: the request
-// deadline covers the whole list. The first failing item fails the whole batch with an
-// *ItemError and no patch.
+// unstructured items decode. Items are independent, so they run on up to GOMAXPROCS
+// goroutines at once, all under the one ctx: the request deadline covers the whole list. When
+// items fail, the one with the lowest index fails the whole batch with an *ItemError and no
+// patch.
 //
 // Result.Hooks counts hook calls (chain length × items); Result.Operations counts the
 // operations of the combined patch.
 func (r *Registry) runList(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
 	itemGVK, _ := ListItemGVK(gvk)
-	var list struct {
-		Items []json.RawMessage `json:"items"`
-	}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &list); err != nil {
+	items, err := listItems(raw)
+	if err != nil {
 		return Result{}, &DecodeError{GVK: gvk, Err: err}
 	}
-	res := Result{raw: raw}
-	var ops []patch.Operation
-	for i, item := range list.Items {
-		id, err := itemIdentity(item, itemGVK)
+	type itemResult struct {
+		ops   []patch.Operation
+		hooks int
+	}
+	results := make([]itemResult, len(items))
+	err = parallel.For(len(items), func(i int) error {
+		item := items[i]
+		id, err := itemIdentity(item, itemGVK) // item is valid JSON: raw was decoded
 		if err == nil {
 			item, err = id.withTypeMeta(item, itemGVK)
 		}
 		if err != nil {
-			return Result{}, &ItemError{
-				List: gvk, Index: i, Namespace: id.Metadata.Namespace, Name: id.Metadata.Name,
+			return &ItemError{
+				List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name,
 				Err: &DecodeError{GVK: itemGVK, Err: err},
 			}
 		}
-		itemOps, n, err := r.runOps(ctx, itemGVK, t, item)
+		ops, n, err := r.runOps(ctx, itemGVK, t, item)
 		if err != nil {
-			return Result{}, &ItemError{List: gvk, Index: i, Namespace: id.Metadata.Namespace, Name: id.Metadata.Name, Err: err}
+			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: err}
 		}
-		res.Hooks += n
+		results[i] = itemResult{ops: ops, hooks: n}
+		return nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{raw: raw}
+	var ops []patch.Operation
+	for i, item := range results {
+		res.Hooks += item.hooks
 		prefix := "/items/" + strconv.Itoa(i)
-		for _, op := range itemOps {
+		for _, op := range item.ops {
 			op.Path = prefix + op.Path
 			ops = append(ops, op)
 		}
 	}
-	var err error
 	if res.Patch, err = patch.Marshal(ops); err != nil {
 		return Result{}, fmt.Errorf("%s: %w", gvk.Kind, err)
 	}
@@ -133,25 +145,79 @@ func (r *Registry) runList(ctx context.Context, gvk schema.GroupVersionKind, t H
 	return res, nil
 }
 
-// itemID is what runList reads of an item before running its chain.
-type itemID struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
+// listItems returns the items of the list raw, without copying them: one validating scan of
+// raw, then a split that does not decode. As in a decode, a repeated "items" counts with its
+// last value, and null or no "items" is an empty list.
+func listItems(raw []byte) ([][]byte, error) {
+	if !json.Valid(raw) {
+		var v any
+		return nil, kjson.UnmarshalCaseSensitivePreserveInts(raw, &v) // names the syntax error
+	}
+	top, ok := patch.Members(raw)
+	if !ok {
+		return nil, errors.New("list is not a JSON object")
+	}
+	var items []byte
+	for _, m := range top {
+		if m.Key == "items" {
+			items = m.Value
+		}
+	}
+	if items == nil || string(items) == "null" {
+		return nil, nil
+	}
+	els, ok := patch.Elements(items)
+	if !ok {
+		return nil, errors.New("items is not a JSON array")
+	}
+	return els, nil
 }
 
-// itemIdentity reads apiVersion, kind, name and namespace of item and checks that item is a
-// JSON object of kind want, or has no apiVersion and kind at all.
+// itemID is what runList reads of an item before running its chain.
+type itemID struct {
+	APIVersion, Kind, Name, Namespace string
+}
+
+// itemIdentity reads apiVersion, kind, metadata.name and metadata.namespace of item, which
+// must be valid JSON, without decoding the rest, and checks that item is a JSON object of kind
+// want, or has no apiVersion and kind at all. As in a decode, a repeated key counts with its
+// last value and null is the empty string.
 func itemIdentity(item []byte, want schema.GroupVersionKind) (itemID, error) {
 	var id itemID
-	if trimmed := bytes.TrimSpace(item); len(trimmed) == 0 || trimmed[0] != '{' {
+	top, ok := patch.Members(item)
+	if !ok {
 		return id, errors.New("item is not a JSON object")
 	}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(item, &id); err != nil {
-		return id, err
+	var metadata []byte
+	for _, m := range top {
+		var err error
+		switch m.Key {
+		case "apiVersion":
+			err = decodeString(m, &id.APIVersion)
+		case "kind":
+			err = decodeString(m, &id.Kind)
+		case "metadata":
+			metadata = m.Value
+		}
+		if err != nil {
+			return id, err
+		}
+	}
+	if meta, ok := patch.Members(metadata); ok {
+		for _, m := range meta {
+			var err error
+			switch m.Key {
+			case "name":
+				err = decodeString(m, &id.Name)
+			case "namespace":
+				err = decodeString(m, &id.Namespace)
+			}
+			if err != nil {
+				return id, fmt.Errorf("metadata.%w", err)
+			}
+		}
+	} else if metadata != nil && string(metadata) != "null" {
+		return id, errors.New("metadata is not a JSON object")
 	}
 	if id.APIVersion == "" && id.Kind == "" {
 		return id, nil
@@ -160,6 +226,18 @@ func itemIdentity(item []byte, want schema.GroupVersionKind) (itemID, error) {
 		return id, fmt.Errorf("item is apiVersion %q kind %q, want %q %q", id.APIVersion, id.Kind, apiVersion, kind)
 	}
 	return id, nil
+}
+
+// decodeString decodes the member's value, a JSON string or null, into s.
+func decodeString(m patch.Member, s *string) error {
+	if string(m.Value) == "null" {
+		*s = ""
+		return nil
+	}
+	if m.Value[0] != '"' {
+		return fmt.Errorf("%s is %s, want a string", m.Key, m.Value)
+	}
+	return json.Unmarshal(m.Value, s)
 }
 
 // withTypeMeta returns item with apiVersion and kind of gvk added in front when it has

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,13 +122,18 @@ func TestRunOnAListOfUnstructuredItemsWithoutKind(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
 	res := &unstructured.Unstructured{}
 	res.SetGroupVersionKind(gvk)
-	seen := ""
+	var (
+		mu   sync.Mutex // items run in parallel
+		seen = ""
+	)
 	reg := listRegistry(t, hooks.NewFunc(
 		"widget-size", res,
 		[]hooks.HookType{hooks.GetVirtual},
 		func(_ context.Context, o client.Object) (client.Object, error) {
 			u := o.(*unstructured.Unstructured)
+			mu.Lock()
 			seen += u.GetAPIVersion() + "/" + u.GetKind() + " "
+			mu.Unlock()
 			return u, unstructured.SetNestedField(u.Object, int64(3), "spec", "size")
 		},
 	))
@@ -216,6 +223,37 @@ func TestRunOnAListFailsTheWholeBatchNamingTheItem(t *testing.T) {
 	}
 }
 
+// TestRunOnAListReportsTheLowestFailingItem: items run in parallel, but the error is always
+// the one of the failing item with the lowest index, whichever failed first.
+func TestRunOnAListReportsTheLowestFailingItem(t *testing.T) {
+	refuse := hooks.NewFunc("refuse", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
+		if o.GetLabels()["deny"] == "yes" {
+			if o.GetName() == "pod-7" {
+				time.Sleep(5 * time.Millisecond) // the later items fail first
+			}
+			return nil, errors.New("no thanks")
+		}
+		return o, nil
+	})
+	reg := listRegistry(t, refuse)
+	var items []string
+	for i := range 40 {
+		labels := ""
+		if i >= 7 {
+			labels = `,"labels":{"deny":"yes"}`
+		}
+		items = append(items, fmt.Sprintf(`{"metadata":{"name":"pod-%d"%s}}`, i, labels))
+	}
+	raw := []byte(`{"items":[` + strings.Join(items, ",") + `]}`)
+	for range 5 {
+		_, err := reg.Run(t.Context(), podListGVK, hooks.GetPhysical, raw)
+		var itemErr *hooks.ItemError
+		if !errors.As(err, &itemErr) || itemErr.Index != 7 || itemErr.Name != "pod-7" {
+			t.Fatalf("error = %v, want items[7] (pod-7)", err)
+		}
+	}
+}
+
 func TestRunOnAListSharesOneDeadline(t *testing.T) {
 	slow := hooks.NewFunc("slow", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, func(ctx context.Context, o client.Object) (client.Object, error) {
 		select {
@@ -228,7 +266,8 @@ func TestRunOnAListSharesOneDeadline(t *testing.T) {
 	reg := listRegistry(t, slow)
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	raw := []byte(`{"items":[{},{},{},{},{},{}]}`)
+	// Items run GOMAXPROCS at a time: enough of them that the rounds outlast the deadline.
+	raw := []byte(`{"items":[{}` + strings.Repeat(`,{}`, 3*runtime.GOMAXPROCS(0)) + `]}`)
 	_, err := reg.Run(ctx, podListGVK, hooks.GetPhysical, raw)
 	var itemErr *hooks.ItemError
 	if !errors.As(err, &itemErr) || itemErr.Index < 1 || hooks.StatusCode(err) != 504 {

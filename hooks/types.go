@@ -38,6 +38,10 @@ type MutateFunc func(ctx context.Context, obj client.Object) (client.Object, err
 // ClientHook is the base of every hook. Name must be unique in a Registry; Resource returns an
 // empty object of the kind the hook handles (e.g. &corev1.Pod{}, or an
 // *unstructured.Unstructured with apiVersion and kind set for a custom resource).
+//
+// A hook is called concurrently: by concurrent requests, and for the items of one List, which
+// run in parallel. Each call gets its own object; state a hook keeps across calls needs its
+// own locking.
 type ClientHook interface {
 	Name() string
 	Resource() client.Object

@@ -206,6 +206,17 @@ func members(obj []byte) []Member {
 	}
 }
 
+// Elements returns the elements of the JSON array doc, in order, without copying them. doc
+// must be valid JSON (check it with json.Valid first: Elements does not validate); ok is false
+// when doc is not an array.
+func Elements(doc []byte) (els [][]byte, ok bool) {
+	doc = trimSpace(doc)
+	if len(doc) == 0 || doc[0] != '[' {
+		return nil, false
+	}
+	return elements(doc), true
+}
+
 // elements splits a valid JSON array into its elements, trimmed.
 func elements(arr []byte) [][]byte {
 	var out [][]byte

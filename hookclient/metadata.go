@@ -1,0 +1,122 @@
+package hookclient
+
+import (
+	"encoding/json"
+	"maps"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// applyToMetadata applies a JSON Patch straight to the labels and annotations of obj, the
+// typical hook's whole change, and reports whether it could. It can when every operation is
+// add, replace or remove of /metadata/labels or /metadata/annotations, or of one entry of
+// them, with string values, and when every target exists as RFC 6902 requires in the JSON
+// encoding of obj (where an empty map is absent: omitempty). The result is then what encoding
+// obj, applying the patch and decoding would give for those two maps, and every other field of
+// obj is left exactly as it was, without the JSON round trip of the whole object.
+//
+// When it cannot, obj is untouched and the caller applies the patch to the JSON (patch.Apply):
+// nothing is ever half-applied.
+func applyToMetadata(obj metav1.Object, ops []itemOperation) bool {
+	if _, ok := obj.(runtime.Unstructured); ok {
+		return false // its maps may hold what GetLabels drops; the JSON path keeps it
+	}
+	targets := [2]map[string]string{obj.GetLabels(), obj.GetAnnotations()}
+	cloned := [2]bool{}
+	for _, op := range ops {
+		which, key, whole, ok := metadataTarget(op.Path)
+		if !ok || op.From != "" {
+			return false
+		}
+		m := targets[which]
+		present := len(m) > 0
+		if whole {
+			switch {
+			case op.Op == "remove" && present:
+				targets[which] = nil
+			case op.Op == "add" || op.Op == "replace" && present:
+				var v map[string]string
+				if !isObject(op.Value) || json.Unmarshal(op.Value, &v) != nil {
+					return false
+				}
+				targets[which] = v
+			default:
+				return false
+			}
+			cloned[which] = true // a map of its own now
+			continue
+		}
+		_, has := m[key]
+		var value string
+		switch {
+		case op.Op == "remove" && has:
+		case (op.Op == "add" && present || op.Op == "replace" && has) && isString(op.Value):
+			if json.Unmarshal(op.Value, &value) != nil {
+				return false
+			}
+		default:
+			return false
+		}
+		if !cloned[which] {
+			m = cloneMap(m)
+			targets[which], cloned[which] = m, true
+		}
+		if op.Op == "remove" {
+			delete(m, key)
+		} else {
+			m[key] = value
+		}
+	}
+	if cloned[0] {
+		obj.SetLabels(targets[0])
+	}
+	if cloned[1] {
+		obj.SetAnnotations(targets[1])
+	}
+	return true
+}
+
+// metadataTarget parses a JSON Pointer to /metadata/labels or /metadata/annotations (whole) or
+// to one of their entries (key, unescaped per RFC 6901); which is 0 for labels, 1 for
+// annotations.
+func metadataTarget(path string) (which int, key string, whole, ok bool) {
+	rest, ok := strings.CutPrefix(path, "/metadata/")
+	if !ok {
+		return 0, "", false, false
+	}
+	name, key, hasKey := strings.Cut(rest, "/")
+	switch name {
+	case "labels":
+	case "annotations":
+		which = 1
+	default:
+		return 0, "", false, false
+	}
+	if !hasKey {
+		return which, "", true, true
+	}
+	if strings.Contains(key, "/") {
+		return 0, "", false, false // deeper than an entry: not a map[string]string target
+	}
+	if strings.Contains(key, "~") {
+		for i := 0; i < len(key); i++ {
+			if key[i] == '~' && (i+1 == len(key) || key[i+1] != '0' && key[i+1] != '1') {
+				return 0, "", false, false // malformed escape: let the JSON path report it
+			}
+		}
+		key = strings.ReplaceAll(strings.ReplaceAll(key, "~1", "/"), "~0", "~")
+	}
+	return which, key, false, true
+}
+
+func isString(v json.RawMessage) bool { return len(v) > 0 && v[0] == '"' }
+func isObject(v json.RawMessage) bool { return len(v) > 0 && v[0] == '{' }
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return maps.Clone(m)
+}

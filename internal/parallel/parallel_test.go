@@ -1,0 +1,42 @@
+package parallel_test
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/synchook/synchook/internal/parallel"
+)
+
+func TestForRunsEveryIndexOnceAndReportsTheLowestError(t *testing.T) {
+	var calls [100]atomic.Int32
+	err := parallel.For(len(calls), func(i int) error {
+		calls[i].Add(1)
+		if i >= 30 {
+			if i == 30 {
+				time.Sleep(5 * time.Millisecond) // higher indexes fail first
+			}
+			return fmt.Errorf("item %d", i)
+		}
+		return nil
+	})
+	if err == nil || err.Error() != "item 30" {
+		t.Errorf("error = %v, want item 30", err)
+	}
+	for i := range calls {
+		if n := calls[i].Load(); n != 1 {
+			t.Errorf("fn(%d) ran %d times", i, n)
+		}
+	}
+}
+
+func TestForWithNothingOrOne(t *testing.T) {
+	if err := parallel.For(0, func(int) error { return errors.New("called") }); err != nil {
+		t.Errorf("n=0: %v", err)
+	}
+	if err := parallel.For(1, func(i int) error { return fmt.Errorf("only %d", i) }); err == nil || err.Error() != "only 0" {
+		t.Errorf("n=1: %v", err)
+	}
+}
