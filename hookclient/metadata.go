@@ -3,10 +3,11 @@ package hookclient
 import (
 	"encoding/json"
 	"maps"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/synchook/synchook/patch"
 )
 
 // applyToMetadata applies a JSON Patch straight to the labels and annotations of obj, the
@@ -26,7 +27,7 @@ func applyToMetadata(obj metav1.Object, ops []itemOperation) bool {
 	targets := [2]map[string]string{obj.GetLabels(), obj.GetAnnotations()}
 	cloned := [2]bool{}
 	for _, op := range ops {
-		which, key, whole, ok := metadataTarget(op.Path)
+		which, key, whole, ok := patch.MetadataMapTarget(op.Path)
 		if !ok || op.From != "" {
 			return false
 		}
@@ -76,39 +77,6 @@ func applyToMetadata(obj metav1.Object, ops []itemOperation) bool {
 		obj.SetAnnotations(targets[1])
 	}
 	return true
-}
-
-// metadataTarget parses a JSON Pointer to /metadata/labels or /metadata/annotations (whole) or
-// to one of their entries (key, unescaped per RFC 6901); which is 0 for labels, 1 for
-// annotations.
-func metadataTarget(path string) (which int, key string, whole, ok bool) {
-	rest, ok := strings.CutPrefix(path, "/metadata/")
-	if !ok {
-		return 0, "", false, false
-	}
-	name, key, hasKey := strings.Cut(rest, "/")
-	switch name {
-	case "labels":
-	case "annotations":
-		which = 1
-	default:
-		return 0, "", false, false
-	}
-	if !hasKey {
-		return which, "", true, true
-	}
-	if strings.Contains(key, "/") {
-		return 0, "", false, false // deeper than an entry: not a map[string]string target
-	}
-	if strings.Contains(key, "~") {
-		for i := 0; i < len(key); i++ {
-			if key[i] == '~' && (i+1 == len(key) || key[i+1] != '0' && key[i+1] != '1') {
-				return 0, "", false, false // malformed escape: let the JSON path report it
-			}
-		}
-		key = strings.ReplaceAll(strings.ReplaceAll(key, "~1", "/"), "~0", "~")
-	}
-	return which, key, false, true
 }
 
 func isString(v json.RawMessage) bool { return len(v) > 0 && v[0] == '"' }

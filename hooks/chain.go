@@ -14,6 +14,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -121,10 +122,11 @@ func StatusCode(err error) int32 {
 // the hooked object.
 //
 // The object is decoded once (into the scheme's type, or Unstructured for unknown kinds), every
-// hook runs in registration order on it, and the result is encoded once. The patch is the diff
-// between the typed round trip of raw and the result, moved onto raw (patch.Rebase), so fields
-// the compiled types do not know are never touched. No hooks, or no change, gives a Result with
-// a nil Patch.
+// hook runs in registration order on it, and the result is encoded once. When the hooks only
+// changed labels or annotations, the patch is the diff between raw itself and the result,
+// keeping only the entries the hooks changed; otherwise it is the diff between the typed round
+// trip of raw and the result, moved onto raw (patch.Rebase). Either way, fields the compiled
+// types do not know are never touched. No hooks, or no change, gives a Result with a nil Patch.
 //
 // Errors: *DecodeError for malformed input; *HookError (naming hook, type and kind) when a hook
 // fails, panics, changes apiVersion, kind, name, namespace or uid, returns another kind, or is
@@ -155,9 +157,20 @@ func (r *Registry) runOps(ctx context.Context, gvk schema.GroupVersionKind, t Ho
 	if err := decode(raw, obj); err != nil {
 		return nil, 0, &DecodeError{GVK: gvk, Err: err}
 	}
-	before, err := json.Marshal(obj)
-	if err != nil {
-		return nil, 0, fmt.Errorf("encode %s: %w", gvk.Kind, err)
+	// The object before the hooks: a deep copy of a typed object (cheaper than its encoding,
+	// which metadataOps mostly makes unnecessary), else its encoding.
+	var (
+		snapshot client.Object
+		before   []byte
+		err      error
+	)
+	if _, ok := obj.(runtime.Unstructured); !ok {
+		snapshot, _ = obj.DeepCopyObject().(client.Object)
+	}
+	if snapshot == nil {
+		if before, err = json.Marshal(obj); err != nil {
+			return nil, 0, fmt.Errorf("encode %s: %w", gvk.Kind, err)
+		}
 	}
 	secrets := secretValues(obj) // before the hooks run: an abandoned hook may still hold obj
 	out, err := c.exec(ctx, obj)
@@ -167,6 +180,17 @@ func (r *Registry) runOps(ctx context.Context, gvk schema.GroupVersionKind, t Ho
 	after, err := json.Marshal(out)
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
+	}
+	if snapshot != nil {
+		if ops, ok := metadataOps(raw, after, snapshot, out); ok {
+			if len(ops) == 0 {
+				return nil, len(c.hooks), nil
+			}
+			return ops, len(c.hooks), nil
+		}
+		if before, err = json.Marshal(snapshot); err != nil {
+			return nil, 0, fmt.Errorf("encode %s: %w", gvk.Kind, err)
+		}
 	}
 	if bytes.Equal(before, after) {
 		return nil, len(c.hooks), nil

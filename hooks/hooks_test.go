@@ -228,6 +228,58 @@ func TestRunKeepsFieldsTheTypesDoNotKnow(t *testing.T) {
 	}
 }
 
+// TestRunDiffsLabelChangesAgainstTheRequest: a hook that only changes labels or annotations is
+// diffed against the request's own bytes; differences of form between the request and the
+// typed round trip (escapes, a map written as null or {}) are never turned into operations.
+func TestRunDiffsLabelChangesAgainstTheRequest(t *testing.T) {
+	const head = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","creationTimestamp":null,`
+	const tail = `},"spec":{"containers":null},"status":{}}`
+	setLabel := func(key, value string) hooks.MutateFunc {
+		return func(_ context.Context, o client.Object) (client.Object, error) {
+			l := o.GetLabels()
+			if l == nil {
+				l = map[string]string{}
+			}
+			if value == "" {
+				delete(l, key)
+			} else {
+				l[key] = value
+			}
+			o.SetLabels(l)
+			return o, nil
+		}
+	}
+	cases := []struct {
+		name, metadata string
+		hook           hooks.MutateFunc
+		want           string
+	}{
+		{"an escaped label is left as written", `"labels":{"a":"\u0031"}`, setLabel("x", "y"), `[{"op":"add","path":"/metadata/labels/x","value":"y"}]`},
+		{"labels written as null", `"labels":null`, setLabel("x", "y"), `[{"op":"add","path":"/metadata/labels","value":{"x":"y"}}]`},
+		{"labels written as {} and left alone", `"labels":{},"annotations":{"k":"v"}`, setLabel("x", ""), `null`},
+		{"a removed label", `"labels":{"a":"1","b":"2"}`, setLabel("a", ""), `[{"op":"remove","path":"/metadata/labels/a"}]`},
+		{"a label set to the value it has", `"labels":{"a":"\u0031"}`, setLabel("a", "1"), `null`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := hooks.NewRegistry(nil)
+			reg.MustRegister(podHook("labels", tc.hook))
+			raw := []byte(head + tc.metadata + tail)
+			res, err := reg.Run(t.Context(), podGVK, hooks.CreatePhysical, raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := "null" // no patch
+			if res.Patch != nil {
+				got = string(res.Patch)
+			}
+			if got != tc.want {
+				t.Errorf("patch = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestRunMovesThePatchOntoARequestThatLacksParents(t *testing.T) {
 	// The typed round trip has "status":{} but the request has no status at all.
 	reg := hooks.NewRegistry(nil)
