@@ -38,6 +38,10 @@ type Options struct {
 	// comes first. Defaults 20,000 and 2 s.
 	MaxRequests int
 	MaxDuration time.Duration
+	// Rounds splits every cell into this many slices, and the workloads of one concurrency take
+	// turns slice by slice (A B C … A B C …), so that a burst of load from elsewhere on the
+	// machine hits all of them alike instead of one whole cell. Default 4.
+	Rounds int
 	// Out receives the report. Default os.Stdout.
 	Out io.Writer
 }
@@ -58,6 +62,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.MaxDuration <= 0 {
 		o.MaxDuration = 2 * time.Second
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 4
 	}
 	if o.Out == nil {
 		o.Out = os.Stdout
@@ -170,14 +177,19 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	for _, c := range opts.Concurrency {
-		for _, w := range workloads {
-			cpu0, _ := sc.cpu()
-			cell := measure(ctx, w.name, c, opts.MaxRequests, opts.MaxDuration, w.call)
-			if w.sidecar {
-				cpu1, _ := sc.cpu()
-				cell.SidecarCPU = cpu1 - cpu0
+		runs := make([]run, len(workloads))
+		for range opts.Rounds {
+			for i, w := range workloads {
+				cpu0, _ := sc.cpu()
+				runs[i].add(measure(ctx, c, opts.MaxRequests/opts.Rounds, opts.MaxDuration/time.Duration(opts.Rounds), w.call))
+				if w.sidecar {
+					cpu1, _ := sc.cpu()
+					runs[i].sidecarCPU += cpu1 - cpu0
+				}
 			}
-			rep.Cells = append(rep.Cells, cell)
+		}
+		for i, w := range workloads {
+			rep.Cells = append(rep.Cells, runs[i].cell(w.name, c))
 		}
 	}
 	rep.RSSPeak, _ = sc.peakRSS()
@@ -195,8 +207,38 @@ func reviewFor(obj []byte) []byte {
 	})
 }
 
+// run accumulates the slices of one cell.
+type run struct {
+	latencies  []time.Duration
+	errors     int
+	elapsed    time.Duration
+	sidecarCPU time.Duration
+}
+
+func (r *run) add(slice run) {
+	r.latencies = append(r.latencies, slice.latencies...)
+	r.errors += slice.errors
+	r.elapsed += slice.elapsed
+}
+
+// cell is the measurement of all slices together: throughput over their summed wall time,
+// percentiles over all their requests.
+func (r *run) cell(name string, c int) Cell {
+	slices.Sort(r.latencies)
+	pct := func(p float64) time.Duration {
+		if len(r.latencies) == 0 {
+			return 0
+		}
+		return r.latencies[min(len(r.latencies)-1, int(p*float64(len(r.latencies))))]
+	}
+	return Cell{
+		Workload: name, Concurrency: c, Requests: len(r.latencies), Errors: r.errors, Elapsed: r.elapsed,
+		P50: pct(0.50), P99: pct(0.99), P999: pct(0.999), SidecarCPU: r.sidecarCPU,
+	}
+}
+
 // measure runs call from c goroutines until n requests or d have passed.
-func measure(ctx context.Context, name string, c, n int, d time.Duration, call func(context.Context) error) Cell {
+func measure(ctx context.Context, c, n int, d time.Duration, call func(context.Context) error) run {
 	var next, errs atomic.Int64
 	lat := make([][]time.Duration, c)
 	deadline := time.Now().Add(d)
@@ -206,7 +248,7 @@ func measure(ctx context.Context, name string, c, n int, d time.Duration, call f
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for next.Add(1) <= int64(n) && time.Now().Before(deadline) && ctx.Err() == nil {
+			for next.Add(1) <= int64(max(n, 1)) && time.Now().Before(deadline) && ctx.Err() == nil {
 				t0 := time.Now()
 				if err := call(ctx); err != nil {
 					errs.Add(1)
@@ -217,19 +259,7 @@ func measure(ctx context.Context, name string, c, n int, d time.Duration, call f
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	pct := func(p float64) time.Duration {
-		if len(all) == 0 {
-			return 0
-		}
-		return all[min(len(all)-1, int(p*float64(len(all))))]
-	}
-	return Cell{
-		Workload: name, Concurrency: c, Requests: len(all), Errors: int(errs.Load()), Elapsed: elapsed,
-		P50: pct(0.50), P99: pct(0.99), P999: pct(0.999),
-	}
+	return run{latencies: slices.Concat(lat...), errors: int(errs.Load()), elapsed: time.Since(start)}
 }
 
 // decodeEncodeFloor is floor (a): the mean time of a typed decode + encode of obj.

@@ -128,6 +128,7 @@ func (fp *floorProcess) echoCaller(body []byte) (func(context.Context) error, er
 	}
 	hc := &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}}, MaxIdleConnsPerHost: 128,
+		WriteBufferSize: 64 << 10, // the same client as the admission workload
 	}}
 	url := "https://" + strings.Replace(fp.httpsAddr, "127.0.0.1", "localhost", 1) + "/"
 	return func(ctx context.Context) error { return post(ctx, hc, url, body) }, nil

@@ -104,6 +104,7 @@ func (sc *sidecar) admissionHTTPS(review []byte) func(context.Context) error {
 		TLSClientConfig:     &tls.Config{RootCAs: sc.pool, NextProtos: []string{"http/1.1"}},
 		ForceAttemptHTTP2:   false,
 		MaxIdleConnsPerHost: 128,
+		WriteBufferSize:     64 << 10, // as hookclient: one write per request
 	}
 	hc := &http.Client{Transport: tr}
 	url := "https://" + sc.httpsAddr + "/mutate/CreatePhysical"
@@ -113,6 +114,7 @@ func (sc *sidecar) admissionHTTPS(review []byte) func(context.Context) error {
 func (sc *sidecar) admissionUnix(review []byte) func(context.Context) error {
 	tr := &http.Transport{
 		MaxIdleConnsPerHost: 128,
+		WriteBufferSize:     64 << 10,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sc.sock)
 		},

@@ -49,6 +49,9 @@ func newTransport(pool *x509.CertPool, maxIdle int) *http.Transport {
 		MaxIdleConns:        maxIdle,
 		MaxIdleConnsPerHost: maxIdle,
 		IdleConnTimeout:     90 * time.Second,
+		// A whole AdmissionReview in one write (one TLS record, one syscall) instead of 4 KiB
+		// pieces: a 5 KiB Pod otherwise takes two of each.
+		WriteBufferSize: 64 << 10,
 	}
 }
 
