@@ -3,6 +3,8 @@ package parallel_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,4 +41,25 @@ func TestForWithNothingOrOne(t *testing.T) {
 	if err := parallel.For(1, func(i int) error { return fmt.Errorf("only %d", i) }); err == nil || err.Error() != "only 0" {
 		t.Errorf("n=1: %v", err)
 	}
+}
+
+func TestForRaisesAWorkersPanicOnTheCallingGoroutine(t *testing.T) {
+	var ran atomic.Int32
+	defer func() {
+		v := recover()
+		if v == nil || !strings.Contains(fmt.Sprint(v), "item 3 broke") {
+			t.Errorf("recovered %v, want the panic of item 3", v)
+		}
+		if n := ran.Load(); runtime.GOMAXPROCS(0) > 1 && n != 10 {
+			t.Errorf("%d of 10 calls ran before the panic was raised", n)
+		}
+	}()
+	_ = parallel.For(10, func(i int) error {
+		ran.Add(1)
+		if i == 3 || i == 7 {
+			panic(fmt.Sprintf("item %d broke", i))
+		}
+		return nil
+	})
+	t.Error("For returned instead of panicking")
 }
