@@ -423,7 +423,8 @@ func (c *Client) review(ctx context.Context, t hooks.HookType, gvk schema.GroupV
 // json.Marshal would re-scan and compact the object, which for a batched List of 1,000 items
 // is megabytes; instead the review is encoded with both objects null and the object's bytes
 // are put in place of the null. The replaced text is found by its key: a key with its quotes
-// never occurs inside a JSON string value, where quotes are escaped.
+// never occurs inside a JSON string value, where quotes are escaped, and req has no map with
+// keys of the caller's (userInfo stays empty), so the first match is the field itself.
 func encodeReview(req *admissionv1.AdmissionRequest, object []byte) ([]byte, error) {
 	env, err := json.Marshal(&admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},

@@ -108,7 +108,12 @@ func (r *Registry) runList(ctx context.Context, gvk schema.GroupVersionKind, t H
 	results := make([]itemResult, len(items))
 	err = parallel.For(len(items), func(i int) error {
 		item := items[i]
-		id, err := itemIdentity(item, itemGVK) // item is valid JSON: raw was decoded
+		id, err := itemIdentity(item, itemGVK) // item is valid JSON: raw was validated
+		if err == nil && ctx.Err() != nil {
+			// The deadline passed while the item waited for a worker: fail it without decoding.
+			err = fmt.Errorf("not started before the request ended: %w", ctx.Err())
+			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: err}
+		}
 		if err == nil {
 			item, err = id.withTypeMeta(item, itemGVK)
 		}
