@@ -286,8 +286,8 @@ func (b batch) patchItems(p []byte, out []runtime.Object) (int, error) {
 		if err != nil {
 			return fmt.Errorf("items[%d]: %w", b.start+i, err)
 		}
-		obj := reflect.New(reflect.TypeOf(out[b.start+i]).Elem()).Interface().(runtime.Object)
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(patched, obj); err != nil {
+		obj, err := decodeFresh(patched, out[b.start+i])
+		if err != nil {
 			return fmt.Errorf("decode patched items[%d]: %w", b.start+i, err)
 		}
 		fresh[k] = obj
@@ -314,8 +314,6 @@ func splitItemPath(path string, n int) (int, string, error) {
 	return i, "/" + rest, nil
 }
 
-// replace decodes patched into a fresh object of obj's type, gives it the TypeMeta kept and
-// copies it over *obj.
 // applyPatch applies the JSON Patch p, computed against raw (the JSON of obj), to obj: straight
 // to its labels and annotations when that is all it changes (applyToMetadata), else by
 // applying it to raw and decoding the result into obj.
@@ -331,9 +329,18 @@ func applyPatch(obj client.Object, raw, p []byte, kept schema.GroupVersionKind) 
 	return replace(obj, patched, kept)
 }
 
+// decodeFresh decodes data into a new object of like's Go type, as the Kubernetes JSON
+// serializer does.
+func decodeFresh[T runtime.Object](data []byte, like T) (T, error) {
+	fresh := reflect.New(reflect.TypeOf(like).Elem()).Interface().(T)
+	return fresh, kjson.UnmarshalCaseSensitivePreserveInts(data, fresh)
+}
+
+// replace decodes patched into a fresh object of obj's type, gives it the TypeMeta kept and
+// copies it over *obj.
 func replace(obj client.Object, patched []byte, kept schema.GroupVersionKind) error {
-	fresh := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(patched, fresh); err != nil {
+	fresh, err := decodeFresh(patched, obj)
+	if err != nil {
 		return fmt.Errorf("decode patched object: %w", err)
 	}
 	fresh.GetObjectKind().SetGroupVersionKind(kept)

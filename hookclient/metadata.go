@@ -24,7 +24,7 @@ func applyToMetadata(obj metav1.Object, ops []itemOperation) bool {
 	if _, ok := obj.(runtime.Unstructured); ok {
 		return false // its maps may hold what GetLabels drops; the JSON path keeps it
 	}
-	targets := [2]map[string]string{obj.GetLabels(), obj.GetAnnotations()}
+	targets := [2]map[string]string{patch.Labels.Get(obj), patch.Annotations.Get(obj)}
 	cloned := [2]bool{}
 	for _, op := range ops {
 		which, key, whole, ok := patch.MetadataMapTarget(op.Path)
@@ -70,11 +70,10 @@ func applyToMetadata(obj metav1.Object, ops []itemOperation) bool {
 			m[key] = value
 		}
 	}
-	if cloned[0] {
-		obj.SetLabels(targets[0])
-	}
-	if cloned[1] {
-		obj.SetAnnotations(targets[1])
+	for _, m := range []patch.MetadataMap{patch.Labels, patch.Annotations} {
+		if cloned[m] {
+			m.Set(obj, targets[m])
+		}
 	}
 	return true
 }

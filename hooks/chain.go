@@ -183,9 +183,6 @@ func (r *Registry) runOps(ctx context.Context, gvk schema.GroupVersionKind, t Ho
 	}
 	if snapshot != nil {
 		if ops, ok := metadataOps(raw, after, snapshot, out); ok {
-			if len(ops) == 0 {
-				return nil, len(c.hooks), nil
-			}
 			return ops, len(c.hooks), nil
 		}
 		if before, err = json.Marshal(snapshot); err != nil {

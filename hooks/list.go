@@ -195,31 +195,16 @@ func itemIdentity(item []byte, want schema.GroupVersionKind) (itemID, error) {
 	}
 	var metadata []byte
 	for _, m := range top {
-		var err error
-		switch m.Key {
-		case "apiVersion":
-			err = decodeString(m, &id.APIVersion)
-		case "kind":
-			err = decodeString(m, &id.Kind)
-		case "metadata":
+		if m.Key == "metadata" {
 			metadata = m.Value
 		}
-		if err != nil {
-			return id, err
-		}
+	}
+	if err := decodeStrings(top, "", map[string]*string{"apiVersion": &id.APIVersion, "kind": &id.Kind}); err != nil {
+		return id, err
 	}
 	if meta, ok := patch.Members(metadata); ok {
-		for _, m := range meta {
-			var err error
-			switch m.Key {
-			case "name":
-				err = decodeString(m, &id.Name)
-			case "namespace":
-				err = decodeString(m, &id.Namespace)
-			}
-			if err != nil {
-				return id, fmt.Errorf("metadata.%w", err)
-			}
+		if err := decodeStrings(meta, "metadata.", map[string]*string{"name": &id.Name, "namespace": &id.Namespace}); err != nil {
+			return id, err
 		}
 	} else if metadata != nil && string(metadata) != "null" {
 		return id, errors.New("metadata is not a JSON object")
@@ -233,16 +218,25 @@ func itemIdentity(item []byte, want schema.GroupVersionKind) (itemID, error) {
 	return id, nil
 }
 
-// decodeString decodes the member's value, a JSON string or null, into s.
-func decodeString(m patch.Member, s *string) error {
-	if string(m.Value) == "null" {
-		*s = ""
-		return nil
+// decodeStrings decodes the members named in fields, each a JSON string or null (the empty
+// string), into their targets; a repeated key counts with its last value. Errors name the key
+// after prefix.
+func decodeStrings(ms []patch.Member, prefix string, fields map[string]*string) error {
+	for _, m := range ms {
+		dst, ok := fields[m.Key]
+		switch {
+		case !ok:
+		case string(m.Value) == "null":
+			*dst = ""
+		case m.Value[0] != '"':
+			return fmt.Errorf("%s%s is %s, want a string", prefix, m.Key, m.Value)
+		default:
+			if err := json.Unmarshal(m.Value, dst); err != nil {
+				return fmt.Errorf("%s%s: %w", prefix, m.Key, err)
+			}
+		}
 	}
-	if m.Value[0] != '"' {
-		return fmt.Errorf("%s is %s, want a string", m.Key, m.Value)
-	}
-	return json.Unmarshal(m.Value, s)
+	return nil
 }
 
 // withTypeMeta returns item with apiVersion and kind of gvk added in front when it has

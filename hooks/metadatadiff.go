@@ -3,7 +3,6 @@ package hooks
 import (
 	"maps"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/patch"
@@ -19,10 +18,10 @@ import (
 // raw and the typed round trip (an escaped string, a label map written as null or {}) is
 // dropped: every kept operation changes an entry whose value before the hooks differs from
 // after, so fields the hooks did not change are never rewritten.
+//
+// before and out must be typed objects: the maps of an Unstructured may hold what GetLabels
+// drops.
 func metadataOps(raw, after []byte, before, out client.Object) ([]patch.Operation, bool) {
-	if _, ok := before.(runtime.Unstructured); ok {
-		return nil, false
-	}
 	ops := patch.DiffMarshaled(raw, after)
 	kept := ops[:0]
 	for _, op := range ops {
@@ -30,7 +29,7 @@ func metadataOps(raw, after []byte, before, out client.Object) ([]patch.Operatio
 		if !ok {
 			return nil, false
 		}
-		b, a := metadataMap(before, m), metadataMap(out, m)
+		b, a := m.Get(before), m.Get(out)
 		if whole {
 			if len(b) == 0 && len(a) == 0 || maps.Equal(b, a) {
 				continue
@@ -44,12 +43,8 @@ func metadataOps(raw, after []byte, before, out client.Object) ([]patch.Operatio
 		}
 		kept = append(kept, op)
 	}
-	return kept, true
-}
-
-func metadataMap(obj client.Object, m patch.MetadataMap) map[string]string {
-	if m == patch.Labels {
-		return obj.GetLabels()
+	if len(kept) == 0 {
+		return nil, true
 	}
-	return obj.GetAnnotations()
+	return kept, true
 }

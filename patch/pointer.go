@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ErrInvalidPointer is wrapped by every error about a string that is not an RFC 6901 JSON
@@ -48,6 +50,23 @@ const (
 	// Annotations is metadata.annotations.
 	Annotations
 )
+
+// Get returns the map m of obj.
+func (m MetadataMap) Get(obj metav1.Object) map[string]string {
+	if m == Labels {
+		return obj.GetLabels()
+	}
+	return obj.GetAnnotations()
+}
+
+// Set sets the map m of obj.
+func (m MetadataMap) Set(obj metav1.Object, v map[string]string) {
+	if m == Labels {
+		obj.SetLabels(v)
+	} else {
+		obj.SetAnnotations(v)
+	}
+}
 
 // MetadataMapTarget reports whether the JSON Pointer path points to metadata.labels or
 // metadata.annotations (whole = true) or to one entry of them (key, unescaped).

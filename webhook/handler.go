@@ -183,19 +183,20 @@ func cutObjects(body []byte) (object, oldObject, rest []byte, err error) {
 	if oldObject, err = onlyMember(inner, "oldObject"); err != nil {
 		return nil, nil, nil, fmt.Errorf("request: %w", err)
 	}
-	rest = body
-	// Replace the later value first, so that the offset of the earlier one still holds.
-	first, second := object, oldObject
-	if offset(body, first) > offset(body, second) {
-		first, second = second, first
+	cuts := [][]byte{object, oldObject}
+	if offset(body, object) > offset(body, oldObject) {
+		cuts[0], cuts[1] = oldObject, object // in document order
 	}
-	for _, v := range [][]byte{second, first} {
-		if v == nil {
-			continue
+	rest = make([]byte, 0, len(body)+len("null"))
+	done := 0
+	for _, v := range cuts {
+		if v != nil {
+			start := offset(body, v)
+			rest = append(append(rest, body[done:start]...), "null"...)
+			done = start + len(v)
 		}
-		start := offset(body, v)
-		rest = append(append(append(make([]byte, 0, len(rest)-len(v)+4), rest[:start]...), "null"...), rest[start+len(v):]...)
 	}
+	rest = append(rest, body[done:]...)
 	if string(object) == "null" {
 		object = nil
 	}
