@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/synchook/synchook/bench"
 	"github.com/synchook/synchook/bridge"
+	"github.com/synchook/synchook/bridgev2"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/sidecar"
 	"github.com/synchook/synchook/webhook"
@@ -51,8 +53,30 @@ const (
 	exitUsage  = 2 // bad flags or invalid configuration
 )
 
+// version is the build's version, set with -ldflags "-X main.version=...".
+var version = "dev"
+
 func main() {
+	if bridgev2.Started(os.Args[1:], os.Getenv) {
+		os.Exit(servePluginV2(os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// servePluginV2 runs synchook as the vcluster plugin v2 that vcluster started: logs go to
+// stderr (stdout carries go-plugin's handshake), the config comes from PLUGIN_CONFIG.
+func servePluginV2(stderr io.Writer) int {
+	log := newLogger(&zap.Options{}, stderr)
+	ctrl.SetLogger(log)
+	err := sidecar.ServePluginV2(sidecar.Options{Log: log, Register: registerGoHooks}, bridgev2.ServeOptions{Stderr: stderr})
+	if err != nil {
+		fmt.Fprintf(stderr, "synchook (vcluster plugin v2): %v\n", err)
+		if errors.Is(err, sidecar.ErrConfig) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	return exitOK
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -68,6 +92,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return serve(args[1:], stderr)
 	case "mutate":
 		return mutate(args[1:], stdin, stdout, stderr)
+	case "version":
+		fmt.Fprintf(stdout, "synchook %s\n", version)
+		return exitOK
+	case "install":
+		return install(args[1:], stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
 	case "soak":
@@ -81,10 +110,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "synchook: unknown command %q (valid: serve, mutate; see synchook --help)\n", args[0])
+		fmt.Fprintf(stderr, "synchook: unknown command %q (valid: %s; see synchook --help)\n", args[0], strings.Join(commands, ", "))
 		return exitUsage
 	}
 }
+
+// commands are the subcommands that usage lists.
+var commands = []string{"serve", "mutate", "install", "version", "bench", "soak"}
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `synchook runs hooks on the objects a vcluster syncer writes and reads, as a mutating
@@ -93,8 +125,13 @@ admission webhook that answers with JSON Patches.
 Usage:
   synchook serve  [flags]                          run the sidecar
   synchook mutate --type HOOKTYPE -f FILE [flags]  offline dry run: print the JSON Patch and the result
+  synchook install DIR                             copy this binary to DIR/plugin (vcluster plugin v2 init container)
+  synchook version                                 print the version
   synchook bench  [flags]                          load test on loopback: throughput, latency, CPU, RSS vs floors
   synchook soak   [flags]                          soak test on loopback: every answer checked under chaos hooks
+
+Started by vcluster as a plugin v2 (no arguments, VCLUSTER_PLUGIN=vcluster in the environment),
+it serves vcluster's go-plugin protocol with the hook config from PLUGIN_CONFIG.
 
 Hook types: `+hooks.ValidHookTypes()+`
 
@@ -246,6 +283,54 @@ func mutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "# JSON Patch (%s, hooks run: %d)\n%s\n---\n# Result\n%s", hookType, res.Hooks, patchText, result)
 	return exitOK
+}
+
+// install copies the running binary to DIR/plugin (mode 0755), the layout vcluster's plugin
+// manager loads v2 plugins from (/plugins/<name>/plugin); the chart's init container runs it
+// when the image has no sh to run its default "cp -r /plugin /plugins/<name>".
+func install(args []string, stderr io.Writer) int {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintln(stderr, "synchook install: want exactly one argument, the plugin directory (e.g. /plugins/synchook)")
+		return exitUsage
+	}
+	if err := installBinary(args[0]); err != nil {
+		fmt.Fprintf(stderr, "synchook install: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func installBinary(dir string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this binary: %w", err)
+	}
+	src, err := os.Open(self)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// Write beside the target and rename, so a reader never sees a half-written binary.
+	tmp, err := os.CreateTemp(dir, ".plugin-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, src); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("copy %s: %w", self, err)
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, "plugin"))
 }
 
 func flagExit(err error) int {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -60,11 +61,11 @@ func reservedPort(p int) bool {
 	return slices.Contains([]int{6443, 8443, 10099, 2379, 2380, 10257, 10259}, p) || (p >= 14000 && p < 14100)
 }
 
-// TestPluginYAMLIsAValidVClusterSidecar checks plugin.yaml without helm: the keys the chart
+// TestPluginV1YAMLIsAValidVClusterSidecar checks plugin-v1.yaml without helm: the keys the chart
 // accepts, an env config that parses, flags that `synchook serve` has, probes on the port the
 // probe listener serves, mounts of volumes the pod has and a writable cert dir.
-func TestPluginYAMLIsAValidVClusterSidecar(t *testing.T) {
-	data, err := os.ReadFile("plugin.yaml")
+func TestPluginV1YAMLIsAValidVClusterSidecar(t *testing.T) {
+	data, err := os.ReadFile("plugin-v1.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,4 +223,79 @@ func keysOf[V any](m map[string]V) []string {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// pluginV2 is what plugin.yaml may set for a plugins: entry, per the vcluster chart's values
+// schema (Plugins: name, image, imagePullPolicy, config, rbac, command, args, securityContext,
+// resources, volumeMounts).
+type pluginV2 struct {
+	Name            string                      `json:"name,omitempty"`
+	Image           string                      `json:"image"`
+	ImagePullPolicy corev1.PullPolicy           `json:"imagePullPolicy,omitempty"`
+	Config          map[string]any              `json:"config,omitempty"`
+	RBAC            map[string]any              `json:"rbac,omitempty"`
+	Command         []string                    `json:"command,omitempty"`
+	Args            []string                    `json:"args,omitempty"`
+	SecurityContext *corev1.SecurityContext     `json:"securityContext,omitempty"`
+	Resources       corev1.ResourceRequirements `json:"resources,omitempty"`
+	VolumeMounts    []corev1.VolumeMount        `json:"volumeMounts,omitempty"`
+}
+
+// TestPluginYAMLIsAValidVClusterPluginV2 checks plugin.yaml without helm (chart_test.go renders
+// it with the real chart): one plugins: entry whose keys the chart accepts, an init container
+// command that installs the binary where vcluster loads it, and a config that parses and builds.
+func TestPluginYAMLIsAValidVClusterPluginV2(t *testing.T) {
+	data, err := os.ReadFile("plugin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]map[string]json.RawMessage
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) != 1 || len(raw["plugins"]) != 1 || raw["plugins"]["synchook"] == nil {
+		t.Fatalf("plugin.yaml: want exactly plugins.synchook at the top, got %s", data)
+	}
+	var p pluginV2
+	if err := yaml.UnmarshalStrict(raw["plugins"]["synchook"], &p); err != nil {
+		t.Fatalf("plugins.synchook has a key the chart's Plugins schema does not accept: %v", err)
+	}
+
+	t.Run("the init container runs install into /plugins/synchook with the image's binary", func(t *testing.T) {
+		if p.Image == "" {
+			t.Error("no image")
+		}
+		if !slices.Equal(p.Command, []string{"/plugin/plugin"}) || !slices.Equal(p.Args, []string{"install", "/plugins/synchook"}) {
+			t.Errorf("command %v args %v, want [/plugin/plugin] [install /plugins/synchook]", p.Command, p.Args)
+		}
+		dir := filepath.Join(t.TempDir(), "plugins", "synchook")
+		if code, _, errOut := runCLI(t, "install", dir); code != 0 {
+			t.Fatalf("install exit %d: %s", code, errOut)
+		}
+		if st, err := os.Stat(filepath.Join(dir, "plugin")); err != nil || st.Mode().Perm()&0o111 == 0 {
+			t.Errorf("installed plugin: %v, %v", st, err)
+		}
+	})
+
+	t.Run("the config parses and builds as PLUGIN_CONFIG YAML", func(t *testing.T) {
+		cfgYAML, err := yaml.Marshal(p.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Parse(cfgYAML)
+		if err != nil {
+			t.Fatalf("config: %v", err)
+		}
+		if err := cfg.Build(hooks.NewRegistry(nil)); err != nil {
+			t.Fatalf("config builds no registry: %v", err)
+		}
+	})
+}
+
+func TestInstallNeedsExactlyOneDirectory(t *testing.T) {
+	for _, args := range [][]string{{"install"}, {"install", "a", "b"}, {"install", "--force"}} {
+		if code, _, errOut := runCLI(t, args...); code != 2 || !strings.Contains(errOut, "plugin directory") {
+			t.Errorf("%v: exit %d, %q", args, code, errOut)
+		}
+	}
 }

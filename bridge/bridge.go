@@ -11,7 +11,6 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/bridge/remote"
 	"github.com/synchook/synchook/hooks"
@@ -101,12 +100,9 @@ func (o *Options) setDefaults() {
 type Bridge struct {
 	remote.UnimplementedPluginServer
 
-	opts  Options
-	reg   *hooks.Registry
-	hooks []*remote.ClientHook
-	// objects maps each hooked GVK to an object of the Go type vcluster decodes it into (the
-	// registry's object type), for Answer; only their types are used.
-	objects map[schema.GroupVersionKind]any
+	opts    Options
+	mutator *Mutator
+	hooks   []*remote.ClientHook
 }
 
 // New returns a Bridge for reg with opts (defaults applied). It fails when opts.Address is
@@ -123,19 +119,13 @@ func New(reg *hooks.Registry, opts Options) (*Bridge, error) {
 			return nil, fmt.Errorf("vcluster plugin bridge: %s %q: port must be 0-65535", a.what, a.addr)
 		}
 	}
-	b := &Bridge{opts: opts, reg: reg, objects: map[schema.GroupVersionKind]any{}}
-	for _, rc := range reg.Capabilities().Resources {
-		ch := &remote.ClientHook{ApiVersion: rc.APIVersion, Kind: rc.Kind}
-		for _, ht := range rc.HookTypes {
-			ch.Types = append(ch.Types, string(ht.Type))
-		}
-		b.hooks = append(b.hooks, ch)
-		gv, err := schema.ParseGroupVersion(rc.APIVersion)
-		if err != nil {
-			return nil, fmt.Errorf("vcluster plugin bridge: apiVersion %q: %w", rc.APIVersion, err)
-		}
-		gvk := gv.WithKind(rc.Kind)
-		b.objects[gvk] = reg.NewObject(gvk)
+	m, err := NewMutator(reg, MutatorOptions{RequestTimeout: opts.RequestTimeout, Metrics: opts.Metrics, Transport: metrics.TransportGRPC, Log: opts.Log})
+	if err != nil {
+		return nil, fmt.Errorf("vcluster plugin bridge: %w", err)
+	}
+	b := &Bridge{opts: opts, mutator: m}
+	for _, ch := range m.ClientHooks() {
+		b.hooks = append(b.hooks, &remote.ClientHook{ApiVersion: ch.APIVersion, Kind: ch.Kind, Types: ch.Types})
 	}
 	return b, nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-logr/logr"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,65 +17,143 @@ import (
 	"github.com/synchook/synchook/metrics"
 )
 
-// Mutate implements remote.PluginServer: it runs the hook chain of (apiVersion, kind, type) on
-// the object, exactly as POST /mutate/{type} does, and answers
+// Mutate implements remote.PluginServer with the Bridge's Mutator (see Mutator.Mutate).
+func (b *Bridge) Mutate(ctx context.Context, req *remote.MutateRequest) (*remote.MutateResult, error) {
+	object, mutated, err := b.mutator.Mutate(ctx, req.GetApiVersion(), req.GetKind(), req.GetType(), req.GetObject())
+	if err != nil {
+		return nil, err
+	}
+	return &remote.MutateResult{Object: object, Mutated: mutated}, nil
+}
+
+// ClientHook is one hooked GVK and its hook types, as both plugin protocols announce it
+// (v1's remote.ClientHook, v2's GetPluginConfig JSON).
+type ClientHook struct {
+	// APIVersion is group/version, e.g. "v1" or "apps/v1".
+	APIVersion string `json:"apiVersion"`
+	// Kind is the kind, e.g. "Pod".
+	Kind string `json:"kind"`
+	// Types are hook types in canonical order, e.g. ["CreatePhysical","UpdatePhysical"].
+	Types []string `json:"types"`
+}
+
+// MutatorOptions configures a Mutator. Zero fields take the defaults named on each.
+type MutatorOptions struct {
+	// RequestTimeout bounds the hook chain of one call; the caller's deadline wins when
+	// shorter. Default DefaultRequestTimeout (10 s).
+	RequestTimeout time.Duration
+	// Metrics records every call that reaches a hook chain, when set. Default nil.
+	Metrics *metrics.Recorder
+	// Transport is the metrics transport label. Default metrics.TransportGRPC.
+	Transport string
+	// Log receives one line per call (no object data) and errors. Default logr.Discard().
+	Log logr.Logger
+}
+
+// Mutator answers vcluster plugin Mutate calls (protocol v1 and v2 carry the same four fields
+// and the same answer) with a hooks.Registry. Create it with NewMutator; the Registry must not
+// change after that. A Mutator is safe for concurrent use.
+type Mutator struct {
+	opts  MutatorOptions
+	reg   *hooks.Registry
+	hooks []ClientHook
+	// objects maps each hooked GVK to an object of the Go type vcluster decodes it into (the
+	// registry's object type), for Answer; only their types are used.
+	objects map[schema.GroupVersionKind]any
+}
+
+// NewMutator returns a Mutator for reg with opts (defaults applied). It fails when the
+// registry holds an apiVersion that does not parse.
+func NewMutator(reg *hooks.Registry, opts MutatorOptions) (*Mutator, error) {
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.Transport == "" {
+		opts.Transport = metrics.TransportGRPC
+	}
+	if opts.Log.GetSink() == nil {
+		opts.Log = logr.Discard()
+	}
+	m := &Mutator{opts: opts, reg: reg, objects: map[schema.GroupVersionKind]any{}}
+	for _, rc := range reg.Capabilities().Resources {
+		ch := ClientHook{APIVersion: rc.APIVersion, Kind: rc.Kind}
+		for _, ht := range rc.HookTypes {
+			ch.Types = append(ch.Types, string(ht.Type))
+		}
+		m.hooks = append(m.hooks, ch)
+		gv, err := schema.ParseGroupVersion(rc.APIVersion)
+		if err != nil {
+			return nil, fmt.Errorf("apiVersion %q: %w", rc.APIVersion, err)
+		}
+		gvk := gv.WithKind(rc.Kind)
+		m.objects[gvk] = reg.NewObject(gvk)
+	}
+	return m, nil
+}
+
+// ClientHooks returns one ClientHook per hooked GVK (in the registry's order) with its hook
+// types (in canonical order). The slice is shared: do not change it.
+func (m *Mutator) ClientHooks() []ClientHook { return m.hooks }
+
+// Mutate runs the hook chain of (apiVersion, kind, hookType) on object (the JSON of the whole
+// object), exactly as POST /mutate/{type} does, and answers
 //
 //	mutated=false, no object  no hook for (apiVersion, kind, type), a type this project does not
 //	                          implement (e.g. ApplyPhysical), or hooks that changed nothing
 //	mutated=true, object      the whole hooked object, encoded by Answer so that vcluster's
 //	                          json.Unmarshal into its existing object gives exactly that object
-//	gRPC error                see StatusCode; the message names the hook, type and kind
-func (b *Bridge) Mutate(ctx context.Context, req *remote.MutateRequest) (*remote.MutateResult, error) {
+//	gRPC status error         see StatusCode; the message names the hook, type and kind
+func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, object string) (answer string, mutated bool, err error) {
 	start := time.Now()
 	logAt := func(v int, msg string, kv ...any) { // fields are built only when the line is written
-		if l := b.opts.Log.V(v); l.Enabled() {
-			l.Info(msg, append([]any{"hookType", req.GetType(), "apiVersion", req.GetApiVersion(), "kind", req.GetKind()}, kv...)...)
+		if l := m.opts.Log.V(v); l.Enabled() {
+			l.Info(msg, append([]any{"hookType", hookTypeName, "apiVersion", apiVersion, "kind", kind}, kv...)...)
 		}
 	}
-	hookType, err := hooks.ParseHookType(req.GetType())
+	hookType, err := hooks.ParseHookType(hookTypeName)
 	if err != nil {
 		logAt(1, "hook type not implemented, answering unchanged")
-		return &remote.MutateResult{}, nil
+		return "", false, nil
 	}
-	gv, err := schema.ParseGroupVersion(req.GetApiVersion())
-	if err != nil || req.GetKind() == "" || gv.Version == "" {
-		return nil, status.Errorf(codes.InvalidArgument, "apiVersion %q kind %q: not a resource kind", req.GetApiVersion(), req.GetKind())
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil || kind == "" || gv.Version == "" {
+		return "", false, status.Errorf(codes.InvalidArgument, "apiVersion %q kind %q: not a resource kind", apiVersion, kind)
 	}
-	gvk := gv.WithKind(req.GetKind())
-	if !b.reg.Has(gvk, hookType) {
+	gvk := gv.WithKind(kind)
+	if !m.reg.Has(gvk, hookType) {
 		logAt(1, "no hooks, answering unchanged")
-		return &remote.MutateResult{}, nil
+		return "", false, nil
 	}
 
-	// GracefulStop lets this call finish; only vcluster's deadline and ours apply.
-	ctx, cancel := context.WithTimeout(ctx, b.opts.RequestTimeout)
+	// A graceful stop lets this call finish; only the caller's deadline and ours apply.
+	ctx, cancel := context.WithTimeout(ctx, m.opts.RequestTimeout)
 	defer cancel()
-	raw := []byte(req.GetObject())
+	raw := []byte(object)
 	record := func(hooks.Result, error) {}
-	if m := b.opts.Metrics; m != nil {
-		record = m.Start(metrics.TransportGRPC, hookType, gvk, start)
+	if rec := m.opts.Metrics; rec != nil {
+		record = rec.Start(m.opts.Transport, hookType, gvk, start)
 	}
-	res, err := b.reg.Run(ctx, gvk, hookType, raw)
+	res, err := m.reg.Run(ctx, gvk, hookType, raw)
 	record(res, err)
 	if err != nil {
 		st := toStatus(err)
 		logAt(0, "hook chain failed", "code", st.Code().String(), "error", err.Error(), "duration", time.Since(start).String())
-		return nil, st.Err()
+		return "", false, st.Err()
 	}
 	if res.Patch == nil {
 		logAt(0, "mutated", "hooks", res.Hooks, "patchOperations", 0, "duration", time.Since(start).String())
-		return &remote.MutateResult{}, nil
+		return "", false, nil
 	}
 	hooked, err := res.Object()
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "%s %s: apply the hooks' patch: %v", hookType, gvk.Kind, err)
+		return "", false, status.Errorf(codes.Internal, "%s %s: apply the hooks' patch: %v", hookType, gvk.Kind, err)
 	}
-	answer, err := Answer(b.objects[gvk], raw, hooked)
+	encoded, err := Answer(m.objects[gvk], raw, hooked)
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "%s %s: encode the answer: %v", hookType, gvk.Kind, err)
+		return "", false, status.Errorf(codes.Internal, "%s %s: encode the answer: %v", hookType, gvk.Kind, err)
 	}
 	logAt(0, "mutated", "hooks", res.Hooks, "patchOperations", res.Operations, "duration", time.Since(start).String())
-	return &remote.MutateResult{Object: string(answer), Mutated: true}, nil
+	return string(encoded), true, nil
 }
 
 // StatusCode returns the gRPC code Mutate answers for an error of hooks.Registry.Run:

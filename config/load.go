@@ -49,6 +49,14 @@ func (s Source) String() string {
 // goes through Parse. Errors name the source; errors about the content wrap ErrInvalid, while
 // a file that cannot be read does not.
 func Load(path string, env func(string) string) (*Config, Source, error) {
+	return LoadFrom(path, env, EnvVar)
+}
+
+// LoadFrom is Load with the environment variables to try, in order, instead of SYNCHOOK_CONFIG
+// alone: the first that holds anything but white space, "null" or "{}" (what YAML encoders
+// write for no config) is the config. The vcluster plugin v2 mode reads PLUGIN_CONFIG, then
+// SYNCHOOK_CONFIG.
+func LoadFrom(path string, env func(string) string, envVars ...string) (*Config, Source, error) {
 	if path != "" {
 		src := Source{Kind: SourceFile, Name: path}
 		data, err := os.ReadFile(path)
@@ -64,8 +72,12 @@ func Load(path string, env func(string) string) (*Config, Source, error) {
 	if env == nil {
 		env = os.Getenv
 	}
-	if data := env(EnvVar); strings.TrimSpace(data) != "" {
-		src := Source{Kind: SourceEnv, Name: EnvVar}
+	for _, name := range envVars {
+		data := env(name)
+		if t := strings.TrimSpace(data); t == "" || (name != EnvVar && (t == "null" || t == "{}")) {
+			continue
+		}
+		src := Source{Kind: SourceEnv, Name: name}
 		c, err := Parse([]byte(data))
 		if err != nil {
 			return nil, src, fmt.Errorf("config %s: %w", src, err)

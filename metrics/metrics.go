@@ -24,8 +24,9 @@ const FailingHookThreshold = 10
 
 // Transport names used as the transport label.
 const (
-	TransportAdmission = "admission"
-	TransportGRPC      = "grpc"
+	TransportAdmission = "admission" // HTTPS admission endpoint
+	TransportGRPC      = "grpc"      // vcluster plugin v1 bridge
+	TransportPluginV2  = "pluginv2"  // vcluster plugin v2 (go-plugin)
 )
 
 var (

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/synchook/synchook/bridge"
+	"github.com/synchook/synchook/bridgev2"
 	"github.com/synchook/synchook/certs"
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
@@ -93,7 +94,11 @@ func (o *Options) setDefaults() {
 // BuildRegistry loads the config (file, env or default) and returns a registry with its hooks
 // followed by those of register. Config errors wrap ErrConfig.
 func BuildRegistry(configFile string, getenv func(string) string, register RegisterFunc, log logr.Logger) (*hooks.Registry, error) {
-	cfg, source, err := config.Load(configFile, getenv)
+	return buildRegistry(configFile, getenv, register, log, config.EnvVar)
+}
+
+func buildRegistry(configFile string, getenv func(string) string, register RegisterFunc, log logr.Logger, envVars ...string) (*hooks.Registry, error) {
+	cfg, source, err := config.LoadFrom(configFile, getenv, envVars...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -237,4 +242,32 @@ func watchCertExpiry(ctx context.Context, certFile string, log logr.Logger) {
 		case <-time.After(time.Minute):
 		}
 	}
+}
+
+// ServePluginV2 runs synchook as a vcluster plugin v2 (package bridgev2): it builds the registry
+// from the YAML in PLUGIN_CONFIG (the values' plugins.<name>.config; empty, "null" or "{}" mean
+// SYNCHOOK_CONFIG or the built-in default, as for Serve) followed by Options.Register's hooks,
+// then serves go-plugin until vcluster ends the plugin. Of opts it uses Getenv, Register,
+// Webhook.RequestTimeout, Webhook.MaxRequestBytes, MaxConcurrentHooks, HookTimeout and Log.
+// It returns an error, before any handshake, when the config is invalid (wrapping ErrConfig):
+// go-plugin then reports the plugin's exit and its stderr to vcluster.
+func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
+	opts.setDefaults()
+	reg, err := buildRegistry("", opts.Getenv, opts.Register, opts.Log, bridgev2.ConfigEnvVar, config.EnvVar)
+	if err != nil {
+		return err
+	}
+	reg.SetMaxConcurrent(opts.MaxConcurrentHooks)
+	reg.SetHookTimeout(opts.HookTimeout)
+	srv, err := bridgev2.New(reg, bridgev2.Options{
+		RequestTimeout:  opts.Webhook.RequestTimeout,
+		MaxMessageBytes: int(opts.Webhook.MaxRequestBytes),
+		Log:             opts.Log.WithName("pluginv2"),
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	opts.Log.Info("serving vcluster plugin v2", "clientHooks", srv.PluginConfig())
+	bridgev2.Serve(srv, serve)
+	return nil
 }

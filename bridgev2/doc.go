@@ -1,0 +1,25 @@
+// Package bridgev2 serves a hooks.Registry to real vcluster as a plugin v2: the protocol of the
+// vcluster chart's current plugins: values key (vcluster >= 0.20), in which the syncer starts
+// the plugin binary itself with hashicorp/go-plugin and calls it over one kept gRPC connection.
+// The v1 sidecar protocol (legacy plugin: key) is package bridge.
+//
+// How vcluster runs a v2 plugin (vcluster v0.36.x, pkg/plugin/v2):
+//
+//   - it starts /plugins/<name>/plugin with no arguments, the environment variable
+//     VCLUSTER_PLUGIN=vcluster (go-plugin's magic cookie, Handshake) and the values'
+//     plugins.<name>.config as YAML in PLUGIN_CONFIG (ConfigEnvVar), and no other environment;
+//   - it reads go-plugin's handshake line from the plugin's stdout, so nothing else may be
+//     written to stdout (log to stderr);
+//   - it calls pluginv2.Plugin: Initialize (vcluster waits for it), GetPluginConfig (the client
+//     hooks, JSON), SetLeader, and Mutate for each (apiVersion, kind, type) registered, one
+//     object at a time (a List is sent item by item), with a 10 s deadline each.
+//
+// Mutate runs the same chain as POST /mutate/{hookType} and the v1 bridge (bridge.Mutator):
+// mutated=false when nothing changed, there are no hooks or the type is not one of the eight
+// (ApplyPhysical); else the whole object, encoded so that vcluster's json.Unmarshal INTO the
+// object it sent yields exactly the hooked object (bridge.Answer); a hook failure is a gRPC
+// error naming the hook (bridge.StatusCode), and vcluster then does not write.
+//
+// Serve does not start the HTTPS admission endpoint or a metrics listener; a v2 plugin lives
+// inside the syncer container and has no ports of its own.
+package bridgev2
