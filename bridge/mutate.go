@@ -144,13 +144,15 @@ func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, ob
 		logAt(0, "mutated", "hooks", res.Hooks, "patchOperations", 0, "duration", time.Since(start).String())
 		return "", false, nil
 	}
-	hooked, err := res.Object()
-	if err != nil {
-		return "", false, status.Errorf(codes.Internal, "%s %s: apply the hooks' patch: %v", hookType, gvk.Kind, err)
-	}
-	encoded, err := Answer(m.objects[gvk], raw, hooked)
-	if err != nil {
-		return "", false, status.Errorf(codes.Internal, "%s %s: encode the answer: %v", hookType, gvk.Kind, err)
+	encoded := res.MergeObject() // the one-pass answer, when the chain could make it
+	if encoded == nil {
+		hooked, err := res.Object()
+		if err != nil {
+			return "", false, status.Errorf(codes.Internal, "%s %s: apply the hooks' patch: %v", hookType, gvk.Kind, err)
+		}
+		if encoded, err = Answer(m.objects[gvk], raw, hooked); err != nil {
+			return "", false, status.Errorf(codes.Internal, "%s %s: encode the answer: %v", hookType, gvk.Kind, err)
+		}
 	}
 	logAt(0, "mutated", "hooks", res.Hooks, "patchOperations", res.Operations, "duration", time.Since(start).String())
 	return string(encoded), true, nil

@@ -130,19 +130,45 @@ func (c *Config) Build(reg *hooks.Registry) error {
 		if err != nil { // validate checked all of this; kept for safety
 			return fmt.Errorf("%w: hooks[%d]: %w", ErrInvalid, i, err)
 		}
+		meta, err := h.metadataFunc()
+		if err != nil {
+			return fmt.Errorf("%w: hooks[%d]: %w", ErrInvalid, i, err)
+		}
 		names := h.hookNames(i)
 		for j, r := range h.Resources {
 			gvk, err := r.GroupVersionKind()
 			if err != nil {
 				return fmt.Errorf("%w: hooks[%d].resources[%d]: %w", ErrInvalid, i, j, err)
 			}
-			hook := hooks.NewFunc(names[j], reg.NewObject(gvk), h.Types, fn)
+			var hook hooks.ClientHook = hooks.NewFunc(names[j], reg.NewObject(gvk), h.Types, fn)
+			if meta != nil {
+				hook = hooks.NewMetadataFunc(names[j], reg.NewObject(gvk), h.Types, fn, meta)
+			}
 			if err := reg.Register(hook); err != nil {
 				return fmt.Errorf("%w: hooks[%d].resources[%d]: %w", ErrInvalid, i, j, err)
 			}
 		}
 	}
 	return nil
+}
+
+// metadataFunc builds the entry's function for the label/annotation fast path, filter
+// included: for labels, and for strip when every path is a label or annotation key; nil for
+// the rest.
+func (h *Hook) metadataFunc() (hooks.MetadataFunc, error) {
+	var fn hooks.MetadataFunc
+	switch {
+	case h.Labels != nil && h.Strip == nil:
+		fn = builtin.LabelsMetadataFunc(*h.Labels)
+	case h.Strip != nil && h.Labels == nil:
+		var ok bool
+		if fn, ok = builtin.StripMetadataFunc(*h.Strip); !ok {
+			return nil, nil
+		}
+	default:
+		return nil, nil
+	}
+	return builtin.FilteredMetadata(builtin.Filter{Namespaces: h.Namespaces, ObjectSelector: h.ObjectSelector}, fn)
 }
 
 // mutateFunc builds the entry's mutate function, filter included.

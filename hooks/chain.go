@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,8 +34,17 @@ type Result struct {
 	// Hooks is the number of hooks that ran.
 	Hooks int
 
-	raw []byte
+	raw, merge []byte
 }
+
+// MergeObject returns JSON that, decoded with encoding/json's Unmarshal INTO the object the
+// request was decoded from (the way vcluster reads a plugin's answer), and also into a new one,
+// gives exactly the hooked object; nil when the chain could not make it cheaply (then use
+// Object and bridge.Answer) or when nothing changed. The label/annotation fast path always
+// makes it (the request's bytes with the two maps replaced); the typed path makes it when every
+// operation only adds object members or replaces scalars, which a merging decoder applies as
+// they are.
+func (r Result) MergeObject() []byte { return r.merge }
 
 // Object returns the request object with Patch applied: the request bytes themselves when
 // nothing changed. It is computed on each call; the admission transport never needs it.
@@ -135,11 +145,11 @@ func (r *Registry) Run(ctx context.Context, gvk schema.GroupVersionKind, t HookT
 	if r.listChain(gvk, t) != nil { // a list of a hooked kind is a batch: list.go
 		return r.runList(ctx, gvk, t, raw)
 	}
-	ops, n, err := r.runOps(ctx, gvk, t, raw)
+	ops, n, merge, err := r.runOps(ctx, gvk, t, raw)
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{raw: raw, Hooks: n, Operations: len(ops)}
+	res := Result{raw: raw, Hooks: n, Operations: len(ops), merge: merge}
 	if res.Patch, err = patch.Marshal(ops); err != nil {
 		return Result{}, err
 	}
@@ -147,15 +157,64 @@ func (r *Registry) Run(ctx context.Context, gvk schema.GroupVersionKind, t HookT
 }
 
 // runOps is Run for one object: it returns the operations of the patch from raw to the hooked
-// object (nil when nothing changed) and the number of hooks that ran.
-func (r *Registry) runOps(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) ([]patch.Operation, int, error) {
+// object (nil when nothing changed), the number of hooks that ran and, when it could make it
+// cheaply, the merge answer (Result.MergeObject).
+func (r *Registry) runOps(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) ([]patch.Operation, int, []byte, error) {
 	c := r.chains[Key{GVK: gvk, Type: t}]
 	if c == nil {
-		return nil, 0, nil
+		return nil, 0, nil, nil
 	}
+	if c.metadataOnly() {
+		ops, merge, err := c.runMetadata(ctx, raw)
+		if !errors.Is(err, errNotMetadataPath) {
+			if err != nil {
+				return nil, 0, nil, err
+			}
+			return ops, len(c.hooks), merge, nil
+		}
+	}
+	ops, n, after, err := r.runTyped(ctx, c, raw)
+	if err != nil || len(ops) == 0 || !mergeSafe(ops) {
+		return ops, n, nil, err
+	}
+	return ops, n, after, nil
+}
+
+// mergeSafe reports whether a merging decoder (encoding/json into an existing object) applies
+// ops exactly when given the whole hooked object: every operation adds a member to an object
+// (its last token is not an array index) or replaces a scalar.
+func mergeSafe(ops []patch.Operation) bool {
+	for _, op := range ops {
+		switch op.Operation {
+		case "add":
+			last := op.Path[strings.LastIndexByte(op.Path, '/')+1:]
+			if last == "-" || strings.Trim(last, "0123456789") == "" {
+				return false
+			}
+		case "replace":
+			switch v := op.Value.(type) {
+			case string, bool, float64, int64, nil:
+			case json.RawMessage:
+				if len(v) == 0 || v[0] == '{' || v[0] == '[' {
+					return false
+				}
+			default:
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// runTyped is runOps on the typed (or Unstructured) object: it also returns the JSON of the
+// hooked object.
+func (r *Registry) runTyped(ctx context.Context, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
+	gvk, t := c.key.GVK, c.key.Type
 	obj := c.newObject()
 	if err := decode(raw, obj); err != nil {
-		return nil, 0, &DecodeError{GVK: gvk, Err: err}
+		return nil, 0, nil, &DecodeError{GVK: gvk, Err: err}
 	}
 	// The object before the hooks: a deep copy of a typed object (cheaper than its encoding,
 	// which metadataOps mostly makes unnecessary), else its encoding.
@@ -169,37 +228,37 @@ func (r *Registry) runOps(ctx context.Context, gvk schema.GroupVersionKind, t Ho
 	}
 	if snapshot == nil {
 		if before, err = json.Marshal(obj); err != nil {
-			return nil, 0, fmt.Errorf("encode %s: %w", gvk.Kind, err)
+			return nil, 0, nil, fmt.Errorf("encode %s: %w", gvk.Kind, err)
 		}
 	}
 	secrets := secretValues(obj) // before the hooks run: an abandoned hook may still hold obj
 	out, err := c.exec(ctx, obj)
 	if err != nil {
-		return nil, 0, redactError(err, secrets)
+		return nil, 0, nil, redactError(err, secrets)
 	}
 	after, err := json.Marshal(out)
 	if err != nil {
-		return nil, 0, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
+		return nil, 0, nil, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
 	}
 	if snapshot != nil {
 		if ops, ok := metadataOps(raw, after, snapshot, out); ok {
-			return ops, len(c.hooks), nil
+			return ops, len(c.hooks), after, nil
 		}
 		if before, err = json.Marshal(snapshot); err != nil {
-			return nil, 0, fmt.Errorf("encode %s: %w", gvk.Kind, err)
+			return nil, 0, nil, fmt.Errorf("encode %s: %w", gvk.Kind, err)
 		}
 	}
 	if bytes.Equal(before, after) {
-		return nil, len(c.hooks), nil
+		return nil, len(c.hooks), nil, nil
 	}
 	ops := patch.DiffMarshaled(before, after)
 	if err := patch.GuardDocuments(c.names(), ops, before, after); err != nil {
-		return nil, 0, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
+		return nil, 0, nil, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
 	}
 	if ops, err = patch.Rebase(raw, ops); err != nil {
-		return nil, 0, fmt.Errorf("%s: %w", c.key, err)
+		return nil, 0, nil, fmt.Errorf("%s: %w", c.key, err)
 	}
-	return ops, len(c.hooks), nil
+	return ops, len(c.hooks), after, nil
 }
 
 // decode unmarshals raw into obj the way the Kubernetes JSON serializer does: case-sensitive

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/parallel"
 	"github.com/synchook/synchook/patch"
 )
@@ -123,7 +124,7 @@ func (r *Registry) runList(ctx context.Context, gvk schema.GroupVersionKind, t H
 				Err: &DecodeError{GVK: itemGVK, Err: err},
 			}
 		}
-		ops, n, err := r.runOps(ctx, itemGVK, t, item)
+		ops, n, _, err := r.runOps(ctx, itemGVK, t, item)
 		if err != nil {
 			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: err}
 		}
@@ -158,7 +159,7 @@ func listItems(raw []byte) ([][]byte, error) {
 		var v any
 		return nil, kjson.UnmarshalCaseSensitivePreserveInts(raw, &v) // names the syntax error
 	}
-	top, ok := patch.Members(raw)
+	top, ok := jsonscan.Members(raw)
 	if !ok {
 		return nil, errors.New("list is not a JSON object")
 	}
@@ -171,7 +172,7 @@ func listItems(raw []byte) ([][]byte, error) {
 	if items == nil || string(items) == "null" {
 		return nil, nil
 	}
-	els, ok := patch.Elements(items)
+	els, ok := jsonscan.Elements(items)
 	if !ok {
 		return nil, errors.New("items is not a JSON array")
 	}
@@ -189,7 +190,7 @@ type itemID struct {
 // last value and null is the empty string.
 func itemIdentity(item []byte, want schema.GroupVersionKind) (itemID, error) {
 	var id itemID
-	top, ok := patch.Members(item)
+	top, ok := jsonscan.Members(item)
 	if !ok {
 		return id, errors.New("item is not a JSON object")
 	}
@@ -202,7 +203,7 @@ func itemIdentity(item []byte, want schema.GroupVersionKind) (itemID, error) {
 	if err := decodeStrings(top, "", map[string]*string{"apiVersion": &id.APIVersion, "kind": &id.Kind}); err != nil {
 		return id, err
 	}
-	if meta, ok := patch.Members(metadata); ok {
+	if meta, ok := jsonscan.Members(metadata); ok {
 		if err := decodeStrings(meta, "metadata.", map[string]*string{"name": &id.Name, "namespace": &id.Namespace}); err != nil {
 			return id, err
 		}
@@ -221,7 +222,7 @@ func itemIdentity(item []byte, want schema.GroupVersionKind) (itemID, error) {
 // decodeStrings decodes the members named in fields, each a JSON string or null (the empty
 // string), into their targets; a repeated key counts with its last value. Errors name the key
 // after prefix.
-func decodeStrings(ms []patch.Member, prefix string, fields map[string]*string) error {
+func decodeStrings(ms []jsonscan.Member, prefix string, fields map[string]*string) error {
 	for _, m := range ms {
 		dst, ok := fields[m.Key]
 		switch {

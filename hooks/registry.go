@@ -75,6 +75,8 @@ func (r *Registry) SetObserver(o Observer) { r.observer = o }
 type namedFunc struct {
 	name string
 	fn   MutateFunc
+	// meta is the hook's MetadataFunc when it is a MetadataHook, else nil.
+	meta MetadataFunc
 }
 
 // chain is the ordered list of hooks for one Key, with what it takes to decode the object once.
@@ -85,6 +87,17 @@ type chain struct {
 	// newObject returns an empty object to decode into: the scheme's typed object for known
 	// kinds, an *unstructured.Unstructured for the rest.
 	newObject func() client.Object
+}
+
+// metadataOnly reports whether every hook of c is a MetadataHook: then the chain runs on the
+// request's JSON (runMetadata).
+func (c *chain) metadataOnly() bool {
+	for _, h := range c.hooks {
+		if h.meta == nil {
+			return false
+		}
+	}
+	return len(c.hooks) > 0
 }
 
 // NewRegistry returns an empty Registry that resolves hook resources with scheme. A nil scheme
@@ -122,6 +135,10 @@ func (r *Registry) Register(h ClientHook) error {
 	if len(funcs) == 0 {
 		return fmt.Errorf("register hook %q: it implements none of the hook types (%s)", name, ValidHookTypes())
 	}
+	var meta MetadataFunc
+	if mh, ok := h.(MetadataHook); ok {
+		meta = mh.MetadataFunc()
+	}
 	for _, e := range hookTypeTable {
 		fn, ok := funcs[e.typ]
 		if !ok || fn == nil {
@@ -133,7 +150,7 @@ func (r *Registry) Register(h ClientHook) error {
 			c = &chain{key: key, reg: r, newObject: func() client.Object { return r.NewObject(gvk) }}
 			r.chains[key] = c
 		}
-		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn})
+		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn, meta: meta})
 	}
 	if !slices.Contains(r.gvks, gvk) {
 		r.gvks = append(r.gvks, gvk)

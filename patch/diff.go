@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/synchook/synchook/internal/jsonscan"
 )
 
 // Diff returns the RFC 6902 operations that turn the JSON document original into mutated, like
@@ -32,7 +33,7 @@ func Diff(original, mutated []byte) ([]Operation, error) {
 // diffValid is Diff for documents known to be valid JSON (e.g. produced by json.Marshal).
 func diffValid(original, mutated []byte) []Operation {
 	var d differ
-	d.value(nil, trimSpace(original), trimSpace(mutated))
+	d.value(nil, bytes.TrimSpace(original), bytes.TrimSpace(mutated))
 	return d.ops
 }
 
@@ -65,28 +66,11 @@ func (d *differ) value(path []byte, a, b []byte) {
 	}
 }
 
-// Member is one member of a JSON object: its key, decoded, and its value as a trimmed sub-slice
-// of the document.
-type Member struct {
-	Key   string
-	Value []byte
-}
-
-// Members returns the members of the JSON object doc, in document order and duplicates
-// included, without copying values. doc must be valid JSON (check it with json.Valid first:
-// Members does not validate); ok is false when doc is not an object.
-func Members(doc []byte) (ms []Member, ok bool) {
-	doc = trimSpace(doc)
-	if len(doc) == 0 || doc[0] != '{' {
-		return nil, false
-	}
-	return members(doc), true
-}
-
 // object diffs two objects member by member. It returns false, emitting nothing, when either
 // object has a duplicate key (the caller then replaces the whole object).
 func (d *differ) object(path []byte, a, b []byte) bool {
-	am, bm := members(a), members(b)
+	am, _ := jsonscan.Members(a)
+	bm, _ := jsonscan.Members(b)
 	if hasDuplicates(am) || hasDuplicates(bm) {
 		return false
 	}
@@ -126,7 +110,8 @@ func (d *differ) object(path []byte, a, b []byte) bool {
 // array diffs two arrays element by element over their common length, then adds the extra
 // elements of b at the end or removes the extra elements of a from the end (highest first).
 func (d *differ) array(path []byte, a, b []byte) {
-	ae, be := elements(a), elements(b)
+	ae, _ := jsonscan.Elements(a)
+	be, _ := jsonscan.Elements(b)
 	n := min(len(ae), len(be))
 	for i := range n {
 		d.value(appendToken(path, strconv.Itoa(i)), ae[i], be[i])
@@ -160,7 +145,7 @@ func appendToken(path []byte, token string) []byte {
 	return out
 }
 
-func hasDuplicates(ms []Member) bool {
+func hasDuplicates(ms []jsonscan.Member) bool {
 	if len(ms) < 2 {
 		return false
 	}
@@ -184,125 +169,6 @@ func hasDuplicates(ms []Member) bool {
 	return false
 }
 
-// members splits a valid JSON object into its members, values trimmed.
-func members(obj []byte) []Member {
-	var out []Member
-	i := skipSpace(obj, 1)
-	if obj[i] == '}' {
-		return out
-	}
-	for {
-		keyEnd := skipString(obj, i)
-		key := decodeKey(obj[i:keyEnd])
-		i = skipSpace(obj, keyEnd)
-		i = skipSpace(obj, i+1) // ':'
-		end := skipValue(obj, i)
-		out = append(out, Member{Key: key, Value: obj[i:end]})
-		i = skipSpace(obj, end)
-		if obj[i] == '}' {
-			return out
-		}
-		i = skipSpace(obj, i+1) // ','
-	}
-}
-
-// Elements returns the elements of the JSON array doc, in order, without copying them. doc
-// must be valid JSON (check it with json.Valid first: Elements does not validate); ok is false
-// when doc is not an array.
-func Elements(doc []byte) (els [][]byte, ok bool) {
-	doc = trimSpace(doc)
-	if len(doc) == 0 || doc[0] != '[' {
-		return nil, false
-	}
-	return elements(doc), true
-}
-
-// elements splits a valid JSON array into its elements, trimmed.
-func elements(arr []byte) [][]byte {
-	var out [][]byte
-	i := skipSpace(arr, 1)
-	if arr[i] == ']' {
-		return out
-	}
-	for {
-		end := skipValue(arr, i)
-		out = append(out, arr[i:end])
-		i = skipSpace(arr, end)
-		if arr[i] == ']' {
-			return out
-		}
-		i = skipSpace(arr, i+1)
-	}
-}
-
-// decodeKey returns the string a JSON string literal denotes.
-func decodeKey(lit []byte) string {
-	inner := lit[1 : len(lit)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
-		return string(inner)
-	}
-	var s string
-	if err := json.Unmarshal(lit, &s); err != nil {
-		panic(fmt.Sprintf("patch: invalid key in valid JSON: %v", err)) // unreachable for valid JSON
-	}
-	return s
-}
-
-// skipValue returns the index just past the JSON value that starts at data[i].
-func skipValue(data []byte, i int) int {
-	switch data[i] {
-	case '"':
-		return skipString(data, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(data); i++ {
-			switch data[i] {
-			case '"':
-				i = skipString(data, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return i
-	default: // number, true, false, null
-		for i < len(data) {
-			switch data[i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return i
-			}
-			i++
-		}
-		return i
-	}
-}
-
-// skipString returns the index just past the string literal that starts at data[i] ('"').
-func skipString(data []byte, i int) int {
-	for i++; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return i
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-func trimSpace(b []byte) []byte { return bytes.TrimSpace(b) }
-
 // DiffMarshaled is Diff for documents produced by json.Marshal (or otherwise known to be valid
 // JSON): it skips the validation. Malformed input gives undefined operations, never a panic
 // that escapes — use Diff for untrusted input.
@@ -315,7 +181,7 @@ func DiffMarshaled(original, mutated []byte) []Operation {
 // in range counting earlier adds to it). It reads doc's bytes without decoding them. false means
 // "not sure", not "does not apply".
 func appliesTo(doc []byte, ops []Operation) bool {
-	doc = trimSpace(doc)
+	doc = bytes.TrimSpace(doc)
 	added := map[string]int{}
 	for _, op := range ops {
 		switch op.Operation {
@@ -337,7 +203,7 @@ func appliesTo(doc []byte, ops []Operation) bool {
 			case '{':
 			case '[':
 				idx, err := strconv.Atoi(last)
-				if last != "-" && (err != nil || idx < 0 || idx > len(elements(parent))+added[parentPath]) {
+				if last != "-" && (err != nil || idx < 0 || idx > len(elementsOf(parent))+added[parentPath]) {
 					return false
 				}
 				added[parentPath]++
@@ -365,7 +231,7 @@ func lookup(doc []byte, path string) ([]byte, bool) {
 		switch cur[0] {
 		case '{':
 			found := false
-			for _, m := range members(cur) {
+			for _, m := range membersOf(cur) {
 				if m.Key == tok {
 					cur, found = m.Value, true
 					break
@@ -376,7 +242,7 @@ func lookup(doc []byte, path string) ([]byte, bool) {
 			}
 		case '[':
 			idx, err := strconv.Atoi(tok)
-			els := elements(cur)
+			els := elementsOf(cur)
 			if err != nil || idx < 0 || idx >= len(els) {
 				return nil, false
 			}
@@ -387,3 +253,7 @@ func lookup(doc []byte, path string) ([]byte, bool) {
 	}
 	return cur, true
 }
+
+func membersOf(obj []byte) []jsonscan.Member { ms, _ := jsonscan.Members(obj); return ms }
+
+func elementsOf(arr []byte) [][]byte { els, _ := jsonscan.Elements(arr); return els }

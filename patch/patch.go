@@ -171,7 +171,7 @@ func Guard(hook string, ops []Operation) error {
 // documents, absent in both or byte-identical. An operation on the protected path itself is
 // always rejected.
 func GuardDocuments(hook string, ops []Operation, before, after []byte) error {
-	before, after = trimSpace(before), trimSpace(after)
+	before, after = bytes.TrimSpace(before), bytes.TrimSpace(after)
 	for _, op := range ops {
 		field := ProtectedField(op.Path)
 		if field == "" {

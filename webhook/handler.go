@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/metrics"
-	"github.com/synchook/synchook/patch"
 )
 
 var admissionGVK = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
@@ -168,7 +168,7 @@ func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 // member spelled so is an error, so that the values cut out are always the ones json.Unmarshal
 // would have used.
 func cutObjects(body []byte) (object, oldObject, rest []byte, err error) {
-	top, ok := patch.Members(body)
+	top, ok := jsonscan.Members(body)
 	if !ok {
 		return nil, nil, nil, errors.New("not a JSON object")
 	}
@@ -176,7 +176,7 @@ func cutObjects(body []byte) (object, oldObject, rest []byte, err error) {
 	if err != nil || request == nil || request[0] != '{' {
 		return nil, nil, body, err
 	}
-	inner, _ := patch.Members(request)
+	inner, _ := jsonscan.Members(request)
 	if object, err = onlyMember(inner, "object"); err != nil {
 		return nil, nil, nil, fmt.Errorf("request: %w", err)
 	}
@@ -208,7 +208,7 @@ func cutObjects(body []byte) (object, oldObject, rest []byte, err error) {
 
 // onlyMember returns the value of the member named key (nil when there is none), or an error
 // when key appears more than once or in another letter case.
-func onlyMember(ms []patch.Member, key string) ([]byte, error) {
+func onlyMember(ms []jsonscan.Member, key string) ([]byte, error) {
 	var value []byte
 	for _, m := range ms {
 		if !strings.EqualFold(m.Key, key) {

@@ -1,0 +1,307 @@
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/patch"
+)
+
+// Metadata is what a MetadataFunc reads and changes: the object's namespace (read only) and its
+// labels and annotations (nil when the object has none).
+type Metadata struct {
+	Namespace   string
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+// MetadataFunc changes m.Labels and m.Annotations (in place, or by setting new maps or nil) and
+// nothing else. It must make exactly the change that the hook's MutateFunc makes to a typed
+// object with the same namespace, labels and annotations.
+type MetadataFunc func(ctx context.Context, m *Metadata) error
+
+// MetadataHook is a FuncHook whose every change is to labels and annotations, with a
+// MetadataFunc that makes it from those alone. A chain made only of such hooks runs on the
+// request's JSON without decoding the typed object (the label/annotation fast path); a chain
+// that mixes them with other hooks runs their MutateFuncs as usual.
+type MetadataHook interface {
+	FuncHook
+	MetadataFunc() MetadataFunc
+}
+
+// NewMetadataFunc returns a MetadataHook named name for the kind of resource and the hook types
+// in types: mutate is its typed form, meta the same change on Metadata (builtin's labels hook,
+// and its strip hook when every path is a label or annotation key).
+func NewMetadataFunc(name string, resource client.Object, types []HookType, mutate MutateFunc, meta MetadataFunc) MetadataHook {
+	return &metadataHook{funcHook: NewFunc(name, resource, types, mutate).(*funcHook), meta: meta}
+}
+
+type metadataHook struct {
+	*funcHook
+	meta MetadataFunc
+}
+
+func (h *metadataHook) MetadataFunc() MetadataFunc { return h.meta }
+
+// errNotMetadataPath is returned by runMetadata when the request has a form the fast path does
+// not handle exactly as the typed decoder would (a repeated key); the typed path runs instead.
+var errNotMetadataPath = errors.New("not for the metadata path")
+
+// metadataDoc is where the labels and annotations of a request are, as offsets into it.
+type metadataDoc struct {
+	raw []byte
+	// metaStart/metaEnd delimit metadata's value in raw; metaStart < 0 when metadata is
+	// absent or null (then metaEnd is the offset of that null, or -1 when absent).
+	metaStart, metaEnd int
+	namespace          string
+	maps               [2]mapField // labels, annotations
+}
+
+// mapField is metadata.labels or metadata.annotations: its value's offsets in raw (start < 0
+// when the member is absent) and its decoded content.
+type mapField struct {
+	name       string
+	start, end int
+	value      map[string]string
+}
+
+// parseMetadata finds metadata.namespace, .labels and .annotations of raw and decodes them the
+// way the typed decoder would; *DecodeError for a value it would refuse, errNotMetadataPath for
+// a repeated key. wantGVK, when set, is checked against apiVersion and kind (Unstructured).
+func (c *chain) parseMetadata(raw []byte) (*metadataDoc, error) {
+	fail := func(format string, a ...any) error {
+		return &DecodeError{GVK: c.key.GVK, Err: fmt.Errorf(format, a...)}
+	}
+	if !json.Valid(raw) {
+		var v any
+		return nil, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
+	}
+	top, ok := jsonscan.Members(raw)
+	if !ok {
+		return nil, fail("the object is not a JSON object")
+	}
+	doc := &metadataDoc{raw: raw, metaStart: -1, metaEnd: -1}
+	doc.maps[0].name, doc.maps[1].name = "labels", "annotations"
+	doc.maps[0].start, doc.maps[1].start = -1, -1
+	var apiVersion, kind, metadata *jsonscan.Member
+	for i := range top {
+		m := &top[i]
+		var slot **jsonscan.Member
+		switch m.Key {
+		case "metadata":
+			slot = &metadata
+		case "apiVersion":
+			slot = &apiVersion
+		case "kind":
+			slot = &kind
+		default:
+			continue
+		}
+		if *slot != nil {
+			return nil, errNotMetadataPath
+		}
+		*slot = m
+	}
+	if _, ok := c.newObject().(*unstructured.Unstructured); ok {
+		want, gvk := c.key.GVK, c.key.GVK
+		var av, k string
+		if apiVersion == nil || kind == nil || json.Unmarshal(apiVersion.Value, &av) != nil || json.Unmarshal(kind.Value, &k) != nil {
+			return nil, fail("apiVersion and kind must be strings")
+		}
+		if gvk.GroupVersion().String() != av || gvk.Kind != k {
+			return nil, fail("object is %s %s, want %s", av, k, want)
+		}
+	}
+	if metadata == nil {
+		return doc, nil
+	}
+	base := offset(raw, metadata.Value)
+	if string(metadata.Value) == "null" {
+		doc.metaEnd = base
+		return doc, nil
+	}
+	inner, ok := jsonscan.Members(metadata.Value)
+	if !ok {
+		return nil, fail("metadata is not an object")
+	}
+	doc.metaStart, doc.metaEnd = base, base+len(metadata.Value)
+	seen := map[string]bool{}
+	for _, m := range inner {
+		switch m.Key {
+		case "namespace", "labels", "annotations":
+		default:
+			continue
+		}
+		if seen[m.Key] {
+			return nil, errNotMetadataPath
+		}
+		seen[m.Key] = true
+		if m.Key == "namespace" {
+			if string(m.Value) != "null" && json.Unmarshal(m.Value, &doc.namespace) != nil {
+				return nil, fail("metadata.namespace is not a string")
+			}
+			continue
+		}
+		f := &doc.maps[0]
+		if m.Key == "annotations" {
+			f = &doc.maps[1]
+		}
+		f.start, f.end = base+offset(metadata.Value, m.Value), base+offset(metadata.Value, m.Value)+len(m.Value)
+		if err := json.Unmarshal(m.Value, &f.value); err != nil {
+			return nil, fail("metadata.%s: %v", m.Key, err)
+		}
+	}
+	return doc, nil
+}
+
+// offset returns where sub starts in doc; sub must be a sub-slice of doc.
+func offset(doc, sub []byte) int {
+	if len(sub) == 0 {
+		return len(doc)
+	}
+	return cap(doc) - cap(sub)
+}
+
+// runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
+// operations on raw, the merge answer (see Result.MergeObject) and the number of hooks run.
+func (c *chain) runMetadata(ctx context.Context, raw []byte) ([]patch.Operation, []byte, error) {
+	doc, err := c.parseMetadata(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := &Metadata{Namespace: doc.namespace, Labels: maps.Clone(doc.maps[0].value), Annotations: maps.Clone(doc.maps[1].value)}
+	release, ok := c.reg.acquire()
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
+	}
+	defer release()
+	for _, h := range c.hooks {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+		}
+		if err := callMetadata(ctx, h.meta, m); err != nil {
+			return nil, nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+		}
+	}
+	after := [2]map[string]string{m.Labels, m.Annotations}
+	var ops []patch.Operation
+	var edits []edit
+	var metaMembers []string // members to add to metadata (absent before)
+	for i := range doc.maps {
+		f := &doc.maps[i]
+		if maps.Equal(f.value, after[i]) || len(f.value) == 0 && len(after[i]) == 0 {
+			continue
+		}
+		encoded, err := json.Marshal(after[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(after[i]) == 0 {
+			encoded = []byte("null")
+		}
+		path := "/metadata/" + f.name
+		switch {
+		case f.start < 0 || f.value == nil: // absent or null: add the whole map
+			if doc.metaStart >= 0 {
+				ops = append(ops, patch.Operation{Operation: "add", Path: path, Value: json.RawMessage(encoded)})
+			}
+			if f.start < 0 {
+				metaMembers = append(metaMembers, fmt.Sprintf("%q:%s", f.name, encoded))
+			} else {
+				edits = append(edits, edit{f.start, f.end, encoded})
+			}
+		default:
+			removed := false
+			for _, k := range slices.Sorted(maps.Keys(f.value)) {
+				if _, keep := after[i][k]; !keep {
+					removed = true
+					ops = append(ops, patch.Operation{Operation: "remove", Path: path + "/" + escapeToken(k)})
+				}
+			}
+			for _, k := range slices.Sorted(maps.Keys(after[i])) {
+				v := after[i][k]
+				if old, had := f.value[k]; !had {
+					ops = append(ops, patch.Operation{Operation: "add", Path: path + "/" + escapeToken(k), Value: v})
+				} else if old != v {
+					ops = append(ops, patch.Operation{Operation: "replace", Path: path + "/" + escapeToken(k), Value: v})
+				}
+			}
+			if removed && len(after[i]) > 0 {
+				// A merging decoder keeps map keys the answer lacks: reset the map first.
+				encoded = append([]byte(`null,"`+f.name+`":`), encoded...)
+			}
+			edits = append(edits, edit{f.start, f.end, encoded})
+		}
+	}
+	if len(ops) == 0 && len(metaMembers) == 0 {
+		return nil, nil, nil
+	}
+	switch {
+	case doc.metaStart >= 0 && len(metaMembers) > 0:
+		text := strings.Join(metaMembers, ",")
+		at := doc.metaStart + 1 // just past metadata's '{'
+		if len(bytes.TrimSpace(raw[at:doc.metaEnd-1])) > 0 {
+			text += ","
+		}
+		edits = append(edits, edit{at, at, []byte(text)})
+	case doc.metaStart < 0: // metadata absent or null: add it whole
+		value := "{" + strings.Join(metaMembers, ",") + "}"
+		ops = append(ops, patch.Operation{Operation: "add", Path: "/metadata", Value: json.RawMessage(value)})
+		if doc.metaEnd >= 0 {
+			edits = append(edits, edit{doc.metaEnd, doc.metaEnd + len("null"), []byte(value)})
+		} else {
+			at := bytes.IndexByte(raw, '{') + 1
+			text := `"metadata":` + value
+			if len(bytes.TrimSpace(raw[at:bytes.LastIndexByte(raw, '}')])) > 0 {
+				text += ","
+			}
+			edits = append(edits, edit{at, at, []byte(text)})
+		}
+	}
+	return ops, applyEdits(raw, edits), nil
+}
+
+// callMetadata calls fn with the registry's per-hook deadline and turns a panic into a
+// *PanicError, as callHook does for typed hooks.
+func callMetadata(ctx context.Context, fn MetadataFunc, m *Metadata) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: fmt.Sprint(v)}
+		}
+	}()
+	return fn(ctx, m)
+}
+
+// edit replaces raw[start:end] with text.
+type edit struct {
+	start, end int
+	text       []byte
+}
+
+// applyEdits returns raw with the non-overlapping edits made, in a new slice.
+func applyEdits(raw []byte, edits []edit) []byte {
+	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
+	out := make([]byte, 0, len(raw)+256)
+	at := 0
+	for _, e := range edits {
+		out = append(out, raw[at:e.start]...)
+		out = append(out, e.text...)
+		at = e.end
+	}
+	return append(out, raw[at:]...)
+}
+
+// escapeToken escapes a JSON Pointer reference token (RFC 6901: ~ → ~0, / → ~1).
+func escapeToken(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}

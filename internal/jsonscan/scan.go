@@ -1,0 +1,168 @@
+// Package jsonscan splits JSON documents into their parts without decoding them: the members of
+// an object and the elements of an array, as sub-slices of the document. It is the one place in
+// synchook that reads JSON by hand; the patch differ, the AdmissionReview reader, the List
+// batch and the label/annotation fast path use it where a profile showed that decoding whole
+// objects cost more than the work itself.
+//
+// Every function here expects valid JSON (check with json.Valid first) and never panics on
+// invalid input, but its answer for invalid input is undefined. It does not unescape values
+// (only keys), build trees or know about Kubernetes.
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Member is one member of a JSON object: its key, decoded, and its value as a trimmed sub-slice
+// of the document. Start and End are the offsets in the object of the member's first byte (the
+// key's opening quote) and just past its value.
+type Member struct {
+	Key        string
+	Value      []byte
+	Start, End int
+}
+
+// Members returns the members of the JSON object doc, in document order and duplicates
+// included, without copying values; offsets are relative to doc. ok is false when doc (after
+// leading white space) is not an object.
+func Members(doc []byte) (ms []Member, ok bool) {
+	i := skipSpace(doc, 0)
+	if i >= len(doc) || doc[i] != '{' {
+		return nil, false
+	}
+	i = skipSpace(doc, i+1)
+	if i >= len(doc) || doc[i] == '}' {
+		return nil, true
+	}
+	for i < len(doc) && doc[i] == '"' {
+		start := i
+		keyEnd := skipString(doc, i)
+		key := decodeKey(doc[i:keyEnd])
+		i = skipSpace(doc, keyEnd)
+		i = skipSpace(doc, i+1) // ':'
+		if i >= len(doc) {
+			break
+		}
+		end := SkipValue(doc, i)
+		ms = append(ms, Member{Key: key, Value: doc[i:end], Start: start, End: end})
+		i = skipSpace(doc, end)
+		if i >= len(doc) || doc[i] != ',' {
+			break
+		}
+		i = skipSpace(doc, i+1)
+	}
+	return ms, true
+}
+
+// Find returns the value of the last member named key of the object doc (the one
+// encoding/json's Unmarshal uses) and how many members have that name; found is false when doc
+// is not an object or has no such member.
+func Find(doc []byte, key string) (m Member, count int, found bool) {
+	ms, ok := Members(doc)
+	if !ok {
+		return Member{}, 0, false
+	}
+	for _, x := range ms {
+		if x.Key == key {
+			m, count, found = x, count+1, true
+		}
+	}
+	return m, count, found
+}
+
+// Elements returns the elements of the JSON array doc, in order, trimmed, without copying them.
+// ok is false when doc (after leading white space) is not an array.
+func Elements(doc []byte) (els [][]byte, ok bool) {
+	i := skipSpace(doc, 0)
+	if i >= len(doc) || doc[i] != '[' {
+		return nil, false
+	}
+	i = skipSpace(doc, i+1)
+	if i >= len(doc) || doc[i] == ']' {
+		return nil, true
+	}
+	for i < len(doc) {
+		end := SkipValue(doc, i)
+		els = append(els, doc[i:end])
+		i = skipSpace(doc, end)
+		if i >= len(doc) || doc[i] != ',' {
+			break
+		}
+		i = skipSpace(doc, i+1)
+	}
+	return els, true
+}
+
+// SkipValue returns the index just past the JSON value that starts at data[i].
+func SkipValue(data []byte, i int) int {
+	if i >= len(data) {
+		return len(data)
+	}
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(data); i++ {
+			switch data[i] {
+			case '"':
+				i = skipString(data, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	default: // number, true, false, null
+		for i < len(data) {
+			switch data[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+			i++
+		}
+		return i
+	}
+}
+
+// skipString returns the index just past the string literal that starts at data[i] ('"').
+func skipString(data []byte, i int) int {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(data)
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// decodeKey returns the string a JSON string literal denotes; "" for a malformed literal.
+func decodeKey(lit []byte) string {
+	if len(lit) < 2 {
+		return ""
+	}
+	inner := lit[1 : len(lit)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner)
+	}
+	var s string
+	if err := json.Unmarshal(lit, &s); err != nil {
+		return ""
+	}
+	return s
+}
