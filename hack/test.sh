@@ -23,6 +23,12 @@ fi
 KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh | tail -n 1)
 export KUBEBUILDER_ASSETS
 echo "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS" >&2
+# helm (built from the module proxy) and the real vcluster chart (inside the vcluster Go module)
+# for chart_test.go.
+SYNCHOOK_HELM=$(hack/helm.sh | tail -n 1)
+SYNCHOOK_VCLUSTER_CHART=$(hack/vcluster-chart.sh | tail -n 1)
+export SYNCHOOK_HELM SYNCHOOK_VCLUSTER_CHART
+echo "SYNCHOOK_HELM=$SYNCHOOK_HELM SYNCHOOK_VCLUSTER_CHART=$SYNCHOOK_VCLUSTER_CHART" >&2
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))
@@ -42,12 +48,12 @@ step "unit tests (race detector)"
 go test -race -count=1 ${GO_TEST_FLAGS:-} $(go list ./... | grep -v -e /e2e -e /internal/testenv)
 
 step "fuzz targets, ${FUZZTIME:-10s} each (their corpora under testdata/fuzz run as regression cases above)"
-for target in patch:FuzzDiff hooks:FuzzRun webhook:FuzzAdmissionReview config:FuzzParse bridge:FuzzMutate hookclient:FuzzApplyToMetadata; do
+for target in patch:FuzzDiff hooks:FuzzRun hooks:FuzzMetadataPath internal/jsonscan:FuzzScan webhook:FuzzAdmissionReview config:FuzzParse bridge:FuzzMutate hookclient:FuzzApplyToMetadata; do
   go test -run XXX -fuzz "^${target#*:}\$" -fuzztime "${FUZZTIME:-10s}" "./${target%%:*}/"
 done
 
 step "benchmarks, briefly (so they cannot rot), and the load command with tiny bounds"
-go test -run XXX -bench . -benchtime 100x ./hooks/ ./patch/ ./webhook/ >/dev/null
+go test -run XXX -bench . -benchtime 100x ./hooks/ ./patch/ ./webhook/ ./bridgev2/ >/dev/null
 go run . bench --max-requests 100 --max-duration 200ms >/dev/null
 
 step "end-to-end tests (real kube-apiserver + etcd)"
