@@ -13,7 +13,7 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    cd "$HOOKS" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o /out/plugin .
+    cd "$HOOKS" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/synchook/synchook/plugin.version=$VERSION" -o /out/plugin .
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/plugin /plugin/plugin

@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"bytes"
@@ -23,13 +23,13 @@ import (
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(args, strings.NewReader(""), &stdout, &stderr)
+	code := New().run(args, strings.NewReader(""), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
 func TestMutatePrintsThePatchAndTheResult(t *testing.T) {
 	t.Setenv("SYNCHOOK_CONFIG", "")
-	code, out, errOut := runCLI(t, "mutate", "--type", "CreatePhysical", "-f", "examples/pod.yaml")
+	code, out, errOut := runCLI(t, "mutate", "--type", "CreatePhysical", "-f", "../examples/pod.yaml")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -56,9 +56,9 @@ func TestBadInputExitsTwoNamingWhatWasWrong(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"a config key typo", []string{"mutate", "--type", "CreatePhysical", "-f", "examples/pod.yaml", "--config", typo}, `unknown field "labls"`},
-		{"an unknown hook type in config", []string{"mutate", "--type", "CreatePhysical", "-f", "examples/pod.yaml", "--config", badType}, `unknown hook type "CreatPhysical"`},
-		{"an unknown hook type flag", []string{"mutate", "--type", "ApplyPhysical", "-f", "examples/pod.yaml"}, "valid: CreatePhysical"},
+		{"a config key typo", []string{"mutate", "--type", "CreatePhysical", "-f", "../examples/pod.yaml", "--config", typo}, `unknown field "labls"`},
+		{"an unknown hook type in config", []string{"mutate", "--type", "CreatePhysical", "-f", "../examples/pod.yaml", "--config", badType}, `unknown hook type "CreatPhysical"`},
+		{"an unknown hook type flag", []string{"mutate", "--type", "ApplyPhysical", "-f", "../examples/pod.yaml"}, "valid: CreatePhysical"},
 		{"a config typo stops serve", []string{"serve", "--config", typo, "--health-probe-bind-address", "0"}, `unknown field "labls"`},
 		{"an unknown command", []string{"srve"}, `unknown command "srve"`},
 	}
@@ -92,7 +92,7 @@ func TestServeQuickstart(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "synchook")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	port, probe := testenv.FreePort(t), testenv.FreePort(t)
@@ -128,7 +128,7 @@ func TestServeQuickstart(t *testing.T) {
 		t.Errorf("probe listener /healthz: %v", err)
 	}
 
-	body, _ := os.ReadFile("examples/pod-review.json")
+	body, _ := os.ReadFile("../examples/pod-review.json")
 	resp, err := hc.Post(fmt.Sprintf("https://localhost:%d/mutate/CreatePhysical", port), "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"encoding/json"
@@ -65,7 +65,7 @@ func reservedPort(p int) bool {
 // accepts, an env config that parses, flags that `synchook serve` has, probes on the port the
 // probe listener serves, mounts of volumes the pod has and a writable cert dir.
 func TestPluginV1YAMLIsAValidVClusterSidecar(t *testing.T) {
-	data, err := os.ReadFile("plugin-v1.yaml")
+	data, err := os.ReadFile("../plugin-v1.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ type pluginV2 struct {
 // it with the real chart): one plugins: entry whose keys the chart accepts, an init container
 // command that installs the binary where vcluster loads it, and a config that parses and builds.
 func TestPluginYAMLIsAValidVClusterPluginV2(t *testing.T) {
-	data, err := os.ReadFile("plugin.yaml")
+	data, err := os.ReadFile("../plugin.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"bytes"
@@ -195,7 +195,7 @@ func parseAndBuild(t *testing.T, cfgYAML []byte) {
 // TestChartWithPluginYAML renders the vcluster chart with plugin.yaml (plugin v2): an init
 // container installs synchook into the syncer's /plugins and the config reaches vcluster.
 func TestChartWithPluginYAML(t *testing.T) {
-	const file = "plugin.yaml"
+	const file = "../plugin.yaml"
 	r := renderChart(t, file)
 	want := readChartValues(t, file).Plugins[chartPluginNS]
 	pod := r.pod()
@@ -272,7 +272,7 @@ func TestChartWithPluginYAML(t *testing.T) {
 // synchook runs as a sidecar of the syncer with the chart's plugin env and a shared emptyDir.
 func TestChartWithPluginV1YAML(t *testing.T) {
 	const (
-		file   = "plugin-v1.yaml"
+		file   = "../plugin-v1.yaml"
 		shared = "synchook-shared"
 	)
 	r := renderChart(t, file)

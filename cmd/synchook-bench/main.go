@@ -1,0 +1,109 @@
+// Command synchook-bench is synchook's load and soak tester, kept out of the production binary:
+//
+//	go run ./cmd/synchook-bench bench [flags]   throughput, latency, CPU and RSS vs floors, on loopback
+//	go run ./cmd/synchook-bench soak  [flags]   every answer checked under chaos hooks
+//
+// It starts itself as the sidecar (`serve`, the full synchook CLI through package plugin) and
+// as the floors' process, so both sides of every ratio cross a process boundary.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/synchook/synchook/bench"
+	"github.com/synchook/synchook/plugin"
+)
+
+func main() {
+	args := os.Args[1:]
+	if len(args) > 0 {
+		switch args[0] {
+		case "bench":
+			os.Exit(runBench(args[1:], os.Stdout, os.Stderr))
+		case "soak":
+			os.Exit(runSoak(args[1:], os.Stdout, os.Stderr))
+		case bench.FloorsCommand: // the floors of `bench`, in their own process
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			if err := bench.ServeFloors(ctx, os.Stdout); err != nil {
+				fmt.Fprintf(os.Stderr, "synchook-bench %s: %v\n", bench.FloorsCommand, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
+	}
+	// Everything else (the sidecar that bench and soak start: `serve ...`) is synchook itself.
+	plugin.MustInit()
+	plugin.MustStart()
+}
+
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
+
+func benchFlags() (*flag.FlagSet, *bench.Options) {
+	o := &bench.Options{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&o.MaxRequests, "max-requests", 20000, "most requests per workload and concurrency")
+	fs.DurationVar(&o.MaxDuration, "max-duration", 2*time.Second, "longest time per workload and concurrency")
+	fs.IntVar(&o.Rounds, "rounds", 4, "slices per workload and concurrency; the workloads take turns slice by slice")
+	return fs, o
+}
+
+func runBench(args []string, stdout, stderr io.Writer) int {
+	fs, o := benchFlags()
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	o.Out = stdout
+	if _, err := bench.Run(context.Background(), *o); err != nil {
+		fmt.Fprintf(stderr, "synchook-bench bench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func soakFlags() (*flag.FlagSet, *bench.SoakOptions) {
+	o := &bench.SoakOptions{}
+	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
+	fs.IntVar(&o.Mutations, "mutations", 100000, "requests to send (pods, services, secrets in turn)")
+	fs.IntVar(&o.Concurrency, "concurrency", 64, "concurrent callers")
+	fs.IntVar(&o.GRPCPercent, "grpc-percent", 30, "share of requests sent through the gRPC bridge (new connection per call); the rest use HTTPS")
+	return fs, o
+}
+
+func runSoak(args []string, stdout, stderr io.Writer) int {
+	fs, o := soakFlags()
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	o.Out = stdout
+	// The soak's servers run in this process; their expected refusals and panics are counted
+	// in the report, not logged (and controller-runtime warns when no logger is set).
+	ctrl.SetLogger(logr.Discard())
+	rep, err := bench.Soak(context.Background(), *o)
+	if err != nil {
+		fmt.Fprintf(stderr, "synchook-bench soak: %v\n", err)
+		return 1
+	}
+	if rep.Corrupted != 0 || rep.Unexpected != 0 {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,319 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	uberzap "go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/synchook/synchook/bridge"
+	"github.com/synchook/synchook/bridgev2"
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/sidecar"
+	"github.com/synchook/synchook/webhook"
+)
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2 // bad flags or invalid configuration
+)
+
+// servePluginV2 runs synchook as the vcluster plugin v2 that vcluster started: logs go to
+// stderr (stdout carries go-plugin's handshake), the config comes from PLUGIN_CONFIG.
+func (p *Plugin) servePluginV2(stderr io.Writer) int {
+	log := newLogger(&zap.Options{}, stderr)
+	ctrl.SetLogger(log)
+	err := sidecar.ServePluginV2(sidecar.Options{Log: log, Register: p.registerHooks}, bridgev2.ServeOptions{Stderr: stderr})
+	if err != nil {
+		fmt.Fprintf(stderr, "synchook (vcluster plugin v2): %v\n", err)
+		if errors.Is(err, sidecar.ErrConfig) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	return exitOK
+}
+
+// run is the CLI: it runs the command in args (without the program name) and returns the exit
+// code.
+func (p *Plugin) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	switch args[0] {
+	case "serve":
+		return p.serve(args[1:], stderr)
+	case "mutate":
+		return p.mutate(args[1:], stdin, stdout, stderr)
+	case "version":
+		fmt.Fprintf(stdout, "synchook %s\n", Version())
+		return exitOK
+	case "install":
+		return install(args[1:], stderr)
+	default:
+		fmt.Fprintf(stderr, "synchook: unknown command %q (valid: %s; see synchook --help)\n", args[0], strings.Join(commands, ", "))
+		return exitUsage
+	}
+}
+
+// commands are the subcommands that usage lists.
+var commands = []string{"serve", "mutate", "install", "version", "help"}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `synchook runs hooks on the objects a vcluster syncer writes and reads, as a mutating
+admission webhook that answers with JSON Patches.
+
+Usage:
+  synchook serve  [flags]                          run the sidecar
+  synchook mutate --type HOOKTYPE -f FILE [flags]  offline dry run: print the JSON Patch and the result
+  synchook install DIR                             copy this binary to DIR/plugin (vcluster plugin v2 init container)
+  synchook version                                 print the version
+
+Started by vcluster as a plugin v2 (no arguments, VCLUSTER_PLUGIN=vcluster in the environment),
+it serves vcluster's go-plugin protocol with the hook config from PLUGIN_CONFIG.
+
+Hook types: `+hooks.ValidHookTypes()+`
+
+Flags of serve:
+`)
+	fs, _, _ := serveFlags()
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprint(w, "\nFlags of mutate:\n")
+	mfs, _ := mutateFlags()
+	mfs.SetOutput(w)
+	mfs.PrintDefaults()
+}
+
+// envOr returns the environment variable key, or def when it is empty.
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
+	opts := &sidecar.Options{}
+	zopts := &zap.Options{}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&opts.ConfigFile, "config", "", "path of the YAML hook config; empty: the SYNCHOOK_CONFIG env var, else the built-in default (label synchook.io/hooked=true on pods for CreatePhysical, UpdatePhysical)")
+	fs.StringVar(&opts.Webhook.BindAddress, "bind-address", webhook.DefaultBindAddress, "host:port of the HTTPS listener; \"0\" disables it (then --socket-path is needed)")
+	fs.StringVar(&opts.Webhook.ProbeBindAddress, "health-probe-bind-address", webhook.DefaultProbeBindAddress, "host:port of the plain-HTTP /healthz and /readyz listener for kubelet probes; \"0\" disables it")
+	fs.StringVar(&opts.CertDir, "cert-dir", sidecar.DefaultCertDir, "directory of the generated CA and serving cert (tls.crt, tls.key, ca.crt); tls.crt+tls.key without ca.key there are used as they are")
+	fs.Var((*stringList)(&opts.CertDNSNames), "cert-dns-name", "extra DNS name (or IP) for the generated serving cert, on top of localhost, 127.0.0.1, ::1; repeatable")
+	fs.StringVar(&opts.TLSCertFile, "tls-cert-file", "", "user-supplied serving cert (PEM), used as it is; needs --tls-key-file")
+	fs.StringVar(&opts.TLSKeyFile, "tls-key-file", "", "user-supplied serving key (PEM)")
+	fs.Int64Var(&opts.Webhook.MaxRequestBytes, "max-request-bytes", webhook.DefaultMaxRequestBytes, "largest request body in bytes; larger ones get 413")
+	fs.DurationVar(&opts.Webhook.RequestTimeout, "request-timeout", webhook.DefaultRequestTimeout, "time one request may spend in its hook chain")
+	fs.StringVar(&opts.Webhook.SocketPath, "socket-path", "", "also serve plain HTTP on a unix socket at this path (mode 0600), for a syncer in the same pod sharing the directory; empty: none")
+	fs.StringVar(&opts.Webhook.ClientCAFile, "client-ca-file", "", "require HTTPS clients to present a certificate signed by a CA in this PEM file (for binding beyond localhost); empty: no client authentication")
+	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", sidecar.DefaultMetricsBindAddress, "host:port of the plain-HTTP Prometheus /metrics listener; \"0\" disables it")
+	fs.IntVar(&opts.MaxConcurrentHooks, "max-concurrent-hooks", sidecar.DefaultMaxConcurrentHooks, "hook chains running at once (stuck ones included); past it requests get 429 / ResourceExhausted")
+	fs.DurationVar(&opts.HookTimeout, "hook-timeout", 0, "each hook call's own deadline within --request-timeout; 0: only the request deadline")
+	fs.StringVar(&opts.Bridge.Address, "plugin-address", os.Getenv("VCLUSTER_PLUGIN_ADDRESS"), "host:port of the vcluster plugin v1 gRPC bridge (registered with vcluster as an IP, localhost = 127.0.0.1); default: the VCLUSTER_PLUGIN_ADDRESS env var the vcluster chart sets; empty disables the bridge")
+	fs.StringVar(&opts.Bridge.Name, "plugin-name", envOr("VCLUSTER_PLUGIN_NAME", bridge.DefaultName), "plugin name registered with vcluster (its key under the chart's plugin: values); default: the VCLUSTER_PLUGIN_NAME env var, else synchook")
+	fs.StringVar(&opts.Bridge.VClusterAddress, "vcluster-address", bridge.DefaultVClusterAddress, "host:port of vcluster's plugin server, where the bridge registers")
+	zopts.BindFlags(fs)
+	return fs, opts, zopts
+}
+
+func (p *Plugin) serve(args []string, stderr io.Writer) int {
+	fs, opts, zopts := serveFlags()
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if opts.Webhook.BindAddress == "0" {
+		opts.Webhook.DisableTCP = true
+	}
+	log := newLogger(zopts, stderr)
+	ctrl.SetLogger(log)
+	opts.Log = log
+	opts.Register = p.registerHooks
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := sidecar.Serve(ctx, *opts); err != nil {
+		log.Error(err, "synchook stopped")
+		fmt.Fprintf(stderr, "synchook: %v\n", err)
+		if errors.Is(err, sidecar.ErrConfig) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	log.Info("synchook stopped")
+	return exitOK
+}
+
+type mutateOptions struct {
+	configFile, file, hookType string
+	timeout                    time.Duration
+}
+
+func mutateFlags() (*flag.FlagSet, *mutateOptions) {
+	o := &mutateOptions{}
+	fs := flag.NewFlagSet("mutate", flag.ContinueOnError)
+	fs.StringVar(&o.configFile, "config", "", "path of the YAML hook config; empty: the SYNCHOOK_CONFIG env var, else the built-in default")
+	fs.StringVar(&o.file, "f", "", "the object, YAML or JSON, with apiVersion and kind; - reads stdin (required)")
+	fs.StringVar(&o.hookType, "type", "", "the hook type to run (required): "+hooks.ValidHookTypes())
+	fs.DurationVar(&o.timeout, "timeout", webhook.DefaultRequestTimeout, "time the hook chain may take")
+	return fs, o
+}
+
+func (p *Plugin) mutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, o := mutateFlags()
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "synchook mutate: "+format+"\n", a...)
+		return code
+	}
+	if o.file == "" || o.hookType == "" {
+		return fail(exitUsage, "-f and --type are required")
+	}
+	hookType, err := hooks.ParseHookType(o.hookType)
+	if err != nil {
+		return fail(exitUsage, "--type: %v", err)
+	}
+	var data []byte
+	if o.file == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(o.file)
+	}
+	if err != nil {
+		return fail(exitFailed, "read object: %v", err)
+	}
+	objectJSON, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return fail(exitFailed, "%s is not YAML or JSON: %v", o.file, err)
+	}
+	reg, err := sidecar.BuildRegistry(o.configFile, os.Getenv, p.registerHooks, ctrl.Log)
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	res, err := sidecar.Mutate(context.Background(), reg, hookType, objectJSON, o.timeout)
+	if err != nil {
+		return fail(exitFailed, "%v", err)
+	}
+	patchText := "[]"
+	if res.Patch != nil {
+		patchText = string(res.Patch)
+	}
+	result, err := yaml.JSONToYAML(res.Object)
+	if err != nil {
+		return fail(exitFailed, "render result: %v", err)
+	}
+	fmt.Fprintf(stdout, "# JSON Patch (%s, hooks run: %d)\n%s\n---\n# Result\n%s", hookType, res.Hooks, patchText, result)
+	return exitOK
+}
+
+// install copies the running binary to DIR/plugin (mode 0755), the layout vcluster's plugin
+// manager loads v2 plugins from (/plugins/<name>/plugin); the chart's init container runs it
+// when the image has no sh to run its default "cp -r /plugin /plugins/<name>".
+func install(args []string, stderr io.Writer) int {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintln(stderr, "synchook install: want exactly one argument, the plugin directory (e.g. /plugins/synchook)")
+		return exitUsage
+	}
+	if err := installBinary(args[0]); err != nil {
+		fmt.Fprintf(stderr, "synchook install: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func installBinary(dir string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this binary: %w", err)
+	}
+	src, err := os.Open(self)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// Write beside the target and rename, so a reader never sees a half-written binary.
+	tmp, err := os.CreateTemp(dir, ".plugin-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, src); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("copy %s: %w", self, err)
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, "plugin"))
+}
+
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
+
+// newLogger returns the process logger: controller-runtime's zap in --zap-devel mode, else a
+// JSON zap logger at --zap-log-level WITHOUT controller-runtime's sampling, which would drop
+// all but every 100th identical line past 100 per second (the per-request lines).
+func newLogger(o *zap.Options, w io.Writer) logr.Logger {
+	if o.Development {
+		return zap.New(zap.UseFlagOptions(o), zap.WriteTo(w))
+	}
+	var level zapcore.LevelEnabler = zapcore.InfoLevel
+	if o.Level != nil {
+		level = o.Level
+	}
+	setTime := func(c *zapcore.EncoderConfig) { c.EncodeTime = zapcore.RFC3339TimeEncoder }
+	var enc zapcore.Encoder
+	if o.NewEncoder != nil {
+		enc = o.NewEncoder(setTime)
+	} else {
+		cfg := uberzap.NewProductionEncoderConfig()
+		setTime(&cfg)
+		enc = zapcore.NewJSONEncoder(cfg)
+	}
+	sink := zapcore.AddSync(w)
+	core := zapcore.NewCore(&zap.KubeAwareEncoder{Encoder: enc}, sink, level)
+	return zapr.NewLogger(uberzap.New(core, uberzap.ErrorOutput(sink), uberzap.AddStacktrace(zapcore.ErrorLevel)))
+}

@@ -1,0 +1,24 @@
+// Package plugin is the entry point of a synchook program: the Go hooks of its author plus the
+// full synchook CLI. A hook author's whole main is three calls, as with vcluster-sdk:
+//
+//	func main() {
+//		plugin.MustInit()
+//		plugin.MustRegister(&PodHook{})
+//		plugin.MustStart()
+//	}
+//
+// The program built this way is synchook with those hooks added after the config's hooks:
+// `serve` (the HTTPS admission endpoint, metrics, probes and, with VCLUSTER_PLUGIN_ADDRESS, the
+// vcluster plugin v1 bridge), `mutate` (offline dry run), `install DIR` (copy itself to DIR/plugin
+// for vcluster's plugin v2 init container), `version` and `help`; and started by vcluster as a
+// plugin v2 (no arguments, VCLUSTER_PLUGIN=vcluster), it serves vcluster's go-plugin protocol.
+//
+// A hook is a hooks.ClientHook: Name, Resource (a typed object such as &corev1.Pod{}) and any of
+// MutateCreatePhysical, MutateUpdatePhysical, MutateDeletePhysical, MutateGetPhysical,
+// MutateCreateVirtual, MutateUpdateVirtual, MutateDeleteVirtual, MutateGetVirtual with
+// vcluster-sdk's signature, func(ctx, client.Object) (client.Object, error). Hooks are called
+// concurrently (List items in parallel): keep them free of shared mutable state.
+//
+// The package-level functions use one default Plugin, like net/http's DefaultServeMux; New makes
+// independent ones.
+package plugin
