@@ -1,0 +1,66 @@
+// Command secret-hook is synchook with a Go hook on secrets that never logs their data: it
+// marks every secret vcluster syncs to the host with the keys it carries (names only, never
+// values) and refuses a secret whose value is empty under a key that must be set.
+//
+//	go build -o secret-hook . && ./secret-hook mutate --type CreatePhysical -f secret.yaml
+//
+// synchook itself never logs object data, and it redacts a Secret's values from a hook's error
+// message; this hook also keeps them out of its own errors and logs.
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/synchook/synchook/plugin"
+)
+
+// KeysAnnotation lists the secret's data keys, comma-separated and sorted.
+const KeysAnnotation = "example.com/secret-keys"
+
+// SecretHook annotates host secrets with their key names and refuses empty required values.
+type SecretHook struct {
+	// Required are keys that, when present, must not be empty.
+	Required []string
+}
+
+// Name is the hook's name in logs, metrics and errors.
+func (SecretHook) Name() string { return "secret-keys" }
+
+// Resource is the kind the hook runs on.
+func (SecretHook) Resource() client.Object { return &corev1.Secret{} }
+
+// MutateCreatePhysical runs before vcluster creates the host secret.
+func (h SecretHook) MutateCreatePhysical(ctx context.Context, obj client.Object) (client.Object, error) {
+	secret, ok := obj.(*corev1.Secret)
+	if !ok {
+		return nil, fmt.Errorf("object %T is not a secret", obj)
+	}
+	keys := make([]string, 0, len(secret.Data))
+	for k, v := range secret.Data {
+		if len(v) == 0 && slices.Contains(h.Required, k) {
+			// The key's name only: a value never goes into an error or a log line.
+			return nil, fmt.Errorf("secret %s/%s: key %q is empty", secret.Namespace, secret.Name, k)
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if secret.Annotations == nil {
+		secret.Annotations = map[string]string{}
+	}
+	secret.Annotations[KeysAnnotation] = strings.Join(keys, ",")
+	log.FromContext(ctx).V(1).Info("annotated secret", "namespace", secret.Namespace, "name", secret.Name, "keys", len(keys))
+	return secret, nil
+}
+
+func main() {
+	plugin.MustInit()
+	plugin.MustRegister(SecretHook{Required: []string{"password"}})
+	plugin.MustStart()
+}
