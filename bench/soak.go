@@ -73,7 +73,6 @@ const (
 
 func soakRegistry() *hooks.Registry {
 	reg := hooks.NewRegistry(nil)
-	reg.SetMaxConcurrent(1024)
 	for _, kind := range []struct {
 		name string
 		obj  func() client.Object
@@ -125,7 +124,7 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 	if err := ca.Ensure(); err != nil {
 		return nil, err
 	}
-	reg := soakRegistry()
+	runner := hooks.NewRunner(soakRegistry(), hooks.RunnerOptions{MaxConcurrent: 1024})
 	ports := [3]int{}
 	for i := range ports {
 		if ports[i], err = freePort(); err != nil {
@@ -133,11 +132,11 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 		}
 	}
 	httpsAddr, grpcAddr := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
-	srv, err := webhook.NewServer(reg, webhook.Options{BindAddress: httpsAddr, ProbeBindAddress: "0", CertFile: ca.CertFile(), KeyFile: ca.KeyFile()})
+	srv, err := webhook.NewServer(runner, webhook.Options{BindAddress: httpsAddr, ProbeBindAddress: "0", CertFile: ca.CertFile(), KeyFile: ca.KeyFile()})
 	if err != nil {
 		return nil, err
 	}
-	br, err := bridge.New(reg, bridge.Options{Address: grpcAddr, VClusterAddress: fmt.Sprintf("127.0.0.1:%d", ports[2]), MaxBackoff: time.Minute})
+	br, err := bridge.New(runner, bridge.Options{Address: grpcAddr, VClusterAddress: fmt.Sprintf("127.0.0.1:%d", ports[2]), MaxBackoff: time.Minute})
 	if err != nil {
 		return nil, err
 	}

@@ -243,7 +243,7 @@ func runHook(t *testing.T, obj client.Object, request []byte, fn func(client.Obj
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := reg.Run(t.Context(), gvk, hooks.CreatePhysical, request)
+	res, err := reg.Mutate(t.Context(), gvk, hooks.CreatePhysical, request)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,9 +105,9 @@ type Bridge struct {
 	hooks   []*remote.ClientHook
 }
 
-// New returns a Bridge for reg with opts (defaults applied). It fails when opts.Address is
+// New returns a Bridge that runs calls with runner, with opts (defaults applied). It fails when opts.Address is
 // empty, or when it or opts.VClusterAddress is not host:port.
-func New(reg *hooks.Registry, opts Options) (*Bridge, error) {
+func New(runner *hooks.Runner, opts Options) (*Bridge, error) {
 	opts.setDefaults()
 	if opts.Address == "" {
 		return nil, errors.New("vcluster plugin bridge: Address is required")
@@ -119,7 +119,7 @@ func New(reg *hooks.Registry, opts Options) (*Bridge, error) {
 			return nil, fmt.Errorf("vcluster plugin bridge: %s %q: port must be 0-65535", a.what, a.addr)
 		}
 	}
-	m, err := NewMutator(reg, MutatorOptions{RequestTimeout: opts.RequestTimeout, Metrics: opts.Metrics, Transport: metrics.TransportGRPC, Log: opts.Log})
+	m, err := NewMutator(runner, MutatorOptions{RequestTimeout: opts.RequestTimeout, Metrics: opts.Metrics, Transport: metrics.TransportGRPC, Log: opts.Log})
 	if err != nil {
 		return nil, fmt.Errorf("vcluster plugin bridge: %w", err)
 	}

@@ -90,7 +90,7 @@ func startBridge(t *testing.T, reg *hooks.Registry, opts bridge.Options) (*vclus
 // runBridge runs a Bridge until the test ends and checks that it then returns nil promptly.
 func runBridge(t testing.TB, reg *hooks.Registry, opts bridge.Options) {
 	t.Helper()
-	b, err := bridge.New(reg, opts)
+	b, err := bridge.New(hooks.NewRunner(reg, hooks.RunnerOptions{}), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestNewRejectsBadAddresses(t *testing.T) {
 		{"a vcluster address without a port", bridge.Options{Address: ":14000", VClusterAddress: "vcluster"}, `vcluster address "vcluster"`},
 	} {
 		t.Run(tc.name+" is an error", func(t *testing.T) {
-			_, err := bridge.New(hooks.NewRegistry(nil), tc.opts)
+			_, err := bridge.New(hooks.NewRunner(hooks.NewRegistry(nil), hooks.RunnerOptions{}), tc.opts)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New error = %v, want %q", err, tc.want)
 			}
@@ -283,7 +283,7 @@ func TestRunFailsOnABusyAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	b, err := bridge.New(hooks.NewRegistry(nil), bridge.Options{Address: ln.Addr().String()})
+	b, err := bridge.New(hooks.NewRunner(hooks.NewRegistry(nil), hooks.RunnerOptions{}), bridge.Options{Address: ln.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 //
 //   - It serves remote.Plugin/Mutate on the plugin address (VCLUSTER_PLUGIN_ADDRESS, e.g.
 //     localhost:14000). Mutate runs the same chain as POST /mutate/{hookType}
-//     (Registry.Run) and answers mutated=false when nothing changed, there are no hooks for
+//     (hooks.Runner.Mutate) and answers mutated=false when nothing changed, there are no hooks for
 //     (apiVersion, kind, type) or the type is not one of the eight (ApplyPhysical), else
 //     mutated=true with the whole object; hook failures become gRPC errors (StatusCode).
 //     vcluster opens a new connection for every call: the server adds nothing per connection

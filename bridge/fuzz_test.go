@@ -38,7 +38,7 @@ func FuzzMutate(f *testing.F) {
 			return nil
 		}),
 	)
-	b, err := bridge.New(reg, bridge.Options{Address: "127.0.0.1:0"})
+	b, err := bridge.New(hooks.NewRunner(reg, hooks.RunnerOptions{}), bridge.Options{Address: "127.0.0.1:0"})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -51,20 +51,21 @@ type MutatorOptions struct {
 }
 
 // Mutator answers vcluster plugin Mutate calls (protocol v1 and v2 carry the same four fields
-// and the same answer) with a hooks.Registry. Create it with NewMutator; the Registry must not
+// and the same answer) with a hooks.Runner. Create it with NewMutator; the Registry must not
 // change after that. A Mutator is safe for concurrent use.
 type Mutator struct {
-	opts  MutatorOptions
-	reg   *hooks.Registry
-	hooks []ClientHook
+	opts   MutatorOptions
+	runner *hooks.Runner
+	hooks  []ClientHook
 	// objects maps each hooked GVK to an object of the Go type vcluster decodes it into (the
 	// registry's object type), for Answer; only their types are used.
 	objects map[schema.GroupVersionKind]any
 }
 
-// NewMutator returns a Mutator for reg with opts (defaults applied). It fails when the
-// registry holds an apiVersion that does not parse.
-func NewMutator(reg *hooks.Registry, opts MutatorOptions) (*Mutator, error) {
+// NewMutator returns a Mutator that runs calls with runner, with opts (defaults applied). It
+// fails when the registry holds an apiVersion that does not parse.
+func NewMutator(runner *hooks.Runner, opts MutatorOptions) (*Mutator, error) {
+	reg := runner.Registry()
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
 	}
@@ -74,7 +75,7 @@ func NewMutator(reg *hooks.Registry, opts MutatorOptions) (*Mutator, error) {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
-	m := &Mutator{opts: opts, reg: reg, objects: map[schema.GroupVersionKind]any{}}
+	m := &Mutator{opts: opts, runner: runner, objects: map[schema.GroupVersionKind]any{}}
 	for _, rc := range reg.Capabilities().Resources {
 		ch := ClientHook{APIVersion: rc.APIVersion, Kind: rc.Kind}
 		for _, ht := range rc.HookTypes {
@@ -120,7 +121,7 @@ func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, ob
 		return "", false, status.Errorf(codes.InvalidArgument, "apiVersion %q kind %q: not a resource kind", apiVersion, kind)
 	}
 	gvk := gv.WithKind(kind)
-	if !m.reg.Has(gvk, hookType) {
+	if !m.runner.Registry().Has(gvk, hookType) {
 		logAt(1, "no hooks, answering unchanged")
 		return "", false, nil
 	}
@@ -133,7 +134,7 @@ func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, ob
 	if rec := m.opts.Metrics; rec != nil {
 		record = rec.Start(m.opts.Transport, hookType, gvk, start)
 	}
-	res, err := m.reg.Run(ctx, gvk, hookType, raw)
+	res, err := m.runner.Mutate(ctx, gvk, hookType, raw)
 	record(res, err)
 	if err != nil {
 		st := toStatus(err)
@@ -158,7 +159,7 @@ func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, ob
 	return string(encoded), true, nil
 }
 
-// StatusCode returns the gRPC code Mutate answers for an error of hooks.Registry.Run:
+// StatusCode returns the gRPC code Mutate answers for an error of hooks.Runner.Mutate:
 //
 //	InvalidArgument     400  the object is not valid JSON for its kind (hooks.DecodeError)
 //	PermissionDenied    403  a hook refused the object (returned an error)

@@ -107,7 +107,7 @@ func BenchmarkV2Mutate(b *testing.B) {
 	if err := cfg.Build(reg); err != nil {
 		b.Fatal(err)
 	}
-	ours, err := bridgev2.New(reg, bridgev2.Options{})
+	ours, err := bridgev2.New(hooks.NewRunner(reg, hooks.RunnerOptions{}), bridgev2.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

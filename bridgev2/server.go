@@ -72,15 +72,15 @@ type pluginConfig struct {
 	Interceptors struct{}            `json:"interceptors"`
 }
 
-// New returns a Server for reg with opts (defaults applied).
-func New(reg *hooks.Registry, opts Options) (*Server, error) {
+// New returns a Server that runs Mutate calls with runner, with opts (defaults applied).
+func New(runner *hooks.Runner, opts Options) (*Server, error) {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = bridge.DefaultMaxMessageBytes
 	}
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
-	m, err := bridge.NewMutator(reg, bridge.MutatorOptions{
+	m, err := bridge.NewMutator(runner, bridge.MutatorOptions{
 		RequestTimeout: opts.RequestTimeout, Metrics: opts.Metrics, Transport: metrics.TransportPluginV2, Log: opts.Log,
 	})
 	if err != nil {

@@ -55,7 +55,7 @@ func testRegistry(t *testing.T) *hooks.Registry {
 // connection, as vcluster's manager dispenses it.
 func dispense(t *testing.T, reg *hooks.Registry) pluginv2.PluginClient {
 	t.Helper()
-	srv, err := bridgev2.New(reg, bridgev2.Options{})
+	srv, err := bridgev2.New(hooks.NewRunner(reg, hooks.RunnerOptions{}), bridgev2.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

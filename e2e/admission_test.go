@@ -84,7 +84,7 @@ func TestAdmissionOnARealAPIServer(t *testing.T) {
 	}
 	var logs testenv.LogSink
 	port := testenv.FreePort(t)
-	srv, err := webhook.NewServer(reg, webhook.Options{
+	srv, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{
 		BindAddress: fmt.Sprintf("127.0.0.1:%d", port), ProbeBindAddress: "0",
 		CertFile: ca.CertFile(), KeyFile: ca.KeyFile(), Log: logs.Logger(),
 	})

@@ -98,7 +98,7 @@ type sidecar struct {
 // real handler.
 func startSidecar(t testing.TB, reg *hooks.Registry, addr string, wrap func(http.Handler) http.Handler) *sidecar {
 	t.Helper()
-	ws, err := webhook.NewServer(reg, webhook.Options{})
+	ws, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

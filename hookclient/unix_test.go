@@ -18,7 +18,7 @@ func TestMutateOverTheUnixSocket(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "synchook.sock")
 	reg := hooks.NewRegistry(nil)
 	reg.MustRegister(hooks.NewFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, labelFn("via", "unix")))
-	s, err := webhook.NewServer(reg, webhook.Options{SocketPath: sock, DisableTCP: true, ProbeBindAddress: "0"})
+	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{SocketPath: sock, DisableTCP: true, ProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}

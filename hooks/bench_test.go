@@ -63,7 +63,7 @@ func BenchmarkFloorDecodeEncode(b *testing.B) {
 	}
 }
 
-// BenchmarkChain runs Registry.Run (decode → hooks → encode → patch) with 0, 1 and 3 label
+// BenchmarkChain runs Registry.Mutate (decode → hooks → encode → patch) with 0, 1 and 3 label
 // hooks. hooks=0 is a (GVK, type) without hooks: the fast path.
 func BenchmarkChain(b *testing.B) {
 	for _, o := range benchObjects() {
@@ -80,7 +80,7 @@ func BenchmarkChain(b *testing.B) {
 				b.ReportAllocs()
 				b.SetBytes(int64(len(o.raw)))
 				for b.Loop() {
-					res, err := reg.Run(ctx, o.gvk, hooks.CreatePhysical, o.raw)
+					res, err := reg.Mutate(ctx, o.gvk, hooks.CreatePhysical, o.raw)
 					if err != nil {
 						b.Fatal(err)
 					}

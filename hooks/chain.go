@@ -128,7 +128,7 @@ func StatusCode(err error) int32 {
 	}
 }
 
-// Run runs the chain of (gvk, t) on the JSON object raw and returns the JSON Patch from raw to
+// Mutate runs the chain of (gvk, t) on the JSON object raw and returns the JSON Patch from raw to
 // the hooked object.
 //
 // The object is decoded once (into the scheme's type, or Unstructured for unknown kinds), every
@@ -141,11 +141,19 @@ func StatusCode(err error) int32 {
 // Errors: *DecodeError for malformed input; *HookError (naming hook, type and kind) when a hook
 // fails, panics, changes apiVersion, kind, name, namespace or uid, returns another kind, or is
 // still running when ctx ends — the hook is then abandoned and never waited for.
-func (r *Registry) Run(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
+//
+// Mutate runs without limits, per-hook deadlines or an observer: it is for tools and tests.
+// Servers run requests through a Runner (NewRunner), which has them.
+func (r *Registry) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
+	return r.run(ctx, unlimited, gvk, t, raw)
+}
+
+// run is Mutate with the Runner rn's limits, deadlines and observer.
+func (r *Registry) run(ctx context.Context, rn *Runner, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
 	if r.listChain(gvk, t) != nil { // a list of a hooked kind is a batch: list.go
-		return r.runList(ctx, gvk, t, raw)
+		return r.runList(ctx, rn, gvk, t, raw)
 	}
-	ops, n, merge, err := r.runOps(ctx, gvk, t, raw)
+	ops, n, merge, err := r.runOps(ctx, rn, gvk, t, raw)
 	if err != nil {
 		return Result{}, err
 	}
@@ -159,13 +167,13 @@ func (r *Registry) Run(ctx context.Context, gvk schema.GroupVersionKind, t HookT
 // runOps is Run for one object: it returns the operations of the patch from raw to the hooked
 // object (nil when nothing changed), the number of hooks that ran and, when it could make it
 // cheaply, the merge answer (Result.MergeObject).
-func (r *Registry) runOps(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) ([]patch.Operation, int, []byte, error) {
+func (r *Registry) runOps(ctx context.Context, rn *Runner, gvk schema.GroupVersionKind, t HookType, raw []byte) ([]patch.Operation, int, []byte, error) {
 	c := r.chains[Key{GVK: gvk, Type: t}]
 	if c == nil {
 		return nil, 0, nil, nil
 	}
 	if c.metadataOnly() {
-		ops, merge, err := c.runMetadata(ctx, raw)
+		ops, merge, err := c.runMetadata(ctx, rn, raw)
 		if !errors.Is(err, errNotMetadataPath) {
 			if err != nil {
 				return nil, 0, nil, err
@@ -173,7 +181,7 @@ func (r *Registry) runOps(ctx context.Context, gvk schema.GroupVersionKind, t Ho
 			return ops, len(c.hooks), merge, nil
 		}
 	}
-	ops, n, after, err := r.runTyped(ctx, c, raw)
+	ops, n, after, err := runTyped(ctx, rn, c, raw)
 	if err != nil || len(ops) == 0 || !mergeSafe(ops) {
 		return ops, n, nil, err
 	}
@@ -210,7 +218,7 @@ func mergeSafe(ops []patch.Operation) bool {
 
 // runTyped is runOps on the typed (or Unstructured) object: it also returns the JSON of the
 // hooked object.
-func (r *Registry) runTyped(ctx context.Context, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
+func runTyped(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
 	gvk, t := c.key.GVK, c.key.Type
 	obj := c.newObject()
 	if err := decode(raw, obj); err != nil {
@@ -232,7 +240,7 @@ func (r *Registry) runTyped(ctx context.Context, c *chain, raw []byte) ([]patch.
 		}
 	}
 	secrets := secretValues(obj) // before the hooks run: an abandoned hook may still hold obj
-	out, err := c.exec(ctx, obj)
+	out, err := c.exec(ctx, rn, obj)
 	if err != nil {
 		return nil, 0, nil, redactError(err, secrets)
 	}
@@ -292,15 +300,15 @@ func (c *chain) names() string {
 // exec runs the hooks on obj in order and returns the last object. When ctx can end, the hooks
 // run on their own goroutine so that a hook that does not return is abandoned when ctx ends;
 // the abandoned goroutine owns obj from then on and its result is dropped.
-func (c *chain) exec(ctx context.Context, obj client.Object) (client.Object, error) {
-	release, ok := c.reg.acquire()
+func (c *chain) exec(ctx context.Context, rn *Runner, obj client.Object) (client.Object, error) {
+	release, ok := rn.acquire()
 	if !ok {
 		return nil, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
 	}
 	var running atomic.Int32
 	if ctx.Done() == nil {
 		defer release()
-		return c.runHooks(ctx, obj, &running)
+		return c.runHooks(ctx, rn, obj, &running)
 	}
 	type outcome struct {
 		obj client.Object
@@ -309,7 +317,7 @@ func (c *chain) exec(ctx context.Context, obj client.Object) (client.Object, err
 	done := make(chan outcome, 1)
 	go func() {
 		defer release() // held until the hooks really return, even when abandoned
-		o, err := c.runHooks(ctx, obj, &running)
+		o, err := c.runHooks(ctx, rn, obj, &running)
 		done <- outcome{o, err}
 	}()
 	select {
@@ -324,33 +332,20 @@ func (c *chain) exec(ctx context.Context, obj client.Object) (client.Object, err
 	}
 }
 
-// acquire takes a slot of SetMaxConcurrent without waiting; ok is false when none is free.
-func (r *Registry) acquire() (release func(), ok bool) {
-	if r.slots == nil {
-		return func() {}, true
-	}
-	select {
-	case r.slots <- struct{}{}:
-		return func() { <-r.slots }, true
-	default:
-		return nil, false
-	}
-}
-
 // runHooks calls every hook in order, recovering panics and checking after each hook that the
 // object kept its Go type and identity. running is set to the index of the hook being called.
-func (c *chain) runHooks(ctx context.Context, obj client.Object, running *atomic.Int32) (client.Object, error) {
+func (c *chain) runHooks(ctx context.Context, rn *Runner, obj client.Object, running *atomic.Int32) (client.Object, error) {
 	goType := reflect.TypeOf(obj)
 	for i, h := range c.hooks {
 		running.Store(int32(i))
 		id := identityOf(obj)
 		var start time.Time
-		if c.reg.observer != nil {
+		if rn.observer != nil {
 			start = time.Now()
 		}
-		out, err := c.callHook(ctx, h.fn, obj)
-		if c.reg.observer != nil {
-			c.reg.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
+		out, err := callHook(ctx, rn.hookTimeout, h.fn, obj)
+		if rn.observer != nil {
+			rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
 		}
 		if err == nil {
 			err = checkSameObject(h.name, out, goType, id)
@@ -363,10 +358,10 @@ func (c *chain) runHooks(ctx context.Context, obj client.Object, running *atomic
 	return obj, nil
 }
 
-// callHook calls fn with the hook's own deadline (SetHookTimeout) and turns a panic into a
+// callHook calls fn with the hook's own deadline d (RunnerOptions.HookTimeout) and turns a panic into a
 // *PanicError.
-func (c *chain) callHook(ctx context.Context, fn MutateFunc, obj client.Object) (out client.Object, err error) {
-	if d := c.reg.hookTimeout; d > 0 {
+func callHook(ctx context.Context, d time.Duration, fn MutateFunc, obj client.Object) (out client.Object, err error) {
+	if d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()

@@ -7,8 +7,8 @@
 //
 // A Registry holds hooks keyed by (GVK, HookType) in registration order: the hook chain. Chain
 // runs one chain on the JSON of one object and returns the RFC 6902 JSON Patch that turns the
-// request object into the hooked object (see Registry.Run).
+// request object into the hooked object (see Registry.Mutate; servers run requests through a Runner, which adds limits, per-hook deadlines and an Observer).
 //
 // This package does not speak any transport: the webhook package serves it as AdmissionReviews,
-// the bridge package as vcluster plugin v1 gRPC, and a Go syncer can call Registry.Run directly.
+// the bridge package as vcluster plugin v1 gRPC, and a Go syncer can call Runner.Mutate directly.
 package hooks

@@ -46,7 +46,7 @@ func FuzzRun(f *testing.F) {
 		for _, gvk := range []struct{ group, version, kind string }{{"", "v1", "Pod"}, {"example.com", "v1", "Widget"}} {
 			key := corev1.SchemeGroupVersion.WithKind(gvk.kind)
 			key.Group = gvk.group
-			res, err := reg.Run(context.Background(), key, hooks.CreatePhysical, raw)
+			res, err := reg.Mutate(context.Background(), key, hooks.CreatePhysical, raw)
 			if err != nil {
 				var de *hooks.DecodeError
 				if !errors.As(err, &de) {

@@ -124,7 +124,7 @@ func TestRegistryFindsEveryInterfaceFromOneTable(t *testing.T) {
 		if keys[i] != (hooks.Key{GVK: podGVK, Type: typ}) {
 			t.Errorf("Keys()[%d] = %v, want v1 Pod %s", i, keys[i], typ)
 		}
-		if _, err := reg.Run(t.Context(), podGVK, typ, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`)); err != nil {
+		if _, err := reg.Mutate(t.Context(), podGVK, typ, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`)); err != nil {
 			t.Fatal(err)
 		}
 		if called[i] != typ {
@@ -163,7 +163,7 @@ type alien struct{ corev1.Pod }
 func TestRunChainsHooksInRegistrationOrder(t *testing.T) {
 	reg := hooks.NewRegistry(nil)
 	reg.MustRegister(labelHook{"first", "order", "first"}, labelHook{"second", "order", "second"}, labelHook{"third", "extra", "x"})
-	res, err := reg.Run(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns"}}`))
+	res, err := reg.Mutate(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestRunWithNothingToDo(t *testing.T) {
 		typ  hooks.HookType
 	}{{"a hook type with no hooks gives no patch", hooks.UpdatePhysical}, {"a hook that changes nothing gives no patch", hooks.CreatePhysical}} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := reg.Run(t.Context(), podGVK, tc.typ, raw)
+			res, err := reg.Mutate(t.Context(), podGVK, tc.typ, raw)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,7 +210,7 @@ func TestRunKeepsFieldsTheTypesDoNotKnow(t *testing.T) {
 		`"spec":{"futureField":"keep","containers":[{"name":"c","image":"i","futureContainerField":true}]}}`)
 	reg := hooks.NewRegistry(nil)
 	reg.MustRegister(labelHook{"l", "added", "yes"})
-	res, err := reg.Run(t.Context(), podGVK, hooks.CreatePhysical, raw)
+	res, err := reg.Mutate(t.Context(), podGVK, hooks.CreatePhysical, raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestRunDiffsLabelChangesAgainstTheRequest(t *testing.T) {
 			reg := hooks.NewRegistry(nil)
 			reg.MustRegister(podHook("labels", tc.hook))
 			raw := []byte(head + tc.metadata + tail)
-			res, err := reg.Run(t.Context(), podGVK, hooks.CreatePhysical, raw)
+			res, err := reg.Mutate(t.Context(), podGVK, hooks.CreatePhysical, raw)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -288,7 +288,7 @@ func TestRunMovesThePatchOntoARequestThatLacksParents(t *testing.T) {
 		return o, nil
 	}))
 	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"unknown":1}`)
-	res, err := reg.Run(t.Context(), podGVK, hooks.CreatePhysical, raw)
+	res, err := reg.Mutate(t.Context(), podGVK, hooks.CreatePhysical, raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestRunReportsHookFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := hooks.NewRegistry(nil)
 			reg.MustRegister(labelHook{"ok", "a", "b"}, podHook("bad", tc.fn))
-			_, err := reg.Run(t.Context(), podGVK, hooks.CreatePhysical, raw)
+			_, err := reg.Mutate(t.Context(), podGVK, hooks.CreatePhysical, raw)
 			var hookErr *hooks.HookError
 			if !errors.As(err, &hookErr) || hookErr.Hook != "bad" || hookErr.Type != hooks.CreatePhysical {
 				t.Fatalf("error = %v, want a HookError for hook bad", err)
@@ -363,7 +363,7 @@ func TestRunAbandonsAHookThatOutlivesTheDeadline(t *testing.T) {
 	}))
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	_, err := reg.Run(ctx, podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
+	_, err := reg.Mutate(ctx, podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `hook "stuck"`) {
 		t.Fatalf("error = %v, want a deadline error naming hook stuck", err)
 	}
@@ -376,7 +376,7 @@ func TestRunRejectsMalformedObjects(t *testing.T) {
 	reg := hooks.NewRegistry(nil)
 	reg.MustRegister(labelHook{"l", "a", "b"})
 	for _, raw := range []string{`{`, `[]`, `{"metadata":{"labels":"notamap"}}`} {
-		_, err := reg.Run(t.Context(), podGVK, hooks.CreatePhysical, []byte(raw))
+		_, err := reg.Mutate(t.Context(), podGVK, hooks.CreatePhysical, []byte(raw))
 		var decodeErr *hooks.DecodeError
 		if !errors.As(err, &decodeErr) || hooks.StatusCode(err) != 400 {
 			t.Errorf("Run(%s) error = %v, want a DecodeError (400)", raw, err)
@@ -397,7 +397,7 @@ func TestRunOnACustomResourceAsUnstructured(t *testing.T) {
 		},
 	}})
 	raw := []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"hostOnly":"x","size":3}}`)
-	out, err := reg.Run(t.Context(), gvk, hooks.GetPhysical, raw)
+	out, err := reg.Mutate(t.Context(), gvk, hooks.GetPhysical, raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,23 +419,23 @@ func TestStuckHooksHoldTheirSlotsAndNewWorkIsRefusedNotQueued(t *testing.T) {
 	release := make(chan struct{})
 	var running sync.WaitGroup
 	reg := hooks.NewRegistry(nil)
-	reg.SetMaxConcurrent(2)
 	reg.MustRegister(podHook("stuck", func(_ context.Context, o client.Object) (client.Object, error) {
 		defer running.Done()
 		<-release
 		return o, nil
 	}))
+	runner := hooks.NewRunner(reg, hooks.RunnerOptions{MaxConcurrent: 2})
 	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`)
 	for range 2 {
 		running.Add(1)
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-		_, err := reg.Run(ctx, podGVK, hooks.CreatePhysical, raw)
+		_, err := runner.Mutate(ctx, podGVK, hooks.CreatePhysical, raw)
 		cancel()
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("stuck hook: %v", err)
 		}
 	}
-	_, err := reg.Run(t.Context(), podGVK, hooks.CreatePhysical, raw)
+	_, err := runner.Mutate(t.Context(), podGVK, hooks.CreatePhysical, raw)
 	if !errors.Is(err, hooks.ErrOverloaded) || hooks.StatusCode(err) != 429 {
 		t.Fatalf("third run with two stuck hooks: %v, want ErrOverloaded (429)", err)
 	}
@@ -443,7 +443,7 @@ func TestStuckHooksHoldTheirSlotsAndNewWorkIsRefusedNotQueued(t *testing.T) {
 	running.Wait()
 	for i := 0; ; i++ { // the slot is freed right after the hook's goroutine returns
 		running.Add(1)
-		_, err = reg.Run(t.Context(), podGVK, hooks.CreatePhysical, raw)
+		_, err = runner.Mutate(t.Context(), podGVK, hooks.CreatePhysical, raw)
 		if err == nil || i > 100 {
 			break
 		}
@@ -474,9 +474,8 @@ func (o *countingObserver) ObserveHook(hook string, _ hooks.HookType, _ schema.G
 func TestObserverSeesEveryHookCall(t *testing.T) {
 	obs := &countingObserver{calls: map[string]int{}}
 	reg := hooks.NewRegistry(nil)
-	reg.SetObserver(obs)
 	reg.MustRegister(labelHook{"a", "k", "v"}, podHook("panics", func(context.Context, client.Object) (client.Object, error) { panic("x") }))
-	_, err := reg.Run(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
+	_, err := hooks.NewRunner(reg, hooks.RunnerOptions{Observer: obs}).Mutate(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -487,7 +486,6 @@ func TestObserverSeesEveryHookCall(t *testing.T) {
 
 func TestAHookThatRespectsItsOwnDeadlineFailsTheChainEarly(t *testing.T) {
 	reg := hooks.NewRegistry(nil)
-	reg.SetHookTimeout(20 * time.Millisecond)
 	reg.MustRegister(podHook("slow", func(ctx context.Context, o client.Object) (client.Object, error) {
 		select {
 		case <-ctx.Done():
@@ -497,7 +495,7 @@ func TestAHookThatRespectsItsOwnDeadlineFailsTheChainEarly(t *testing.T) {
 		}
 	}))
 	start := time.Now()
-	_, err := reg.Run(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
+	_, err := hooks.NewRunner(reg, hooks.RunnerOptions{HookTimeout: 20 * time.Millisecond}).Mutate(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `hook "slow"`) || hooks.StatusCode(err) != 504 {
 		t.Fatalf("error = %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
@@ -96,7 +97,7 @@ func (e *ItemError) Unwrap() error { return e.Err }
 //
 // Result.Hooks counts hook calls (chain length × items); Result.Operations counts the
 // operations of the combined patch.
-func (r *Registry) runList(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
+func (r *Registry) runList(ctx context.Context, rn *Runner, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
 	itemGVK, _ := ListItemGVK(gvk)
 	items, err := listItems(raw)
 	if err != nil {
@@ -106,6 +107,15 @@ func (r *Registry) runList(ctx context.Context, gvk schema.GroupVersionKind, t H
 		ops   []patch.Operation
 		hooks int
 	}
+	// The whole list is one request: one slot of the Runner, held until every item's hooks
+	// have returned (also hooks abandoned at the deadline).
+	release, ok := rn.acquire()
+	if !ok {
+		return Result{}, fmt.Errorf("%s: %w", gvk.Kind, ErrOverloaded)
+	}
+	var pending sync.WaitGroup
+	itemRunner := &Runner{reg: rn.reg, hookTimeout: rn.hookTimeout, observer: rn.observer, pending: &pending}
+	defer func() { go func() { pending.Wait(); release() }() }()
 	results := make([]itemResult, len(items))
 	err = parallel.For(len(items), func(i int) error {
 		item := items[i]
@@ -124,7 +134,7 @@ func (r *Registry) runList(ctx context.Context, gvk schema.GroupVersionKind, t H
 				Err: &DecodeError{GVK: itemGVK, Err: err},
 			}
 		}
-		ops, n, _, err := r.runOps(ctx, itemGVK, t, item)
+		ops, n, _, err := r.runOps(ctx, itemRunner, itemGVK, t, item)
 		if err != nil {
 			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: err}
 		}

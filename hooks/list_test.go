@@ -64,7 +64,7 @@ func TestRunOnAListPatchesEveryItemUnderItsIndex(t *testing.T) {
 		`{"metadata":{"name":"a","namespace":"ns","labels":{"host":"x","app":"a"}}},` +
 		`{"metadata":{"name":"b","namespace":"ns","labels":{"app":"b"}}},` +
 		`{"metadata":{"name":"c","namespace":"ns","labels":{"host":"y"}}}]}`)
-	res, err := reg.Run(t.Context(), podListGVK, hooks.GetPhysical, raw)
+	res, err := reg.Mutate(t.Context(), podListGVK, hooks.GetPhysical, raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestRunOnAListKeepsWhatTheTypesDoNotKnow(t *testing.T) {
 	raw := []byte(`{"apiVersion":"v1","kind":"PodList","listFuture":{"x":1},"metadata":{},"items":[` +
 		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","futureMeta":12345678901234567890,"labels":{"host":"x","app":"a"}},` +
 		`"spec":{"futureField":"keep","containers":[{"name":"c","image":"i","futureContainerField":true}]}}]}`)
-	res, err := reg.Run(t.Context(), podListGVK, hooks.GetPhysical, raw)
+	res, err := reg.Mutate(t.Context(), podListGVK, hooks.GetPhysical, raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestRunOnAListOfUnstructuredItemsWithoutKind(t *testing.T) {
 	))
 	// Items as the API server lists them: without apiVersion and kind; and a large integer.
 	raw := []byte(`{"apiVersion":"example.com/v1","kind":"WidgetList","items":[{"metadata":{"name":"w"},"spec":{"big":12345678901234567890}}, {}]}`)
-	out, err := reg.Run(t.Context(), gvk.GroupVersion().WithKind("WidgetList"), hooks.GetVirtual, raw)
+	out, err := reg.Mutate(t.Context(), gvk.GroupVersion().WithKind("WidgetList"), hooks.GetVirtual, raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestRunOnAListFailsTheWholeBatchNamingTheItem(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := listRegistry(t, tc.hook)
-			res, err := reg.Run(t.Context(), podListGVK, hooks.GetPhysical, []byte(tc.raw))
+			res, err := reg.Mutate(t.Context(), podListGVK, hooks.GetPhysical, []byte(tc.raw))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
 			}
@@ -246,7 +246,7 @@ func TestRunOnAListReportsTheLowestFailingItem(t *testing.T) {
 	}
 	raw := []byte(`{"items":[` + strings.Join(items, ",") + `]}`)
 	for range 5 {
-		_, err := reg.Run(t.Context(), podListGVK, hooks.GetPhysical, raw)
+		_, err := reg.Mutate(t.Context(), podListGVK, hooks.GetPhysical, raw)
 		var itemErr *hooks.ItemError
 		if !errors.As(err, &itemErr) || itemErr.Index != 7 || itemErr.Name != "pod-7" {
 			t.Fatalf("error = %v, want items[7] (pod-7)", err)
@@ -268,7 +268,7 @@ func TestRunOnAListSharesOneDeadline(t *testing.T) {
 	defer cancel()
 	// Items run GOMAXPROCS at a time: enough of them that the rounds outlast the deadline.
 	raw := []byte(`{"items":[{}` + strings.Repeat(`,{}`, 3*runtime.GOMAXPROCS(0)) + `]}`)
-	_, err := reg.Run(ctx, podListGVK, hooks.GetPhysical, raw)
+	_, err := reg.Mutate(ctx, podListGVK, hooks.GetPhysical, raw)
 	var itemErr *hooks.ItemError
 	if !errors.As(err, &itemErr) || itemErr.Index < 1 || hooks.StatusCode(err) != 504 {
 		t.Fatalf("error = %v, want a deadline (504) on a later item", err)
@@ -291,7 +291,7 @@ func TestRunOnAListWithNothingToDo(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+" gives no patch", func(t *testing.T) {
-			res, err := reg.Run(t.Context(), tc.gvk, tc.typ, []byte(tc.raw))
+			res, err := reg.Mutate(t.Context(), tc.gvk, tc.typ, []byte(tc.raw))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -347,11 +347,37 @@ func TestAKindNamedLikeAListWithItsOwnHooksIsNotABatch(t *testing.T) {
 	reg := listRegistry(t,
 		hooks.NewFunc("shopping-list", res, []hooks.HookType{hooks.CreatePhysical}, mark),
 		hooks.NewFunc("shopping", item, []hooks.HookType{hooks.CreatePhysical}, mark))
-	out, err := reg.Run(t.Context(), gvk, hooks.CreatePhysical, []byte(`{"apiVersion":"example.com/v1","kind":"ShoppingList","metadata":{"name":"s"},"items":[{}]}`))
+	out, err := reg.Mutate(t.Context(), gvk, hooks.CreatePhysical, []byte(`{"apiVersion":"example.com/v1","kind":"ShoppingList","metadata":{"name":"s"},"items":[{}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(out.Patch) != `[{"op":"add","path":"/metadata/labels","value":{"by":"ShoppingList"}}]` {
 		t.Errorf("patch = %s, want the ShoppingList chain on the object itself", out.Patch)
+	}
+}
+
+func TestABatchedListTakesOneConcurrencySlot(t *testing.T) {
+	entered, release := make(chan struct{}, 16), make(chan struct{})
+	reg := listRegistry(t, hooks.NewFunc("wait", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
+		entered <- struct{}{}
+		<-release
+		return o, nil
+	}))
+	runner := hooks.NewRunner(reg, hooks.RunnerOptions{MaxConcurrent: 1})
+	raw := []byte(`{"apiVersion":"v1","kind":"PodList","items":[` +
+		`{"metadata":{"name":"a"}},{"metadata":{"name":"b"}},{"metadata":{"name":"c"}},{"metadata":{"name":"d"}}]}`)
+	done := make(chan error, 1)
+	go func() {
+		_, err := runner.Mutate(context.Background(), podListGVK, hooks.GetPhysical, raw)
+		done <- err
+	}()
+	<-entered // the list holds the one slot, its items running
+	_, err := runner.Mutate(t.Context(), podGVK, hooks.GetPhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
+	if !errors.Is(err, hooks.ErrOverloaded) {
+		t.Errorf("a single pod while the list runs: %v, want ErrOverloaded", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the list with every item sharing its one slot: %v", err)
 	}
 }

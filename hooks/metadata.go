@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -174,13 +175,13 @@ func offset(doc, sub []byte) int {
 
 // runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
 // operations on raw, the merge answer (see Result.MergeObject) and the number of hooks run.
-func (c *chain) runMetadata(ctx context.Context, raw []byte) ([]patch.Operation, []byte, error) {
+func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte) ([]patch.Operation, []byte, error) {
 	doc, err := c.parseMetadata(raw)
 	if err != nil {
 		return nil, nil, err
 	}
 	m := &Metadata{Namespace: doc.namespace, Labels: maps.Clone(doc.maps[0].value), Annotations: maps.Clone(doc.maps[1].value)}
-	release, ok := c.reg.acquire()
+	release, ok := rn.acquire()
 	if !ok {
 		return nil, nil, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
 	}
@@ -189,7 +190,15 @@ func (c *chain) runMetadata(ctx context.Context, raw []byte) ([]patch.Operation,
 		if err := ctx.Err(); err != nil {
 			return nil, nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
 		}
-		if err := callMetadata(ctx, h.meta, m); err != nil {
+		var start time.Time
+		if rn.observer != nil {
+			start = time.Now()
+		}
+		err := callMetadata(ctx, h.meta, m)
+		if rn.observer != nil {
+			rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
+		}
+		if err != nil {
 			return nil, nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
 		}
 	}

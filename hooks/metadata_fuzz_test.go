@@ -78,8 +78,8 @@ func FuzzMetadataPath(f *testing.F) {
 	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		for ht := range chains {
-			want, werr := typed.Run(context.Background(), gvk, ht, raw)
-			got, gerr := fast.Run(context.Background(), gvk, ht, raw)
+			want, werr := typed.Mutate(context.Background(), gvk, ht, raw)
+			got, gerr := fast.Mutate(context.Background(), gvk, ht, raw)
 			if gerr != nil {
 				var de *hooks.DecodeError
 				if !errors.As(gerr, &de) || werr == nil {
@@ -102,7 +102,7 @@ func FuzzMetadataPath(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := fast.Run(context.Background(), gvk, ht, canonical)
+			res, err := fast.Mutate(context.Background(), gvk, ht, canonical)
 			if err != nil {
 				t.Fatalf("%s: canonical %s: %v", ht, canonical, err)
 			}

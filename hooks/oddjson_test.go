@@ -81,7 +81,7 @@ func TestOddJSONRoundTripsExactly(t *testing.T) {
 	)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := reg.Run(t.Context(), tc.gvk, hooks.CreatePhysical, []byte(tc.raw))
+			res, err := reg.Mutate(t.Context(), tc.gvk, hooks.CreatePhysical, []byte(tc.raw))
 			if err != nil {
 				t.Fatal(err)
 			}

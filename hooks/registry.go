@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,52 +23,15 @@ type Key struct {
 // String returns "<group/version>, Kind=<kind> <type>", for logs and errors.
 func (k Key) String() string { return k.GVK.String() + " " + string(k.Type) }
 
-// Registry holds every registered hook, keyed by (GVK, HookType), in registration order.
-// Register all hooks before the first Run; after that a Registry is read-only and safe for
-// concurrent use.
+// Registry holds every registered hook, keyed by (GVK, HookType), in registration order: what
+// runs, not how. It is built once (Register every hook, then hand it to NewRunner) and is
+// read-only and safe for concurrent use from then on. A Runner executes its chains.
 type Registry struct {
 	scheme *runtime.Scheme
 	names  map[string]bool
 	chains map[Key]*chain
 	gvks   []schema.GroupVersionKind // in order of first registration, for Capabilities
-
-	slots       chan struct{} // nil: unlimited; see SetMaxConcurrent
-	observer    Observer
-	hookTimeout time.Duration
 }
-
-// Observer is told about every hook call, for metrics and for noticing a hook that keeps
-// failing. ObserveHook runs on the hook's goroutine right after the hook returns (also for a
-// hook abandoned at its deadline, when it finally returns); err is the hook's error, a
-// *PanicError, or nil. It must be safe for concurrent use and fast.
-type Observer interface {
-	ObserveHook(hook string, t HookType, gvk schema.GroupVersionKind, d time.Duration, err error)
-}
-
-// ErrOverloaded is returned by Run when SetMaxConcurrent chains are already running; transports
-// answer it with 429 (HTTP) or ResourceExhausted (gRPC). The request did not run any hook.
-var ErrOverloaded = errors.New("too many hook chains running; retry later")
-
-// SetMaxConcurrent bounds how many hook chains run at once to n (n <= 0: unlimited, the
-// default). A chain abandoned at its deadline keeps its slot until its hook really returns, so
-// hooks that never return cannot pile up goroutines: once every slot is held, Run returns
-// ErrOverloaded at once. Call it before the first Run.
-func (r *Registry) SetMaxConcurrent(n int) {
-	r.slots = nil
-	if n > 0 {
-		r.slots = make(chan struct{}, n)
-	}
-}
-
-// SetHookTimeout gives every hook call its own deadline of d (d <= 0: none, the default),
-// within the chain-wide budget of the request's context: a hook's context ends at whichever
-// comes first. A hook that returns its context's error fails the chain with a deadline error; a
-// hook that ignores its context is abandoned when the request's context ends. Call it before
-// the first Run.
-func (r *Registry) SetHookTimeout(d time.Duration) { r.hookTimeout = d }
-
-// SetObserver sets the Observer of every hook call (nil: none). Call it before the first Run.
-func (r *Registry) SetObserver(o Observer) { r.observer = o }
 
 // namedFunc is one link of a chain.
 type namedFunc struct {
@@ -82,7 +44,6 @@ type namedFunc struct {
 // chain is the ordered list of hooks for one Key, with what it takes to decode the object once.
 type chain struct {
 	key   Key
-	reg   *Registry
 	hooks []namedFunc
 	// newObject returns an empty object to decode into: the scheme's typed object for known
 	// kinds, an *unstructured.Unstructured for the rest.
@@ -147,7 +108,7 @@ func (r *Registry) Register(h ClientHook) error {
 		key := Key{GVK: gvk, Type: e.typ}
 		c := r.chains[key]
 		if c == nil {
-			c = &chain{key: key, reg: r, newObject: func() client.Object { return r.NewObject(gvk) }}
+			c = &chain{key: key, newObject: func() client.Object { return r.NewObject(gvk) }}
 			r.chains[key] = c
 		}
 		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn, meta: meta})

@@ -104,7 +104,7 @@ type FuncHook interface {
 }
 
 // hookTypeTable is the one table that maps every hook type to its interface. Both discovery
-// (Registry.Register) and execution (Registry.Run) go through it; AllHookTypes is its order.
+// (Registry.Register) and execution (Runner.Mutate) go through it; AllHookTypes is its order.
 var hookTypeTable = [...]struct {
 	typ  HookType
 	bind func(ClientHook) MutateFunc

@@ -62,8 +62,8 @@ func init() {
 	crmetrics.Registry.MustRegister(requests, requestDuration, hookDuration, hookFailures, patchOps, guardRejections, inflight, certExpiry)
 }
 
-// Recorder records requests and hook calls for one registry. It implements hooks.Observer;
-// install it with reg.SetObserver. The zero value is not usable: use New.
+// Recorder records requests and hook calls for one registry. It implements hooks.Observer:
+// attach it explicitly with hooks.RunnerOptions.Observer. The zero value is not usable: use New.
 type Recorder struct {
 	gvks map[schema.GroupVersionKind]string // label of every GVK the registry serves
 	log  logr.Logger
@@ -72,14 +72,14 @@ type Recorder struct {
 	failing map[string]int // consecutive failures per hook
 }
 
-// New returns a Recorder for reg that logs failing hooks to log, and installs it as reg's
-// Observer. reg must have all its hooks: the GVK labels are taken from it once.
+// New returns a Recorder for reg that logs failing hooks to log. reg must have all its hooks:
+// the GVK labels are taken from it once. It records hook calls only where it is a Runner's
+// Observer.
 func New(reg *hooks.Registry, log logr.Logger) *Recorder {
 	r := &Recorder{gvks: map[schema.GroupVersionKind]string{}, log: log, failing: map[string]int{}}
 	for _, k := range reg.Keys() {
 		r.gvks[k.GVK] = k.GVK.GroupVersion().String() + "/" + k.GVK.Kind
 	}
-	reg.SetObserver(r)
 	return r
 }
 

@@ -35,11 +35,12 @@ func TestRecorderCountsRequestsHooksAndFailingHooks(t *testing.T) {
 	var n int
 	reg.MustRegister(failing{&n})
 	rec := metrics.New(reg, logs.Logger())
+	runner := hooks.NewRunner(reg, hooks.RunnerOptions{Observer: rec})
 	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
 	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`)
 	for range metrics.FailingHookThreshold {
 		done := rec.Start(metrics.TransportAdmission, hooks.CreatePhysical, gvk, time.Now())
-		res, err := reg.Run(t.Context(), gvk, hooks.CreatePhysical, raw)
+		res, err := runner.Mutate(t.Context(), gvk, hooks.CreatePhysical, raw)
 		done(res, err)
 	}
 	done := rec.Start(metrics.TransportGRPC, hooks.CreatePhysical, corev1.SchemeGroupVersion.WithKind("Secret"), time.Now())

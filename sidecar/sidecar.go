@@ -126,13 +126,12 @@ func Serve(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	reg.SetMaxConcurrent(opts.MaxConcurrentHooks)
-	reg.SetHookTimeout(opts.HookTimeout)
 	rec := metrics.New(reg, log.WithName("hooks"))
+	runner := hooks.NewRunner(reg, hooks.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec})
 	opts.Bridge.Metrics = rec
 	var plugin *bridge.Bridge
 	if opts.Bridge.Address != "" {
-		if plugin, err = newBridge(reg, opts.Bridge, opts.Webhook, log); err != nil {
+		if plugin, err = newBridge(runner, opts.Bridge, opts.Webhook, log); err != nil {
 			return err
 		}
 	}
@@ -170,7 +169,7 @@ func Serve(ctx context.Context, opts Options) error {
 	if !wopts.DisableTCP {
 		g.Go(func() error { watchCertExpiry(ctx, wopts.CertFile, log); return nil })
 	}
-	srv, err := webhook.NewServer(reg, wopts)
+	srv, err := webhook.NewServer(runner, wopts)
 	if err != nil {
 		return err
 	}
@@ -182,9 +181,9 @@ func Serve(ctx context.Context, opts Options) error {
 	return g.Wait()
 }
 
-// newBridge returns the vcluster plugin bridge for reg, with the request limits of the
+// newBridge returns the vcluster plugin bridge for runner, with the request limits of the
 // webhook where bopts leaves them unset.
-func newBridge(reg *hooks.Registry, bopts bridge.Options, wopts webhook.Options, log logr.Logger) (*bridge.Bridge, error) {
+func newBridge(runner *hooks.Runner, bopts bridge.Options, wopts webhook.Options, log logr.Logger) (*bridge.Bridge, error) {
 	if bopts.RequestTimeout <= 0 {
 		bopts.RequestTimeout = wopts.RequestTimeout
 	}
@@ -192,7 +191,7 @@ func newBridge(reg *hooks.Registry, bopts bridge.Options, wopts webhook.Options,
 		bopts.MaxMessageBytes = int(wopts.MaxRequestBytes)
 	}
 	bopts.Log = log.WithName("bridge")
-	b, err := bridge.New(reg, bopts)
+	b, err := bridge.New(runner, bopts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -216,7 +215,7 @@ func Mutate(ctx context.Context, reg *hooks.Registry, hookType hooks.HookType, o
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := reg.Run(ctx, gvk, hookType, objectJSON)
+	res, err := reg.Mutate(ctx, gvk, hookType, objectJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -257,9 +256,8 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	reg.SetMaxConcurrent(opts.MaxConcurrentHooks)
-	reg.SetHookTimeout(opts.HookTimeout)
-	srv, err := bridgev2.New(reg, bridgev2.Options{
+	runner := hooks.NewRunner(reg, hooks.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout})
+	srv, err := bridgev2.New(runner, bridgev2.Options{
 		RequestTimeout:  opts.Webhook.RequestTimeout,
 		MaxMessageBytes: int(opts.Webhook.MaxRequestBytes),
 		Log:             opts.Log.WithName("pluginv2"),

@@ -66,7 +66,7 @@ func BenchmarkTransport(b *testing.B) {
 		o.GetLabels()["synchook.io/hooked"] = "true"
 		return o, nil
 	}))
-	s, err := webhook.NewServer(reg, webhook.Options{})
+	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func BenchmarkTransport(b *testing.B) {
 	})
 	b.Run("unix-admission", func(b *testing.B) {
 		sock := filepath.Join(b.TempDir(), "s.sock")
-		us, err := webhook.NewServer(reg, webhook.Options{SocketPath: sock, DisableTCP: true, ProbeBindAddress: "0"})
+		us, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{SocketPath: sock, DisableTCP: true, ProbeBindAddress: "0"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -20,7 +20,7 @@
 //	HTTP 404  unknown hook type in the path (the message lists the valid ones)
 //	HTTP 405  not a POST
 //	HTTP 413  the body is larger than Options.MaxRequestBytes; it is not read further
-//	HTTP 429  every hook-chain slot is busy (hooks.Registry.SetMaxConcurrent); Retry-After: 1
+//	HTTP 429  every hook-chain slot is busy (hooks.RunnerOptions.MaxConcurrent); Retry-After: 1
 //
 // The package does not create certificates (see package certs) and does not decide what a
 // caller does when the sidecar fails (that is the caller's failure policy).

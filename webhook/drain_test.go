@@ -39,7 +39,7 @@ func TestShutdownFinishesInFlightRequests(t *testing.T) {
 		return addLabel(ctx, o)
 	}))
 	port := testenv.FreePort(t)
-	s, err := webhook.NewServer(reg, webhook.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port), ProbeBindAddress: "0", CertFile: ca.CertFile(), KeyFile: ca.KeyFile()})
+	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port), ProbeBindAddress: "0", CertFile: ca.CertFile(), KeyFile: ca.KeyFile()})
 	if err != nil {
 		t.Fatal(err)
 	}

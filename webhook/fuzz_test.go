@@ -24,7 +24,7 @@ func FuzzAdmissionReview(f *testing.F) {
 	f.Add([]byte(`null`))
 	reg := hooks.NewRegistry(nil)
 	reg.MustRegister(testHook("labels", addLabel))
-	s, err := webhook.NewServer(reg, webhook.Options{MaxRequestBytes: 1 << 16})
+	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{MaxRequestBytes: 1 << 16})
 	if err != nil {
 		f.Fatal(err)
 	}

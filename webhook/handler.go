@@ -65,7 +65,7 @@ func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		done := m.Start(metrics.TransportAdmission, hookType, gvk, start)
 		defer func() { done(res, runErr) }()
 	}
-	res, runErr = h.s.registry.Run(ctx, gvk, hookType, object)
+	res, runErr = h.s.runner.Mutate(ctx, gvk, hookType, object)
 	if errors.Is(runErr, hooks.ErrOverloaded) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, runErr.Error(), http.StatusTooManyRequests)

@@ -33,7 +33,7 @@ func newTestServer(t *testing.T, opts webhook.Options, hs ...hooks.ClientHook) *
 	t.Helper()
 	reg := hooks.NewRegistry(nil)
 	reg.MustRegister(hs...)
-	s, err := webhook.NewServer(reg, opts)
+	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestCertificateRotationUnderLoadDropsNoRequest(t *testing.T) {
 	reg := hooks.NewRegistry(nil)
 	reg.MustRegister(testHook("labels", addLabel))
 	port := testenv.FreePort(t)
-	s, err := webhook.NewServer(reg, webhook.Options{
+	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{
 		BindAddress: fmt.Sprintf("127.0.0.1:%d", port), ProbeBindAddress: "0", CertFile: ca.CertFile(), KeyFile: ca.KeyFile(),
 	})
 	if err != nil {

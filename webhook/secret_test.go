@@ -54,7 +54,7 @@ func TestSecretDataAppearsInNoOutput(t *testing.T) {
 		}),
 	)
 	rec := metrics.New(reg, logs.Logger())
-	s, err := webhook.NewServer(reg, webhook.Options{Log: logs.Logger(), Metrics: rec})
+	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{Observer: rec}), webhook.Options{Log: logs.Logger(), Metrics: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

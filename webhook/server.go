@@ -89,20 +89,20 @@ func (o *Options) setDefaults() {
 // Server serves one hooks.Registry. Create it with NewServer; the Registry must not change
 // after that.
 type Server struct {
-	opts     Options
-	registry *hooks.Registry
-	caps     []byte
-	mux      *http.ServeMux
+	opts   Options
+	runner *hooks.Runner
+	caps   []byte
+	mux    *http.ServeMux
 }
 
-// NewServer returns a Server for reg with opts (defaults applied).
-func NewServer(reg *hooks.Registry, opts Options) (*Server, error) {
+// NewServer returns a Server that runs requests with runner, with opts (defaults applied).
+func NewServer(runner *hooks.Runner, opts Options) (*Server, error) {
 	opts.setDefaults()
-	caps, err := marshalCapabilities(reg)
+	caps, err := marshalCapabilities(runner.Registry())
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, registry: reg, caps: caps, mux: http.NewServeMux()}
+	s := &Server{opts: opts, runner: runner, caps: caps, mux: http.NewServeMux()}
 	s.mux.Handle("/mutate/", &mutateHandler{s: s})
 	s.mux.HandleFunc("/capabilities", s.serveCapabilities)
 	registerHealth(s.mux)

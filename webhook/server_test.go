@@ -20,7 +20,7 @@ func TestUnixSocketServesPlainHTTPWithMode0600(t *testing.T) {
 	os.WriteFile(sock, nil, 0o600) // a regular file in the way is refused, not removed
 	reg := hooks.NewRegistry(nil)
 	reg.MustRegister(testHook("labels", addLabel))
-	s, err := webhook.NewServer(reg, webhook.Options{SocketPath: sock, DisableTCP: true, ProbeBindAddress: "0"})
+	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{SocketPath: sock, DisableTCP: true, ProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func TestTLSRequiresModernVersionsAndAClientCertificateWhenConfigured(t *testing
 	reg := hooks.NewRegistry(nil)
 	reg.MustRegister(testHook("labels", addLabel))
 	port := testenv.FreePort(t)
-	s, err := webhook.NewServer(reg, webhook.Options{
+	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{
 		BindAddress: fmt.Sprintf("127.0.0.1:%d", port), ProbeBindAddress: "0",
 		CertFile: ca.CertFile(), KeyFile: ca.KeyFile(), ClientCAFile: filepath.Join(dir, "client-ca.crt"),
 	})

@@ -1,0 +1,352 @@
+package vcluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v2 "github.com/loft-sh/vcluster/pkg/plugin/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// benchCallers is the number of concurrent MutateObject callers of the parallel benchmarks,
+// the syncer's worker goroutines.
+const benchCallers = 16
+
+// benchPlugin is one plugin of the benchmark, loaded by its own manager.
+type benchPlugin struct {
+	name string
+	spec func(tb testing.TB) pluginSpec
+	// label is a label the plugin adds to benchPod, checked once before timing.
+	label string
+}
+
+// benchPlugins are synchook (config: synchookConfig, whose pod hook adds a label and an
+// annotation on CreatePhysical), the sdk-style reference (decode into *corev1.Pod, set one
+// label, encode) and the echo floor (answers the object back).
+var benchPlugins = []benchPlugin{
+	{name: "synchook", spec: func(tb testing.TB) pluginSpec { return synchookPlugin(tb, synchookConfig) }, label: "vcluster.example.com/tenant"},
+	{name: "sdk-style", spec: func(tb testing.TB) pluginSpec { return pluginSpec{Dir: binSDK, Binary: binary(tb, binSDK)} }, label: "vcluster.example.com/tenant"},
+	{name: "echo", spec: func(tb testing.TB) pluginSpec { return pluginSpec{Dir: binEcho, Binary: binary(tb, binEcho)} }},
+}
+
+// BenchmarkV2MutatePod measures vcluster's plugin v2 manager calling MutateObject
+// (CreatePhysical) on a ~5 KiB pod, each call on a fresh deep copy: the syncer's cost per
+// object written to the host, for synchook and the reference plugins, with one caller and with
+// benchCallers concurrent callers. ops/s is reported; compare the plugins within one run.
+func BenchmarkV2MutatePod(b *testing.B) {
+	pod := benchPod()
+	for _, p := range benchPlugins {
+		b.Run(p.name, func(b *testing.B) {
+			m := mustStartManager(b.Context(), b, p.spec(b))
+			checkBenchPlugin(b.Context(), b, m, p, pod)
+
+			b.Run("sequential", func(b *testing.B) {
+				ctx := b.Context()
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := m.MutateObject(ctx, pod.DeepCopy(), createPhysical, scheme.Scheme); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+			})
+
+			b.Run(strconv.Itoa(benchCallers)+"-callers", func(b *testing.B) {
+				ctx := b.Context()
+				b.ReportAllocs()
+				b.SetParallelism(parallelismFor(benchCallers))
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := m.MutateObject(ctx, pod.DeepCopy(), createPhysical, scheme.Scheme); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+			})
+		})
+	}
+}
+
+// BenchmarkV2ManagerJSON is the part of MutateObject that is the manager's own work, without
+// a plugin: json.Marshal of the object and json.Unmarshal of the answer into it (the answer
+// here is the object's own encoding, as the echo plugin sends back). BenchmarkV2MutatePod's
+// echo minus this is vcluster's gRPC round trip.
+func BenchmarkV2ManagerJSON(b *testing.B) {
+	pod := benchPod()
+	b.ReportAllocs()
+	for b.Loop() {
+		obj := pod.DeepCopy()
+		encoded, err := json.Marshal(obj)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := json.Unmarshal(encoded, obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
+// parallelismFor returns the b.SetParallelism value that makes RunParallel start at least n
+// goroutines (exactly n when GOMAXPROCS divides n, as with 2 cores).
+func parallelismFor(n int) int {
+	procs := runtime.GOMAXPROCS(0)
+	return max(1, (n+procs-1)/procs)
+}
+
+// checkBenchPlugin makes one call outside the timing and checks that the plugin did its work.
+func checkBenchPlugin(ctx context.Context, tb testing.TB, m *v2.Manager, p benchPlugin, pod *corev1.Pod) {
+	tb.Helper()
+	got := pod.DeepCopy()
+	if err := m.MutateObject(ctx, got, createPhysical, scheme.Scheme); err != nil {
+		tb.Fatalf("%s: MutateObject: %v", p.name, err)
+	}
+	if p.label != "" && got.Labels[p.label] == "" {
+		tb.Fatalf("%s: label %s not set: %v", p.name, p.label, got.Labels)
+	}
+}
+
+// TestV2Throughput runs the benchmark's plugins interleaved in short slices, so that they see
+// the same machine conditions, and logs ops/s and the ratios synchook/sdk-style and
+// echo/sdk-style, with one caller and with benchCallers callers. It never asserts timings.
+//
+//	SYNCHOOK_BENCH=1 [SYNCHOOK_BENCH_SECONDS=6] go test -run TestV2Throughput -v
+func TestV2Throughput(t *testing.T) {
+	if os.Getenv("SYNCHOOK_BENCH") != "1" {
+		t.Skip("set SYNCHOOK_BENCH=1 to measure throughput")
+	}
+	perPlugin := 6 * time.Second // per plugin and mode
+	if s := os.Getenv("SYNCHOOK_BENCH_SECONDS"); s != "" {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || f <= 0 {
+			t.Fatalf("SYNCHOOK_BENCH_SECONDS=%q: want a positive number", s)
+		}
+		perPlugin = time.Duration(f * float64(time.Second))
+	}
+	const slice = 250 * time.Millisecond
+
+	ctx := t.Context()
+	pod := benchPod()
+	t.Logf("pod: %d bytes of JSON; GOMAXPROCS %d; %s per plugin and mode in %s slices", len(mustJSON(t, pod)), runtime.GOMAXPROCS(0), perPlugin, slice)
+	managers := make([]*v2.Manager, len(benchPlugins))
+	for i, p := range benchPlugins {
+		managers[i] = mustStartManager(ctx, t, p.spec(t))
+		checkBenchPlugin(ctx, t, managers[i], p, pod)
+	}
+
+	var report strings.Builder
+	for _, callers := range []int{1, benchCallers} {
+		ops := make([]int64, len(benchPlugins))
+		elapsed := make([]time.Duration, len(benchPlugins))
+		// warm up every plugin (connections, the plugins' and our caches) untimed
+		for i := range benchPlugins {
+			if _, _, err := runSlice(ctx, managers[i], pod, callers, slice); err != nil {
+				t.Fatalf("%s: %v", benchPlugins[i].name, err)
+			}
+		}
+		rounds := max(1, int(perPlugin/slice))
+		for r := range rounds {
+			for k := range benchPlugins {
+				i := (r + k) % len(benchPlugins) // rotate who goes first
+				n, d, err := runSlice(ctx, managers[i], pod, callers, slice)
+				if err != nil {
+					t.Fatalf("%s: %v", benchPlugins[i].name, err)
+				}
+				ops[i] += n
+				elapsed[i] += d
+			}
+		}
+		rate := make(map[string]float64, len(benchPlugins))
+		for i, p := range benchPlugins {
+			rate[p.name] = float64(ops[i]) / elapsed[i].Seconds()
+		}
+		fmt.Fprintf(&report, "\n%2d caller(s): synchook %8.0f ops/s   sdk-style %8.0f ops/s   echo %8.0f ops/s   synchook/sdk %.2f   echo/sdk %.2f",
+			callers, rate["synchook"], rate["sdk-style"], rate["echo"],
+			rate["synchook"]/rate["sdk-style"], rate["echo"]/rate["sdk-style"])
+	}
+	t.Log(report.String())
+}
+
+// runSlice calls MutateObject from callers goroutines for d and returns the calls made and
+// the time they took.
+func runSlice(ctx context.Context, m *v2.Manager, pod *corev1.Pod, callers int, d time.Duration) (int64, time.Duration, error) {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		total int64
+		first error
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for range callers {
+		wg.Go(func() {
+			var n int64
+			var err error
+			for time.Now().Before(deadline) {
+				if err = m.MutateObject(ctx, pod.DeepCopy(), createPhysical, scheme.Scheme); err != nil {
+					break
+				}
+				n++
+			}
+			mu.Lock()
+			total += n
+			if first == nil {
+				first = err
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return total, time.Since(start), first
+}
+
+// benchPod returns a realistic pod as the syncer writes it to the host, about 5 KiB of JSON:
+// many labels and annotations, two containers with env, resources and probes, volumes, and a
+// status with conditions.
+func benchPod() *corev1.Pod {
+	labels := map[string]string{
+		"app.kubernetes.io/name":       "checkout",
+		"app.kubernetes.io/instance":   "checkout-prod",
+		"app.kubernetes.io/version":    "4.12.3",
+		"app.kubernetes.io/component":  "api",
+		"app.kubernetes.io/part-of":    "shop",
+		"app.kubernetes.io/managed-by": "helm",
+		"pod-template-hash":            "7d9f8b6c5d",
+		"vcluster.loft.sh/namespace":   "shop",
+		"vcluster.loft.sh/managed-by":  "e2e",
+		"team":                         "payments",
+		"tier":                         "backend",
+		"environment":                  "production",
+	}
+	annotations := map[string]string{
+		"vcluster.loft.sh/object-name":      "checkout-7d9f8b6c5d-x2kqp",
+		"vcluster.loft.sh/object-namespace": "shop",
+		"vcluster.loft.sh/object-uid":       "4f1c2e7a-9b3d-4c5e-8f6a-1b2c3d4e5f60",
+		"vcluster.loft.sh/object-kind":      "Pod",
+		"prometheus.io/scrape":              "true",
+		"prometheus.io/port":                "9090",
+		"prometheus.io/path":                "/metrics",
+		"kubectl.kubernetes.io/restartedAt": "2026-11-20T09:14:03Z",
+		"checksum/config":                   "9a0364b9e99bb480dd25e1f0284c8555a1f1e8c7d6b5a4f3e2d1c0b9a8f7e6d5",
+	}
+	res := func(cpu, mem string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+	}
+	probe := func(path string, port int) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt(port), Scheme: corev1.URISchemeHTTP}},
+			InitialDelaySeconds: 5, PeriodSeconds: 10, TimeoutSeconds: 2, FailureThreshold: 3, SuccessThreshold: 1,
+		}
+	}
+	ts := metav1.NewTime(time.Date(2026, 11, 20, 9, 14, 5, 0, time.UTC))
+	cond := func(t corev1.PodConditionType) corev1.PodCondition {
+		return corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: ts}
+	}
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              "checkout-7d9f8b6c5d-x2kqp-x-shop-x-e2e",
+			Namespace:         "vcluster-e2e",
+			UID:               "0e3b2f4a-5c6d-4e7f-8a9b-0c1d2e3f4a5b",
+			ResourceVersion:   "184467",
+			CreationTimestamp: ts,
+			Labels:            labels,
+			Annotations:       annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Service", Name: "e2e", UID: "9a8b7c6d-5e4f-4a3b-2c1d-0e9f8a7b6c5d",
+			}},
+		},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{
+				{
+					Name:    "api",
+					Image:   "registry.example.com/shop/checkout:4.12.3",
+					Command: []string{"/app/checkout"},
+					Args:    []string{"--listen=:8080", "--metrics=:9090", "--log-level=info"},
+					Ports: []corev1.ContainerPort{
+						{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+						{Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP},
+					},
+					Env: []corev1.EnvVar{
+						{Name: "DATABASE_HOST", Value: "postgres.shop.svc.cluster.local"},
+						{Name: "DATABASE_PORT", Value: "5432"},
+						{Name: "CACHE_URL", Value: "redis://redis.shop.svc.cluster.local:6379/0"},
+						{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
+						{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}}},
+						{Name: "DATABASE_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "checkout-db"}, Key: "password"}}},
+					},
+					Resources:      corev1.ResourceRequirements{Requests: res("250m", "256Mi"), Limits: res("1", "512Mi")},
+					LivenessProbe:  probe("/healthz", 8080),
+					ReadinessProbe: probe("/readyz", 8080),
+					VolumeMounts: []corev1.VolumeMount{
+						{Name: "config", MountPath: "/etc/checkout", ReadOnly: true},
+						{Name: "tmp", MountPath: "/tmp"},
+						{Name: "kube-api-access-5xk2d", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true},
+					},
+					TerminationMessagePath:   "/dev/termination-log",
+					TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+					ImagePullPolicy:          corev1.PullIfNotPresent,
+				},
+				{
+					Name:  "envoy",
+					Image: "envoyproxy/envoy:v1.31.2",
+					Args:  []string{"-c", "/etc/envoy/envoy.yaml", "--log-level", "warn"},
+					Ports: []corev1.ContainerPort{{Name: "proxy", ContainerPort: 15001, Protocol: corev1.ProtocolTCP}},
+					Env: []corev1.EnvVar{
+						{Name: "ENVOY_UID", Value: "0"},
+						{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "spec.nodeName"}}},
+					},
+					Resources:                corev1.ResourceRequirements{Requests: res("100m", "64Mi"), Limits: res("500m", "128Mi")},
+					ReadinessProbe:           probe("/ready", 15021),
+					VolumeMounts:             []corev1.VolumeMount{{Name: "envoy-config", MountPath: "/etc/envoy", ReadOnly: true}},
+					TerminationMessagePath:   "/dev/termination-log",
+					TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+					ImagePullPolicy:          corev1.PullIfNotPresent,
+				},
+			},
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "checkout-config"}}}},
+				{Name: "envoy-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "checkout-envoy"}}}},
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "kube-api-access-5xk2d", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "vc-kube-api-access-5xk2d-x-shop-x-e2e"}}},
+			},
+			RestartPolicy:      corev1.RestartPolicyAlways,
+			DNSPolicy:          corev1.DNSClusterFirst,
+			ServiceAccountName: "vc-workload-e2e",
+			NodeName:           "host-node-3",
+			SchedulerName:      "default-scheduler",
+			Tolerations: []corev1.Toleration{
+				{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+			},
+		},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{
+				cond(corev1.PodInitialized), cond(corev1.PodReady), cond(corev1.ContainersReady), cond(corev1.PodScheduled),
+			},
+			HostIP:    "10.0.1.23",
+			PodIP:     "10.244.3.17",
+			StartTime: &ts,
+			QOSClass:  corev1.PodQOSBurstable,
+			ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "api", Ready: true, Image: "registry.example.com/shop/checkout:4.12.3", ImageID: "registry.example.com/shop/checkout@sha256:5f0c1f3a", ContainerID: "containerd://8c1e2f", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: ts}}},
+				{Name: "envoy", Ready: true, Image: "envoyproxy/envoy:v1.31.2", ImageID: "docker.io/envoyproxy/envoy@sha256:a1b2c3d4", ContainerID: "containerd://3d4e5f", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: ts}}},
+			},
+		},
+	}
+}

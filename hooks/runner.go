@@ -1,0 +1,93 @@
+package hooks
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Observer is told about every hook call, for metrics and for noticing a hook that keeps
+// failing. ObserveHook runs on the hook's goroutine right after the hook returns (also for a
+// hook abandoned at its deadline, when it finally returns); err is the hook's error, a
+// *PanicError, or nil. It must be safe for concurrent use and fast.
+type Observer interface {
+	ObserveHook(hook string, t HookType, gvk schema.GroupVersionKind, d time.Duration, err error)
+}
+
+// ErrOverloaded is returned by Runner.Mutate when RunnerOptions.MaxConcurrent chains are
+// already running; transports answer it with 429 (HTTP) or ResourceExhausted (gRPC). The
+// request did not run any hook.
+var ErrOverloaded = errors.New("too many hook chains running; retry later")
+
+// RunnerOptions configures a Runner. The zero value runs every chain at once, without a
+// per-hook deadline and without an observer.
+type RunnerOptions struct {
+	// MaxConcurrent bounds how many requests run hook chains at once (n <= 0: unlimited). A
+	// batched List is one request: it takes one slot for all its items. A chain abandoned at
+	// its deadline keeps its slot until its hook really returns, so hooks that never return
+	// cannot pile up goroutines: once every slot is held, Mutate returns ErrOverloaded at once.
+	MaxConcurrent int
+	// HookTimeout gives every hook call its own deadline (<= 0: none), within the request's
+	// budget: a hook's context ends at whichever comes first. A hook that returns its context's
+	// error fails the chain with a deadline error; a hook that ignores its context is abandoned
+	// when the request's context ends.
+	HookTimeout time.Duration
+	// Observer is told about every hook call (metrics.Recorder). Default nil: none.
+	Observer Observer
+}
+
+// Runner executes the chains of a Registry for requests: limits, deadlines, the observer and
+// the redaction of Secret values from errors. It is safe for concurrent use.
+type Runner struct {
+	reg         *Registry
+	slots       chan struct{} // nil: unlimited
+	hookTimeout time.Duration
+	observer    Observer
+	// pending, when set, replaces the slots: the items of a List run under the List's one slot
+	// and count their running chains here, so the slot is released after the last returns.
+	pending *sync.WaitGroup
+}
+
+// NewRunner returns a Runner for reg with o. reg must have all its hooks: it must not change
+// from now on.
+func NewRunner(reg *Registry, o RunnerOptions) *Runner {
+	r := &Runner{reg: reg, hookTimeout: o.HookTimeout, observer: o.Observer}
+	if o.MaxConcurrent > 0 {
+		r.slots = make(chan struct{}, o.MaxConcurrent)
+	}
+	return r
+}
+
+// Registry returns the Registry whose chains r runs.
+func (r *Runner) Registry() *Registry { return r.reg }
+
+// Mutate runs the chain of (gvk, t) on the JSON object raw for one request and returns the JSON
+// Patch from raw to the hooked object (see Registry.Mutate for what it does; a list kind of a
+// hooked item kind is a batch). Errors: *DecodeError for malformed input, *HookError naming
+// the hook when one fails, *ItemError for a list item, ErrOverloaded when every slot is busy.
+func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
+	return r.reg.run(ctx, r, gvk, t, raw)
+}
+
+// acquire takes a slot of MaxConcurrent without waiting; ok is false when none is free.
+func (r *Runner) acquire() (release func(), ok bool) {
+	if r.pending != nil {
+		r.pending.Add(1)
+		return r.pending.Done, true
+	}
+	if r.slots == nil {
+		return func() {}, true
+	}
+	select {
+	case r.slots <- struct{}{}:
+		return func() { <-r.slots }, true
+	default:
+		return nil, false
+	}
+}
+
+// unlimited runs Registry.Mutate: no limits, no per-hook deadline, no observer.
+var unlimited = &Runner{}
