@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/synchook/synchook/patch"
+	"github.com/synchook/synchook/internal/metamap"
 )
 
 // applyToMetadata applies a JSON Patch straight to the labels and annotations of obj, the
@@ -24,10 +24,10 @@ func applyToMetadata(obj metav1.Object, ops []itemOperation) bool {
 	if _, ok := obj.(runtime.Unstructured); ok {
 		return false // its maps may hold what GetLabels drops; the JSON path keeps it
 	}
-	targets := [2]map[string]string{patch.Labels.Get(obj), patch.Annotations.Get(obj)}
+	targets := [2]map[string]string{metamap.Labels.Get(obj), metamap.Annotations.Get(obj)}
 	cloned := [2]bool{}
 	for _, op := range ops {
-		which, key, whole, ok := patch.MetadataMapTarget(op.Path)
+		which, key, whole, ok := metamap.Target(op.Path)
 		if !ok || op.From != "" {
 			return false
 		}
@@ -70,7 +70,7 @@ func applyToMetadata(obj metav1.Object, ops []itemOperation) bool {
 			m[key] = value
 		}
 	}
-	for _, m := range []patch.MetadataMap{patch.Labels, patch.Annotations} {
+	for _, m := range []metamap.Map{metamap.Labels, metamap.Annotations} {
 		if cloned[m] {
 			m.Set(obj, targets[m])
 		}

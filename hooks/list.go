@@ -32,17 +32,6 @@ func ListItemGVK(list schema.GroupVersionKind) (schema.GroupVersionKind, bool) {
 	return list.GroupVersion().WithKind(item), true
 }
 
-// HasList reports whether Run treats (gvk, t) as a batch: gvk is a list kind whose item kind
-// has a chain for t, and gvk has no chain of its own for t.
-//
-// Has and Capabilities only ever name item kinds: Has(PodList, t) is false and no list kind
-// appears in Capabilities, even when HasList(PodList, t) is true. A caller that wants to know
-// whether a list request would run any hook maps the list kind to its item kind (ListItemGVK)
-// and asks about that, as the hookclient package does; a list of a kind without hooks needs no
-// request at all.
-func (r *Registry) HasList(gvk schema.GroupVersionKind, t HookType) bool {
-	return r.listChain(gvk, t) != nil
-}
 
 // listChain returns the item chain when Run must treat (gvk, t) as a batch, else nil. It is
 // the dispatch at the top of Run, so for kinds that do not end in "List" it costs one suffix

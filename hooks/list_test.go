@@ -303,13 +303,10 @@ func TestRunOnAListWithNothingToDo(t *testing.T) {
 	}
 }
 
-func TestListKindsInHasCapabilitiesAndHasList(t *testing.T) {
+func TestListKindsInHasAndCapabilities(t *testing.T) {
 	reg := listRegistry(t, stripHostLabel)
 	if !reg.Has(podGVK, hooks.GetPhysical) || reg.Has(podListGVK, hooks.GetPhysical) {
 		t.Errorf("Has must name item kinds only")
-	}
-	if !reg.HasList(podListGVK, hooks.GetPhysical) || reg.HasList(podListGVK, hooks.GetVirtual) || reg.HasList(podGVK, hooks.GetPhysical) {
-		t.Errorf("HasList must be true only for the list of a kind with hooks of that type")
 	}
 	for _, rc := range reg.Capabilities().Resources {
 		if strings.HasSuffix(rc.Kind, "List") {

@@ -5,6 +5,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/synchook/synchook/internal/metamap"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -25,7 +26,7 @@ func metadataOps(raw, after []byte, before, out client.Object) ([]patch.Operatio
 	ops := patch.DiffMarshaled(raw, after)
 	kept := ops[:0]
 	for _, op := range ops {
-		m, key, whole, ok := patch.MetadataMapTarget(op.Path)
+		m, key, whole, ok := metamap.Target(op.Path)
 		if !ok {
 			return nil, false
 		}

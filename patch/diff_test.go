@@ -77,7 +77,7 @@ func TestDiffOnTheBenchmarkPodMatchesCreate(t *testing.T) {
 	pod.Status.Conditions = pod.Status.Conditions[:2]
 	b := fixtures.JSON(pod)
 	ops := checkDiff(t, a, b)
-	want, _ := patch.Create(a, b)
+	want, _ := createPatch(a, b)
 	if len(ops) != len(want) {
 		t.Errorf("Diff gave %d operations %v, Create %d %v", len(ops), ops, len(want), want)
 	}

@@ -14,20 +14,6 @@ import (
 // Operation is one RFC 6902 operation: op, path and, for add and replace, value.
 type Operation = jsonpatch.Operation
 
-// Create returns the operations that turn the JSON document original into mutated. Equal
-// documents give nil (no operations), never an empty non-nil slice. The order of operations
-// within one object follows Go map order: compare them as sets.
-func Create(original, mutated []byte) ([]Operation, error) {
-	ops, err := jsonpatch.CreatePatch(original, mutated)
-	if err != nil {
-		return nil, fmt.Errorf("create JSON patch: %w", err)
-	}
-	if len(ops) == 0 {
-		return nil, nil
-	}
-	return ops, nil
-}
-
 // Marshal returns the JSON array of ops, or nil when there are none (so that "no change" is an
 // absent patch, not "[]").
 func Marshal(ops []Operation) ([]byte, error) {
@@ -122,11 +108,9 @@ func applyOne(doc []byte, op Operation, opts *jsonpatchapply.ApplyOptions) ([]by
 // parent of them.
 var forbiddenPaths = [...]string{"/apiVersion", "/kind", "/metadata/name", "/metadata/namespace", "/metadata/uid"}
 
-// ForbiddenPaths returns a copy of the JSON Pointers that identify an object and that no patch
-// may touch: /apiVersion, /kind, /metadata/name, /metadata/namespace, /metadata/uid.
-func ForbiddenPaths() []string { return forbiddenPaths[:] }
-
-// ForbiddenPathError is returned by Guard for an operation that touches one of ForbiddenPaths().
+// ForbiddenPathError is returned by GuardDocuments for an operation that touches a path that
+// identifies an object (/apiVersion, /kind, /metadata/name, /metadata/namespace,
+// /metadata/uid).
 type ForbiddenPathError struct {
 	// Hook names the hook that made the change, when known.
 	Hook string
@@ -153,10 +137,10 @@ var ErrForbiddenPath = errors.New("patch touches a protected path")
 // Is makes errors.Is(err, ErrForbiddenPath) true.
 func (e *ForbiddenPathError) Is(target error) bool { return target == ErrForbiddenPath }
 
-// Guard returns a *ForbiddenPathError for the first operation that targets one of
-// ForbiddenPaths(), one of their parents (e.g. "replace /metadata") or the whole document, and nil
-// when there is none. hook is put in the error to name who made the change; it may be empty.
-func Guard(hook string, ops []Operation) error {
+// guard returns a *ForbiddenPathError for the first operation that targets a protected path,
+// one of their parents (e.g. "replace /metadata") or the whole document, and nil when there is
+// none. hook is put in the error to name who made the change; it may be empty.
+func guard(hook string, ops []Operation) error {
 	for _, op := range ops {
 		if field := ProtectedField(op.Path); field != "" {
 			return &ForbiddenPathError{Hook: hook, Op: op.Operation, Path: op.Path, Field: field}
@@ -165,7 +149,7 @@ func Guard(hook string, ops []Operation) error {
 	return nil
 }
 
-// GuardDocuments is Guard for a patch between two known JSON documents (valid, as produced by
+// GuardDocuments is the guard for a patch between two known JSON documents (valid, as produced by
 // json.Marshal): an operation on a parent of a protected path (e.g. "add /metadata" on an
 // object that had no metadata) is allowed when the protected value is the same in both
 // documents, absent in both or byte-identical. An operation on the protected path itself is

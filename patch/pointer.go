@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ErrInvalidPointer is wrapped by every error about a string that is not an RFC 6901 JSON
@@ -38,56 +36,4 @@ func ParsePointer(s string) ([]string, error) {
 		tokens[i] = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 	}
 	return tokens, nil
-}
-
-// MetadataMap names one of the two string maps of every object's metadata that hooks most
-// often change.
-type MetadataMap int
-
-const (
-	// Labels is metadata.labels.
-	Labels MetadataMap = iota
-	// Annotations is metadata.annotations.
-	Annotations
-)
-
-// Get returns the map m of obj.
-func (m MetadataMap) Get(obj metav1.Object) map[string]string {
-	if m == Labels {
-		return obj.GetLabels()
-	}
-	return obj.GetAnnotations()
-}
-
-// Set sets the map m of obj.
-func (m MetadataMap) Set(obj metav1.Object, v map[string]string) {
-	if m == Labels {
-		obj.SetLabels(v)
-	} else {
-		obj.SetAnnotations(v)
-	}
-}
-
-// MetadataMapTarget reports whether the JSON Pointer path points to metadata.labels or
-// metadata.annotations (whole = true) or to one entry of them (key, unescaped).
-func MetadataMapTarget(path string) (m MetadataMap, key string, whole, ok bool) {
-	if !strings.HasPrefix(path, "/metadata/") {
-		return 0, "", false, false
-	}
-	tokens, err := ParsePointer(path)
-	if err != nil || len(tokens) < 2 || len(tokens) > 3 {
-		return 0, "", false, false
-	}
-	switch tokens[1] {
-	case "labels":
-		m = Labels
-	case "annotations":
-		m = Annotations
-	default:
-		return 0, "", false, false
-	}
-	if len(tokens) == 2 {
-		return m, "", true, true
-	}
-	return m, tokens[2], false, true
 }

@@ -1,0 +1,4 @@
+package patch
+
+// Guard is guard, for the tests of the patch package.
+var Guard = guard
