@@ -29,7 +29,8 @@ const (
 	DefaultPollInterval = 2 * time.Second
 	// DefaultMaxBackoff bounds the wait between two failed attempts to reach vcluster.
 	DefaultMaxBackoff = 5 * time.Second
-	// DefaultMaxMessageBytes is the largest Mutate request accepted (gRPC's own default).
+	// DefaultMaxMessageBytes is the largest Mutate request a Bridge made with New accepts
+	// (gRPC's own default); synchook serve passes its --max-request-bytes (3 MiB) instead.
 	DefaultMaxMessageBytes = 4 << 20
 	// PluginVersion is the version a plugin registers with: this is plugin protocol v1.
 	PluginVersion = "v1"
@@ -61,7 +62,9 @@ type Options struct {
 	// 100 ms and double. Default DefaultMaxBackoff (5 s).
 	MaxBackoff time.Duration
 	// MaxMessageBytes is the largest Mutate request accepted, in bytes; larger ones get
-	// ResourceExhausted. Default DefaultMaxMessageBytes (4 MiB).
+	// ResourceExhausted. Default DefaultMaxMessageBytes (4 MiB, gRPC's own default) for a
+	// Bridge made with New; `synchook serve` sets it to --max-request-bytes (default 3 MiB), the
+	// same limit as the admission endpoint's.
 	MaxMessageBytes int
 	// Metrics records every Mutate call that reaches a hook chain, when set. Default nil.
 	Metrics *metrics.Recorder

@@ -47,7 +47,8 @@ type Options struct {
 	// when shorter. Default bridge.DefaultRequestTimeout (10 s).
 	RequestTimeout time.Duration
 	// MaxMessageBytes is the largest Mutate request accepted, in bytes; larger ones get
-	// ResourceExhausted. Default bridge.DefaultMaxMessageBytes (4 MiB, gRPC's own default).
+	// ResourceExhausted. Default bridge.DefaultMaxMessageBytes (4 MiB, gRPC's own default);
+	// the synchook binary sets webhook.DefaultMaxRequestBytes (3 MiB), as serve does.
 	MaxMessageBytes int
 	// Metrics records every Mutate call that reaches a hook chain, when set. Default nil.
 	Metrics *metrics.Recorder

@@ -131,7 +131,7 @@ func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
 	fs.Var((*stringList)(&opts.CertDNSNames), "cert-dns-name", "extra DNS name (or IP) for the generated serving cert, on top of localhost, 127.0.0.1, ::1; repeatable")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert-file", "", "user-supplied serving cert (PEM), used as it is; needs --tls-key-file")
 	fs.StringVar(&opts.TLSKeyFile, "tls-key-file", "", "user-supplied serving key (PEM)")
-	fs.Int64Var(&opts.Webhook.MaxRequestBytes, "max-request-bytes", webhook.DefaultMaxRequestBytes, "largest request body in bytes; larger ones get 413")
+	fs.Int64Var(&opts.Webhook.MaxRequestBytes, "max-request-bytes", webhook.DefaultMaxRequestBytes, "largest request in bytes, on every transport: an AdmissionReview body (larger: 413) and a vcluster plugin Mutate message (larger: ResourceExhausted)")
 	fs.DurationVar(&opts.Webhook.RequestTimeout, "request-timeout", webhook.DefaultRequestTimeout, "time one request may spend in its hook chain")
 	fs.StringVar(&opts.Webhook.SocketPath, "socket-path", "", "also serve plain HTTP on a unix socket at this path (mode 0600), for a syncer in the same pod sharing the directory; empty: none")
 	fs.StringVar(&opts.Webhook.ClientCAFile, "client-ca-file", "", "require HTTPS clients to present a certificate signed by a CA in this PEM file (for binding beyond localhost); empty: no client authentication")

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -153,4 +154,24 @@ func TestServeQuickstart(t *testing.T) {
 	if !strings.Contains(logs.String(), `"patchOperations":1`) {
 		t.Errorf("no structured request log line:\n%s", logs.String())
 	}
+}
+
+func TestServeRefusesBadOptionsBeforeStartingAnyListener(t *testing.T) {
+	t.Setenv("SYNCHOOK_CONFIG", "")
+	metricsPort := testenv.FreePort(t)
+	code, _, errOut := runCLI(t, "serve", "--cert-dir", t.TempDir(), "--tls-cert-file", "only-a-cert.pem",
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--health-probe-bind-address", "0")
+	if code != 2 || !strings.Contains(errOut, "--tls-cert-file and --tls-key-file go together") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "serve", "--bind-address", "0", "--cert-dir", t.TempDir(), "--health-probe-bind-address", "0")
+	if code != 2 || !strings.Contains(errOut, "--socket-path") {
+		t.Fatalf("--bind-address=0 without a socket: exit %d, stderr %q", code, errOut)
+	}
+	// Nothing was listening: the metrics port is still free.
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", metricsPort))
+	if err != nil {
+		t.Fatalf("the metrics listener was started before the options were checked: %v", err)
+	}
+	ln.Close()
 }

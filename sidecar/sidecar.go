@@ -136,13 +136,14 @@ func Serve(ctx context.Context, opts Options) error {
 		}
 	}
 
-	g, ctx := errgroup.WithContext(ctx)
+	// Everything that can fail on bad options happens before any listener or loop starts.
 	wopts := opts.Webhook
 	wopts.Log = log.WithName("webhook")
 	wopts.Metrics = rec
-	if opts.MetricsBindAddress != "0" {
-		g.Go(func() error { return metrics.Serve(ctx, opts.MetricsBindAddress, log.WithName("metrics")) })
+	if wopts.DisableTCP && wopts.SocketPath == "" {
+		return fmt.Errorf("%w: the HTTPS listener is off (--bind-address=0) and there is no --socket-path", ErrConfig)
 	}
+	var renew func(context.Context) error // the generated cert's renewal loop, when there is one
 	if opts.TLSCertFile != "" || opts.TLSKeyFile != "" {
 		if opts.TLSCertFile == "" || opts.TLSKeyFile == "" {
 			return fmt.Errorf("%w: --tls-cert-file and --tls-key-file go together", ErrConfig)
@@ -162,16 +163,23 @@ func Serve(ctx context.Context, opts Options) error {
 			log.Info("using user-supplied serving certificate from the cert dir", "dir", opts.CertDir)
 		} else {
 			log.Info("serving certificate ready", "dir", opts.CertDir, "ca", ca.CAFile())
-			g.Go(func() error { return ca.Run(ctx) })
+			renew = ca.Run
 		}
-	}
-
-	if !wopts.DisableTCP {
-		g.Go(func() error { watchCertExpiry(ctx, wopts.CertFile, log); return nil })
 	}
 	srv, err := webhook.NewServer(runner, wopts)
 	if err != nil {
 		return err
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	if opts.MetricsBindAddress != "0" {
+		g.Go(func() error { return metrics.Serve(ctx, opts.MetricsBindAddress, log.WithName("metrics")) })
+	}
+	if renew != nil {
+		g.Go(func() error { return renew(ctx) })
+	}
+	if !wopts.DisableTCP {
+		g.Go(func() error { watchCertExpiry(ctx, wopts.CertFile, log); return nil })
 	}
 	if plugin != nil {
 		g.Go(func() error { return plugin.Run(ctx) })
@@ -257,9 +265,13 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 		return err
 	}
 	runner := hooks.NewRunner(reg, hooks.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout})
+	maxBytes := int(opts.Webhook.MaxRequestBytes)
+	if maxBytes <= 0 {
+		maxBytes = webhook.DefaultMaxRequestBytes // as for serve's --max-request-bytes
+	}
 	srv, err := bridgev2.New(runner, bridgev2.Options{
 		RequestTimeout:  opts.Webhook.RequestTimeout,
-		MaxMessageBytes: int(opts.Webhook.MaxRequestBytes),
+		MaxMessageBytes: maxBytes,
 		Log:             opts.Log.WithName("pluginv2"),
 	})
 	if err != nil {
