@@ -5,9 +5,10 @@
 //
 // How vcluster runs a v2 plugin (vcluster v0.36.x, pkg/plugin/v2):
 //
-//   - it starts /plugins/<name>/plugin with no arguments, the environment variable
-//     VCLUSTER_PLUGIN=vcluster (go-plugin's magic cookie, Handshake) and the values'
-//     plugins.<name>.config as YAML in PLUGIN_CONFIG (ConfigEnvVar), and no other environment;
+//   - it starts /plugins/<name>/plugin with no arguments, with the syncer container's
+//     environment plus VCLUSTER_PLUGIN=vcluster (go-plugin's magic cookie, Handshake) and the
+//     values' plugins.<name>.config as YAML in PLUGIN_CONFIG (ConfigEnvVar; when it is empty, a
+//     SYNCHOOK_CONFIG in the syncer's environment applies, else the built-in default);
 //   - it reads go-plugin's handshake line from the plugin's stdout, so nothing else may be
 //     written to stdout (log to stderr);
 //   - it calls pluginv2.Plugin: Initialize (vcluster waits for it), GetPluginConfig (the client

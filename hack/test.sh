@@ -56,6 +56,9 @@ step "benchmarks, briefly (so they cannot rot), and the load command with tiny b
 go test -run XXX -bench . -benchtime 100x ./hooks/ ./patch/ ./webhook/ ./bridgev2/ >/dev/null
 go run ./cmd/synchook-bench bench --max-requests 100 --max-duration 200ms >/dev/null
 
+step "examples: each its own module built on package plugin (vet, build, test)"
+hack/test-examples.sh
+
 step "end-to-end tests (real kube-apiserver + etcd)"
 go test -count=1 -timeout 20m ${GO_TEST_FLAGS:-} ./e2e/...
 
