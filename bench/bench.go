@@ -126,6 +126,10 @@ const (
 	AdmissionHTTPS = "admission https, kept conn"
 	AdmissionUnix  = "admission unix socket"
 	BridgeGRPC     = "bridge grpc, new conn/call (vcluster)"
+	SDKGRPC        = "sdk-style plugin v1, new conn/call"
+	EchoV2         = "floor (d) echo plugin v2, kept conn"
+	SDKV2          = "sdk-style plugin v2, kept conn"
+	SynchookV2     = "synchook plugin v2, kept conn"
 )
 
 // Run starts the sidecar, measures every workload and floor, prints the report to opts.Out
@@ -155,21 +159,41 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	floorGRPC := grpcCaller(floors.grpc, pod)
+	typed := fixtures.Pod("ns", "web")
+	floorGRPC := grpcCaller(floors.grpc, typed, false)
+	sdkGRPC := grpcCaller(floors.sdk, typed, true)
+
+	// The plugin v2 processes, each started and called as vcluster's v2 manager does.
+	var v2 [3]*pluginV2
+	for i, env := range [][]string{
+		{ReferencePluginEnv + "=echo"},
+		{ReferencePluginEnv + "=sdk"},
+		{"PLUGIN_CONFIG=" + benchConfig, "SYNCHOOK_CONFIG="},
+	} {
+		if v2[i], err = startPluginV2(opts.Binary, env...); err != nil {
+			return nil, err
+		}
+		defer v2[i].stop()
+	}
 
 	admission := sc.admissionHTTPS(review)
 	unix := sc.admissionUnix(review)
-	bridge := grpcCaller(sc.grpcAddr, pod)
+	bridge := grpcCaller(sc.grpcAddr, typed, true)
+	sidecarCPU := sc.cpu
 	workloads := []struct {
-		name    string
-		call    func(context.Context) error
-		sidecar bool
+		name string
+		call func(context.Context) error
+		cpu  func() (time.Duration, error) // CPU of the server under test; nil for floors
 	}{
-		{FloorHTTPS, floorHTTPS, false},
-		{AdmissionHTTPS, admission, true},
-		{AdmissionUnix, unix, true},
-		{FloorGRPC, floorGRPC, false},
-		{BridgeGRPC, bridge, true},
+		{FloorHTTPS, floorHTTPS, nil},
+		{AdmissionHTTPS, admission, sidecarCPU},
+		{AdmissionUnix, unix, sidecarCPU},
+		{FloorGRPC, floorGRPC, nil},
+		{SDKGRPC, sdkGRPC, nil},
+		{BridgeGRPC, bridge, sidecarCPU},
+		{EchoV2, v2[0].caller(typed, false), nil},
+		{SDKV2, v2[1].caller(typed, true), v2[1].cpu},
+		{SynchookV2, v2[2].caller(typed, true), v2[2].cpu},
 	}
 	for _, w := range workloads {
 		if err := w.call(ctx); err != nil { // warm up and check it works
@@ -180,10 +204,13 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		runs := make([]run, len(workloads))
 		for range opts.Rounds {
 			for i, w := range workloads {
-				cpu0, _ := sc.cpu()
+				var cpu0 time.Duration
+				if w.cpu != nil {
+					cpu0, _ = w.cpu()
+				}
 				runs[i].add(measure(ctx, c, opts.MaxRequests/opts.Rounds, opts.MaxDuration/time.Duration(opts.Rounds), w.call))
-				if w.sidecar {
-					cpu1, _ := sc.cpu()
+				if w.cpu != nil {
+					cpu1, _ := w.cpu()
 					runs[i].sidecarCPU += cpu1 - cpu0
 				}
 			}
@@ -304,10 +331,16 @@ func (noopPlugin) Mutate(context.Context, *remote.MutateRequest) (*remote.Mutate
 	return &remote.MutateResult{}, nil
 }
 
-// grpcCaller calls Mutate the way vcluster does: a new connection per call, the whole object.
-func grpcCaller(addr string, obj []byte) func(context.Context) error {
-	req := &remote.MutateRequest{ApiVersion: "v1", Kind: "Pod", Object: string(obj), Type: "CreatePhysical"}
+// grpcCaller calls Mutate the way vcluster's plugin v1 manager does: encode the typed object,
+// a new connection per call, decode a mutated answer INTO the object. labelled says the answer
+// must carry the bench label (false for the no-op floor).
+func grpcCaller(addr string, pod *corev1.Pod, labelled bool) func(context.Context) error {
 	return func(ctx context.Context) error {
+		obj := pod.DeepCopy()
+		data, err := json.Marshal(obj)
+		if err != nil {
+			return err
+		}
 		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			return err
@@ -315,8 +348,19 @@ func grpcCaller(addr string, obj []byte) func(context.Context) error {
 		defer conn.Close()
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, err = remote.NewPluginClient(conn).Mutate(ctx, req)
-		return err
+		res, err := remote.NewPluginClient(conn).Mutate(ctx, &remote.MutateRequest{ApiVersion: "v1", Kind: "Pod", Object: string(data), Type: "CreatePhysical"})
+		if err != nil {
+			return err
+		}
+		if res.GetMutated() {
+			if err := json.Unmarshal([]byte(res.GetObject()), obj); err != nil {
+				return err
+			}
+		}
+		if labelled && obj.Labels[sdkLabel] != sdkValue {
+			return fmt.Errorf("%s: the answer lacks the label", addr)
+		}
+		return nil
 	}
 }
 

@@ -27,9 +27,9 @@ import (
 const FloorsCommand = "bench-floors"
 
 // ServeFloors serves floor (b), an HTTPS handler that reads the body and echoes it, with the
-// same kind of generated ECDSA certificate as the sidecar, and floor (c), a gRPC Plugin that
-// answers mutated=false, on loopback until ctx ends. It writes one line to out:
-// "https=ADDR grpc=ADDR ca=PATH".
+// same kind of generated ECDSA certificate as the sidecar, floor (c), a gRPC Plugin that
+// answers mutated=false, and the vcluster-sdk style v1 plugin (the reference), on loopback
+// until ctx ends. It writes one line to out: "https=ADDR grpc=ADDR sdk=ADDR ca=PATH".
 func ServeFloors(ctx context.Context, out io.Writer) error {
 	dir, err := os.MkdirTemp("", "synchook-floors-")
 	if err != nil {
@@ -61,19 +61,27 @@ func ServeFloors(ctx context.Context, out io.Writer) error {
 	}
 	gs := grpc.NewServer()
 	remote.RegisterPluginServer(gs, noopPlugin{})
+	sl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	ss := grpc.NewServer()
+	remote.RegisterPluginServer(ss, sdkPluginV1{})
 	go func() { _ = hs.Serve(hl) }()
 	go func() { _ = gs.Serve(gl) }()
-	fmt.Fprintf(out, "https=%s grpc=%s ca=%s\n", hl.Addr(), gl.Addr(), ca.CAFile())
+	go func() { _ = ss.Serve(sl) }()
+	fmt.Fprintf(out, "https=%s grpc=%s sdk=%s ca=%s\n", hl.Addr(), gl.Addr(), sl.Addr(), ca.CAFile())
 	<-ctx.Done()
 	gs.Stop()
+	ss.Stop()
 	return hs.Close()
 }
 
 // floorProcess is a running ServeFloors child.
 type floorProcess struct {
-	cmd             *exec.Cmd
-	httpsAddr, grpc string
-	caFile          string
+	cmd                  *exec.Cmd
+	httpsAddr, grpc, sdk string
+	caFile               string
 }
 
 func startFloors(ctx context.Context, binary string) (*floorProcess, error) {
@@ -98,11 +106,13 @@ func startFloors(ctx context.Context, binary string) (*floorProcess, error) {
 			fp.httpsAddr = v
 		case "grpc":
 			fp.grpc = v
+		case "sdk":
+			fp.sdk = v
 		case "ca":
 			fp.caFile = v
 		}
 	}
-	if fp.httpsAddr == "" || fp.grpc == "" || fp.caFile == "" {
+	if fp.httpsAddr == "" || fp.grpc == "" || fp.sdk == "" || fp.caFile == "" {
 		_ = cmd.Process.Kill()
 		return nil, errors.New("floors process: bad first line " + line)
 	}

@@ -34,6 +34,26 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "concurrency %d: admission https throughput = %.2fx the vcluster-style gRPC path\n", c, a.Throughput()/g.Throughput())
 		}
 	}
+	for _, c := range []int{1, 16, 64} {
+		pairs := []struct{ what, ours, ref string }{
+			{"v1: bridge", BridgeGRPC, SDKGRPC},
+			{"v2: synchook", SynchookV2, SDKV2},
+			{"v2: echo floor", EchoV2, SDKV2},
+		}
+		for _, p := range pairs {
+			o, ok1 := r.Find(p.ours, c)
+			s, ok2 := r.Find(p.ref, c)
+			if ok1 && ok2 && s.Throughput() > 0 {
+				fmt.Fprintf(w, "concurrency %d: %s throughput = %.2fx the sdk-style plugin (%.0f vs %.0f req/s)\n", c, p.what, o.Throughput()/s.Throughput(), o.Throughput(), s.Throughput())
+			}
+		}
+	}
+	for _, name := range []string{AdmissionHTTPS, BridgeGRPC, SynchookV2, SDKV2} {
+		if c, ok := r.Find(name, 1); ok && c.SidecarCPU > 0 && r.DecodeEncodeFloorPerOp > 0 {
+			perOp := c.SidecarCPU / time.Duration(max(c.Requests, 1))
+			fmt.Fprintf(w, "server CPU per mutation, %s: %v = %.2fx floor (a)\n", name, perOp.Round(time.Microsecond), float64(perOp)/float64(r.DecodeEncodeFloorPerOp))
+		}
+	}
 	if a, ok := r.Find(AdmissionHTTPS, 1); ok {
 		if b, ok := r.Find(FloorHTTPS, 1); ok {
 			floor := r.DecodeEncodeFloorPerOp + b.P50
@@ -54,9 +74,12 @@ func (r *Report) floorFor(c Cell) (time.Duration, bool) {
 	case AdmissionHTTPS, AdmissionUnix:
 		b, ok := r.Find(FloorHTTPS, c.Concurrency)
 		return r.DecodeEncodeFloorPerOp + b.P50, ok
-	case BridgeGRPC:
+	case BridgeGRPC, SDKGRPC:
 		g, ok := r.Find(FloorGRPC, c.Concurrency)
 		return g.P50, ok
+	case SynchookV2, SDKV2:
+		e, ok := r.Find(EchoV2, c.Concurrency)
+		return e.P50, ok
 	}
 	return 0, false
 }

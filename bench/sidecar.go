@@ -124,8 +124,11 @@ func (sc *sidecar) admissionUnix(review []byte) func(context.Context) error {
 }
 
 // cpu returns the sidecar's user+system CPU time so far.
-func (sc *sidecar) cpu() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", sc.cmd.Process.Pid))
+func (sc *sidecar) cpu() (time.Duration, error) { return processCPU(sc.cmd.Process.Pid) }
+
+// processCPU returns the user+system CPU time of process pid so far.
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}

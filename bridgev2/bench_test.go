@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"sync"
 	"testing"
 
 	goplugin "github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/synchook/synchook/bridgev2"
@@ -43,33 +43,13 @@ func (sdkStyle) Mutate(_ context.Context, req *pluginv2.Mutate_Request) (*plugin
 	return &pluginv2.Mutate_Response{Object: string(out), Mutated: true}, nil
 }
 
-// rawPlugin serves any pluginv2.PluginServer through go-plugin, like grpcPlugin does for ours.
-type rawPlugin struct {
-	goplugin.NetRPCUnsupportedPlugin
-	srv pluginv2.PluginServer
-}
-
-func (p *rawPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	pluginv2.RegisterPluginServer(s, p.srv)
-	return nil
-}
-
-func (p *rawPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return pluginv2.NewPluginClient(c), nil
-}
-
 // connect serves srv in go-plugin's test mode and dispenses a client, as vcluster's manager.
 func connect(b *testing.B, srv pluginv2.PluginServer) pluginv2.PluginClient {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	reattach := make(chan *goplugin.ReattachConfig, 1)
 	closed := make(chan struct{})
-	go goplugin.Serve(&goplugin.ServeConfig{
-		HandshakeConfig: bridgev2.Handshake,
-		Plugins:         goplugin.PluginSet{bridgev2.PluginName: &rawPlugin{srv: srv}},
-		GRPCServer:      goplugin.DefaultGRPCServer,
-		Test:            &goplugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed},
-	})
+	go bridgev2.ServePlugin(srv, bridgev2.ServeOptions{Stderr: io.Discard, Test: &goplugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed}})
 	c := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig: bridgev2.Handshake, Plugins: goplugin.PluginSet{bridgev2.PluginName: bridgev2.ClientPlugin()},
 		Reattach: <-reattach, AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},

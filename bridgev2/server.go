@@ -131,10 +131,11 @@ func (s *Server) Mutate(ctx context.Context, req *pluginv2.Mutate_Request) (*plu
 	return &pluginv2.Mutate_Response{Object: object, Mutated: mutated}, nil
 }
 
-// grpcPlugin is the go-plugin plugin that serves a Server; the client half is vcluster's.
+// grpcPlugin is the go-plugin plugin that serves a pluginv2.PluginServer; the client half is
+// vcluster's (ClientPlugin, for tests).
 type grpcPlugin struct {
 	goplugin.NetRPCUnsupportedPlugin
-	server *Server
+	server pluginv2.PluginServer
 }
 
 func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
@@ -151,6 +152,9 @@ type ServeOptions struct {
 	// Stderr receives go-plugin's own log lines (JSON, warnings and errors only). Default
 	// os.Stderr. Stdout belongs to go-plugin's handshake.
 	Stderr io.Writer
+	// MaxMessageBytes bounds a request for ServePlugin (Serve uses the Server's Options).
+	// Default bridge.DefaultMaxMessageBytes.
+	MaxMessageBytes int
 	// Test, when set, serves in go-plugin's test mode: in process, ended by Test.Context, with
 	// the connection details sent on Test.ReattachConfigCh instead of stdout (for tests).
 	Test *goplugin.ServeTestConfig
@@ -162,13 +166,23 @@ type ServeOptions struct {
 // vcluster; write logs to a writer taken before Serve. It exits the process itself (code 1)
 // when the magic cookie is missing, as go-plugin does for every plugin.
 func Serve(s *Server, o ServeOptions) {
+	o.MaxMessageBytes = s.opts.MaxMessageBytes
+	ServePlugin(s, o)
+}
+
+// ServePlugin is Serve for any implementation of the service, e.g. the reference plugins of
+// the benchmarks.
+func ServePlugin(srv pluginv2.PluginServer, o ServeOptions) {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
-	maxMsg := s.opts.MaxMessageBytes
+	maxMsg := o.MaxMessageBytes
+	if maxMsg <= 0 {
+		maxMsg = bridge.DefaultMaxMessageBytes
+	}
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: Handshake,
-		Plugins:         goplugin.PluginSet{PluginName: &grpcPlugin{server: s}},
+		Plugins:         goplugin.PluginSet{PluginName: &grpcPlugin{server: srv}},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(maxMsg))...)
 		},

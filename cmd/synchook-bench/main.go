@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/synchook/synchook/bench"
+	"github.com/synchook/synchook/bridgev2"
 	"github.com/synchook/synchook/plugin"
 )
 
@@ -43,7 +44,16 @@ func main() {
 			os.Exit(0)
 		}
 	}
-	// Everything else (the sidecar that bench and soak start: `serve ...`) is synchook itself.
+	// The reference plugins v2 of `bench`, started by it as vcluster starts plugins.
+	if name := os.Getenv(bench.ReferencePluginEnv); name != "" && bridgev2.Started(args, os.Getenv) {
+		if err := bench.ServeReferencePluginV2(name); err != nil {
+			fmt.Fprintf(os.Stderr, "synchook-bench: %v\n", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	// Everything else (the sidecar that bench and soak start: `serve ...`, and synchook as a
+	// plugin v2) is synchook itself.
 	plugin.MustInit()
 	plugin.MustStart()
 }
