@@ -18,6 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	certutil "k8s.io/client-go/util/cert"
 )
 
 // File names inside Options.Dir. All files are PEM.
@@ -377,11 +379,15 @@ func (a *Authority) createAndWrite(tmpl, parent *x509.Certificate, key *ecdsa.Pr
 	if err != nil {
 		return nil, fmt.Errorf("certs: parse new certificate for %s: %w", certPath, err)
 	}
+	certPEM, err := certutil.EncodeCertificates(cert)
+	if err != nil {
+		return nil, fmt.Errorf("certs: encode certificate for %s: %w", certPath, err)
+	}
 	keyPEM, err := encodePrivateKey(key)
 	if err != nil {
 		return nil, err
 	}
-	writeCert := func() error { return writeFileAtomic(certPath, encodeCertificate(der), certMode) }
+	writeCert := func() error { return writeFileAtomic(certPath, certPEM, certMode) }
 	writeKey := func() error { return writeFileAtomic(keyPath, keyPEM, privKeyMode) }
 	order := []func() error{writeKey, writeCert}
 	if certFirst {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	"k8s.io/client-go/util/keyutil"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -748,5 +749,29 @@ func TestCertwatcherServesTheCertificateAndPicksUpARenewal(t *testing.T) {
 	}
 	if want := parseCertFile(t, a.CertFile()).SerialNumber; renewed.Cmp(want) != 0 {
 		t.Errorf("served serial %s, want the one in tls.crt %s", renewed, want)
+	}
+}
+
+func TestUserSuppliedKeysInSEC1FormAreAccepted(t *testing.T) {
+	dir := t.TempDir()
+	userPair(t, dir, 0)
+	key, err := readPrivateKey(filepath.Join(dir, "tls.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec1, err := keyutil.MarshalPrivateKeyToPEM(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if block, _ := pem.Decode(sec1); block == nil || block.Type != "EC PRIVATE KEY" {
+		t.Fatalf("re-encoded key is not an EC PRIVATE KEY block")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), sec1, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := newAuthority(t, Options{Dir: dir, Now: newFakeClock().Now})
+	mustEnsure(t, a)
+	if !a.UserSupplied() {
+		t.Error("UserSupplied() = false")
 	}
 }
