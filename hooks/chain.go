@@ -99,7 +99,7 @@ func (e *DecodeError) Error() string {
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // StatusCode maps an error from Run to the HTTP status code that transports report:
-// 400 for a DecodeError, 422 for a protected-field change, 429 for ErrOverloaded, 504 for a deadline, 500 for a panic
+// 400 for a DecodeError, 422 for a protected-field change or an undo too large to record, 429 for ErrOverloaded, 504 for a deadline, 500 for a panic
 // or a wrong kind, the code of a Kubernetes API status error a hook returned, and 403 for any
 // other hook error (the hook refused the object).
 func StatusCode(err error) int32 {
@@ -113,7 +113,7 @@ func StatusCode(err error) int32 {
 		return http.StatusOK
 	case errors.As(err, &decodeErr):
 		return http.StatusBadRequest
-	case errors.Is(err, patch.ErrForbiddenPath):
+	case errors.Is(err, patch.ErrForbiddenPath), errors.Is(err, ErrUndoTooLarge):
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, ErrOverloaded):
 		return http.StatusTooManyRequests
@@ -172,8 +172,17 @@ func (r *Registry) runOps(ctx context.Context, rn *Runner, gvk schema.GroupVersi
 	if c == nil {
 		return nil, 0, nil, nil
 	}
+	if c.undoRead {
+		return r.runUndoRead(ctx, rn, c, raw)
+	}
+	return r.runChain(ctx, rn, c, raw)
+}
+
+// runChain is runOps for a chain without an undo to apply first.
+func (r *Registry) runChain(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
+	undo := r.recordsUndo(c)
 	if c.metadataOnly() {
-		ops, merge, err := c.runMetadata(ctx, rn, raw)
+		ops, merge, err := c.runMetadata(ctx, rn, raw, undo, r.opts.MaxUndoBytes)
 		if !errors.Is(err, errNotMetadataPath) {
 			if err != nil {
 				return nil, 0, nil, err
@@ -182,10 +191,84 @@ func (r *Registry) runOps(ctx context.Context, rn *Runner, gvk schema.GroupVersi
 		}
 	}
 	ops, n, after, err := runTyped(ctx, rn, c, raw)
-	if err != nil || len(ops) == 0 || !mergeSafe(ops) {
+	if err != nil || len(ops) == 0 {
 		return ops, n, nil, err
 	}
+	if undo {
+		ops, err = r.withUndo(c, raw, ops)
+		return ops, n, nil, err
+	}
+	if !mergeSafe(ops) {
+		return ops, n, nil, nil
+	}
 	return ops, n, after, nil
+}
+
+// withUndo returns ops (a patch of raw) followed by the operation that records their undo in
+// UndoAnnotation.
+func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation) ([]patch.Operation, error) {
+	hooked, err := applyOps(raw, ops...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.key, err)
+	}
+	entries, err := undoEntries(ops, raw, hooked)
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return ops, nil
+	}
+	value, err := encodeUndo(entries, r.opts.MaxUndoBytes)
+	if err != nil {
+		return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+	}
+	if _, ok := lookupPointer(hooked, "/metadata/annotations"); ok {
+		if v, _ := lookupPointer(hooked, "/metadata/annotations"); len(v) > 0 && v[0] == '{' {
+			return append(ops, patch.Operation{Operation: "add", Path: "/metadata/annotations/synchook.io~1undo", Value: value}), nil
+		}
+	}
+	if v, ok := lookupPointer(hooked, "/metadata"); !ok || len(v) == 0 || v[0] != '{' {
+		return append(ops, patch.Operation{Operation: "add", Path: "/metadata", Value: map[string]any{"annotations": map[string]string{UndoAnnotation: value}}}), nil
+	}
+	return append(ops, patch.Operation{Operation: "add", Path: "/metadata/annotations", Value: map[string]string{UndoAnnotation: value}}), nil
+}
+
+// runUndoRead is runOps for a read chain that first applies the undo recorded by its kind's
+// write chains (RegistryOptions.Undo), then runs its own hooks on the restored object. The
+// patch goes from raw to the final object in one diff.
+func (r *Registry) runUndoRead(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
+	if !json.Valid(raw) {
+		var v any
+		return nil, 0, nil, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
+	}
+	undone, had, err := applyUndo(raw)
+	if err != nil {
+		return nil, 0, nil, &DecodeError{GVK: c.key.GVK, Err: err}
+	}
+	if !had {
+		if len(c.hooks) == 0 {
+			return nil, 0, nil, nil
+		}
+		return r.runChain(ctx, rn, c, raw)
+	}
+	final, n := undone, 0
+	if len(c.hooks) > 0 {
+		ops, hooksRun, _, err := r.runChain(ctx, rn, c, undone)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		n = hooksRun
+		if len(ops) > 0 {
+			if final, err = applyOps(undone, ops...); err != nil {
+				return nil, 0, nil, fmt.Errorf("%s: %w", c.key, err)
+			}
+		}
+	}
+	ops, err := patch.Diff(raw, final)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("%s: %w", c.key, err)
+	}
+	return ops, n, nil, nil
 }
 
 // mergeSafe reports whether a merging decoder (encoding/json into an existing object) applies

@@ -32,7 +32,6 @@ func ListItemGVK(list schema.GroupVersionKind) (schema.GroupVersionKind, bool) {
 	return list.GroupVersion().WithKind(item), true
 }
 
-
 // listChain returns the item chain when Run must treat (gvk, t) as a batch, else nil. It is
 // the dispatch at the top of Run, so for kinds that do not end in "List" it costs one suffix
 // check.

@@ -175,7 +175,7 @@ func offset(doc, sub []byte) int {
 
 // runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
 // operations on raw, the merge answer (see Result.MergeObject) and the number of hooks run.
-func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte) ([]patch.Operation, []byte, error) {
+func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte, undo bool, maxUndo int) ([]patch.Operation, []byte, error) {
 	doc, err := c.parseMetadata(raw)
 	if err != nil {
 		return nil, nil, err
@@ -200,6 +200,11 @@ func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte) ([]patc
 		}
 		if err != nil {
 			return nil, nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+		}
+	}
+	if undo {
+		if err := recordMetadataUndo(doc, m, maxUndo); err != nil {
+			return nil, nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 		}
 	}
 	after := [2]map[string]string{m.Labels, m.Annotations}
@@ -313,4 +318,48 @@ func applyEdits(raw []byte, edits []edit) []byte {
 // escapeToken escapes a JSON Pointer reference token (RFC 6901: ~ → ~0, / → ~1).
 func escapeToken(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// recordMetadataUndo sets UndoAnnotation in m to the undo of the change from doc's labels and
+// annotations to m's (nothing when they are equal).
+func recordMetadataUndo(doc *metadataDoc, m *Metadata, maxUndo int) error {
+	var entries []UndoEntry
+	for i, after := range []map[string]string{m.Labels, m.Annotations} {
+		before := doc.maps[i].value
+		field := doc.maps[i].name
+		for _, k := range slices.Sorted(maps.Keys(before)) {
+			if field == "annotations" && k == UndoAnnotation {
+				continue
+			}
+			if v, ok := after[k]; !ok || v != before[k] {
+				e := UndoEntry{Path: "/metadata/" + field + "/" + escapeToken(k), Original: jsonString(before[k])}
+				if ok {
+					e.Hooked = jsonString(v)
+				}
+				entries = append(entries, e)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(after)) {
+			if _, had := before[k]; !had && !(field == "annotations" && k == UndoAnnotation) {
+				entries = append(entries, UndoEntry{Path: "/metadata/" + field + "/" + escapeToken(k), Hooked: jsonString(after[k])})
+			}
+		}
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	value, err := encodeUndo(entries, maxUndo)
+	if err != nil {
+		return err
+	}
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[UndoAnnotation] = value
+	return nil
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
 }

@@ -27,6 +27,7 @@ func (k Key) String() string { return k.GVK.String() + " " + string(k.Type) }
 // runs, not how. It is built once (Register every hook, then hand it to NewRunner) and is
 // read-only and safe for concurrent use from then on. A Runner executes its chains.
 type Registry struct {
+	opts   RegistryOptions
 	scheme *runtime.Scheme
 	names  map[string]bool
 	chains map[Key]*chain
@@ -39,15 +40,34 @@ type namedFunc struct {
 	fn   MutateFunc
 	// meta is the hook's MetadataFunc when it is a MetadataHook, else nil.
 	meta MetadataFunc
+	// noUndo is set for a hook whose Undo() is false.
+	noUndo bool
 }
 
 // chain is the ordered list of hooks for one Key, with what it takes to decode the object once.
 type chain struct {
 	key   Key
 	hooks []namedFunc
+	// undoRead is set on a read chain (Get*) that applies the undo of its kind's write chains
+	// before its hooks (RegistryOptions.Undo); it may have no hooks of its own.
+	undoRead bool
 	// newObject returns an empty object to decode into: the scheme's typed object for known
 	// kinds, an *unstructured.Unstructured for the rest.
 	newObject func() client.Object
+}
+
+// recordsUndo reports whether the write chain c records its undo: the registry has Undo on,
+// c's hook type has a read pair and no hook of c opted out.
+func (r *Registry) recordsUndo(c *chain) bool {
+	if _, ok := undoPair[c.key.Type]; !ok || !r.opts.Undo {
+		return false
+	}
+	for _, h := range c.hooks {
+		if h.noUndo {
+			return false
+		}
+	}
+	return true
 }
 
 // metadataOnly reports whether every hook of c is a MetadataHook: then the chain runs on the
@@ -61,13 +81,37 @@ func (c *chain) metadataOnly() bool {
 	return len(c.hooks) > 0
 }
 
-// NewRegistry returns an empty Registry that resolves hook resources with scheme. A nil scheme
-// means client-go's scheme (all built-in Kubernetes kinds).
+// NewRegistry returns an empty Registry that resolves hook resources with scheme (nil:
+// client-go's scheme, all built-in Kubernetes kinds), without automatic undo.
 func NewRegistry(scheme *runtime.Scheme) *Registry {
-	if scheme == nil {
-		scheme = clientgoscheme.Scheme
+	return NewRegistryWithOptions(RegistryOptions{Scheme: scheme})
+}
+
+// RegistryOptions configures a Registry. The zero value is NewRegistry(nil).
+type RegistryOptions struct {
+	// Scheme resolves hook resources and decodes typed objects. Default client-go's scheme.
+	Scheme *runtime.Scheme
+	// Undo makes every write chain (CreatePhysical, UpdatePhysical, CreateVirtual,
+	// UpdateVirtual) record in the object's UndoAnnotation how to restore exactly the object the
+	// syncer sent, and the paired read type (GetPhysical, GetVirtual) of the same kind apply it
+	// and remove the annotation before its own hooks run — registered for that kind even when it
+	// has no hooks, so that the syncer never sees the hooks' changes coming back. A chain with a
+	// hook whose Undo() is false records nothing. The synchook binary turns it on.
+	Undo bool
+	// MaxUndoBytes bounds the annotation's value; a change whose undo is larger fails with
+	// ErrUndoTooLarge. Default DefaultMaxUndoBytes (16 KiB).
+	MaxUndoBytes int
+}
+
+// NewRegistryWithOptions returns an empty Registry configured by opts.
+func NewRegistryWithOptions(opts RegistryOptions) *Registry {
+	if opts.Scheme == nil {
+		opts.Scheme = clientgoscheme.Scheme
 	}
-	return &Registry{scheme: scheme, names: map[string]bool{}, chains: map[Key]*chain{}}
+	if opts.MaxUndoBytes <= 0 {
+		opts.MaxUndoBytes = DefaultMaxUndoBytes
+	}
+	return &Registry{opts: opts, scheme: opts.Scheme, names: map[string]bool{}, chains: map[Key]*chain{}}
 }
 
 // Scheme returns the scheme the Registry decodes typed objects with.
@@ -100,6 +144,10 @@ func (r *Registry) Register(h ClientHook) error {
 	if mh, ok := h.(MetadataHook); ok {
 		meta = mh.MetadataFunc()
 	}
+	undo := true
+	if u, ok := h.(Undoer); ok {
+		undo = u.Undo()
+	}
 	for _, e := range hookTypeTable {
 		fn, ok := funcs[e.typ]
 		if !ok || fn == nil {
@@ -111,7 +159,14 @@ func (r *Registry) Register(h ClientHook) error {
 			c = &chain{key: key, newObject: func() client.Object { return r.NewObject(gvk) }}
 			r.chains[key] = c
 		}
-		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn, meta: meta})
+		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn, meta: meta, noUndo: !undo})
+		if read, ok := undoPair[e.typ]; ok && r.opts.Undo && undo {
+			rk := Key{GVK: gvk, Type: read}
+			if r.chains[rk] == nil {
+				r.chains[rk] = &chain{key: rk, newObject: c.newObject}
+			}
+			r.chains[rk].undoRead = true
+		}
 	}
 	if !slices.Contains(r.gvks, gvk) {
 		r.gvks = append(r.gvks, gvk)
@@ -236,9 +291,12 @@ func (r *Registry) Capabilities() Capabilities {
 			if c == nil {
 				continue
 			}
-			names := make([]string, len(c.hooks))
-			for i, h := range c.hooks {
-				names[i] = h.name
+			names := make([]string, 0, len(c.hooks)+1)
+			if c.undoRead {
+				names = append(names, UndoAnnotation)
+			}
+			for _, h := range c.hooks {
+				names = append(names, h.name)
 			}
 			rc.HookTypes = append(rc.HookTypes, HookTypeCapabilities{Type: e.typ, Hooks: names})
 		}

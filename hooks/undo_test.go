@@ -1,0 +1,63 @@
+package hooks_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/synchook/synchook/hooks"
+)
+
+// optOut is a hook whose change the tenant should see (hooks.Undoer).
+type optOut struct{ hooks.FuncHook }
+
+func (optOut) Undo() bool { return false }
+
+func TestUndoIsRegisteredOnTheReadTypeAndCanBeRefusedOrOptedOutOf(t *testing.T) {
+	label := func(_ context.Context, o client.Object) (client.Object, error) {
+		o.SetLabels(map[string]string{"tenant": strings.Repeat("a", 63)})
+		return o, nil
+	}
+	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true, MaxUndoBytes: 80})
+	reg.MustRegister(
+		hooks.NewFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, label),
+		optOut{hooks.NewFunc("visible", &corev1.Service{}, []hooks.HookType{hooks.CreatePhysical}, label)},
+	)
+	podGVK := corev1.SchemeGroupVersion.WithKind("Pod")
+	t.Run("GetPhysical is served for the kind with no Get hook, and announced", func(t *testing.T) {
+		if !reg.Has(podGVK, hooks.GetPhysical) || reg.Has(podGVK, hooks.GetVirtual) {
+			t.Error("Has(Pod, GetPhysical) must be true, Has(Pod, GetVirtual) false")
+		}
+		found := false
+		for _, rc := range reg.Capabilities().Resources {
+			for _, ht := range rc.HookTypes {
+				if rc.Kind == "Pod" && ht.Type == hooks.GetPhysical && slices.Contains(ht.Hooks, hooks.UndoAnnotation) {
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.Errorf("capabilities %+v do not list the undo on Pod GetPhysical", reg.Capabilities())
+		}
+	})
+	t.Run("a hook that opted out records no undo and gets no read type", func(t *testing.T) {
+		if reg.Has(corev1.SchemeGroupVersion.WithKind("Service"), hooks.GetPhysical) {
+			t.Error("Service GetPhysical is registered for a hook with Undo() false")
+		}
+		res, err := reg.Mutate(t.Context(), corev1.SchemeGroupVersion.WithKind("Service"), hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"}}`))
+		if err != nil || strings.Contains(string(res.Patch), "undo") {
+			t.Errorf("patch %s, %v", res.Patch, err)
+		}
+	})
+	t.Run("an undo over the size limit refuses the change, naming the hook", func(t *testing.T) {
+		_, err := reg.Mutate(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
+		if !errors.Is(err, hooks.ErrUndoTooLarge) || !strings.Contains(err.Error(), `"label"`) || hooks.StatusCode(err) != 422 {
+			t.Errorf("error %v (status %d), want ErrUndoTooLarge naming the hook, 422", err, hooks.StatusCode(err))
+		}
+	})
+}
