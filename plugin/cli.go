@@ -174,8 +174,8 @@ func (p *Plugin) serve(args []string, stderr io.Writer) int {
 }
 
 type mutateOptions struct {
-	configFile, file, hookType string
-	timeout                    time.Duration
+	configFile, file, hookType, output string
+	timeout                            time.Duration
 }
 
 func mutateFlags() (*flag.FlagSet, *mutateOptions) {
@@ -185,6 +185,7 @@ func mutateFlags() (*flag.FlagSet, *mutateOptions) {
 	fs.StringVar(&o.file, "f", "", "the object, YAML or JSON, with apiVersion and kind; - reads stdin (required)")
 	fs.StringVar(&o.hookType, "type", "", "the hook type to run (required): "+hooks.ValidHookTypes())
 	fs.DurationVar(&o.timeout, "timeout", webhook.DefaultRequestTimeout, "time the hook chain may take")
+	fs.StringVar(&o.output, "o", "", "output: empty prints the JSON Patch and the result for people; json or yaml prints only the resulting object (for scripts)")
 	return fs, o
 }
 
@@ -200,6 +201,9 @@ func (p *Plugin) mutate(args []string, stdin io.Reader, stdout, stderr io.Writer
 	}
 	if o.file == "" || o.hookType == "" {
 		return fail(exitUsage, "-f and --type are required")
+	}
+	if o.output != "" && o.output != "json" && o.output != "yaml" {
+		return fail(exitUsage, "-o %q: want json or yaml (or nothing)", o.output)
 	}
 	hookType, err := hooks.ParseHookType(o.hookType)
 	if err != nil {
@@ -225,6 +229,18 @@ func (p *Plugin) mutate(args []string, stdin io.Reader, stdout, stderr io.Writer
 	res, err := sidecar.Mutate(context.Background(), reg, hookType, objectJSON, o.timeout)
 	if err != nil {
 		return fail(exitFailed, "%v", err)
+	}
+	switch o.output {
+	case "json":
+		fmt.Fprintf(stdout, "%s\n", res.Object)
+		return exitOK
+	case "yaml":
+		out, err := yaml.JSONToYAML(res.Object)
+		if err != nil {
+			return fail(exitFailed, "render result: %v", err)
+		}
+		_, _ = stdout.Write(out)
+		return exitOK
 	}
 	patchText := "[]"
 	if res.Patch != nil {

@@ -17,6 +17,9 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/yaml"
 
 	"github.com/synchook/synchook/internal/testenv"
 )
@@ -35,7 +38,8 @@ func TestMutatePrintsThePatchAndTheResult(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{
-		`[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"}]`,
+		`[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"},` +
+			`{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":"[{\"path\":\"/metadata/labels/synchook.io~1hooked\",\"hooked\":\"true\"}]"}}]`,
 		`synchook.io/hooked: "true"`,
 		"app: web",
 	} {
@@ -141,7 +145,7 @@ func TestServeQuickstart(t *testing.T) {
 		t.Fatalf("decode response: %v", err)
 	}
 	if !review.Response.Allowed || review.Response.UID != "2f4a1f60-1d1e-4c5b-9a0e-6d7b2f1c0a01" ||
-		string(review.Response.Patch) != `[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"}]` {
+		!strings.HasPrefix(string(review.Response.Patch), `[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"},{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":`) {
 		t.Errorf("response = %+v, patch %s", review.Response, review.Response.Patch)
 	}
 
@@ -151,7 +155,7 @@ func TestServeQuickstart(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("after SIGTERM: %v\n%s", err, logs.String())
 	}
-	if !strings.Contains(logs.String(), `"patchOperations":1`) {
+	if !strings.Contains(logs.String(), `"patchOperations":2`) {
 		t.Errorf("no structured request log line:\n%s", logs.String())
 	}
 }
@@ -174,4 +178,37 @@ func TestServeRefusesBadOptionsBeforeStartingAnyListener(t *testing.T) {
 		t.Fatalf("the metrics listener was started before the options were checked: %v", err)
 	}
 	ln.Close()
+}
+
+func TestGetPhysicalOfCreatePhysicalGivesTheInputBack(t *testing.T) {
+	t.Setenv("SYNCHOOK_CONFIG", "")
+	in, err := os.ReadFile("../examples/pod.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "mutate", "--type", "CreatePhysical", "-f", "../examples/pod.yaml", "-o", "yaml")
+	if code != 0 {
+		t.Fatalf("CreatePhysical: exit %d: %s", code, errOut)
+	}
+	hooked := filepath.Join(t.TempDir(), "hooked.yaml")
+	if err := os.WriteFile(hooked, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, back, errOut := runCLI(t, "mutate", "--type", "GetPhysical", "-f", hooked, "-o", "yaml")
+	if code != 0 {
+		t.Fatalf("GetPhysical: exit %d: %s", code, errOut)
+	}
+	var want, got corev1.Pod
+	if err := yaml.UnmarshalStrict(in, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(back), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Annotations) == 0 {
+		got.Annotations = nil
+	}
+	if !equality.Semantic.DeepEqual(want, got) {
+		t.Errorf("GetPhysical(CreatePhysical(pod.yaml)) differs from pod.yaml:\n%s\nhooked:\n%s", back, out)
+	}
 }

@@ -102,7 +102,9 @@ func buildRegistry(configFile string, getenv func(string) string, register Regis
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	reg := hooks.NewRegistry(nil)
+	// Automatic undo is on: what the hooks add on the way down comes off on the way up, so the
+	// syncer never sees it as a difference (hooks opt out with undo: false / Undo() false).
+	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true})
 	if err := cfg.Build(reg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
