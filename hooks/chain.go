@@ -218,6 +218,10 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation) ([]patc
 	if len(entries) == 0 {
 		return ops, nil
 	}
+	annotations, hasAnnotations := lookupPointer(hooked, "/metadata/annotations")
+	if !hasAnnotations || string(annotations) == "null" {
+		entries = append([]UndoEntry{emptyMapEntry("/metadata/annotations")}, entries...)
+	}
 	value, err := encodeUndo(entries, r.opts.MaxUndoBytes)
 	if err != nil {
 		return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}

@@ -348,6 +348,13 @@ func recordMetadataUndo(doc *metadataDoc, m *Metadata, maxUndo int) error {
 	if len(entries) == 0 {
 		return nil
 	}
+	// Maps the change creates (the annotations one at least, for the undo itself) go again when
+	// they are left empty.
+	for i, after := range []map[string]string{m.Labels, m.Annotations} {
+		if doc.maps[i].value == nil && (len(after) > 0 || i == 1) {
+			entries = append([]UndoEntry{emptyMapEntry("/metadata/" + doc.maps[i].name)}, entries...)
+		}
+	}
 	value, err := encodeUndo(entries, maxUndo)
 	if err != nil {
 		return err

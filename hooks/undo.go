@@ -68,6 +68,13 @@ func undoEntries(ops []patch.Operation, before, after []byte) ([]UndoEntry, erro
 	return entries, nil
 }
 
+// emptyMapEntry is the first entry of an undo whose change created the map at path (labels or
+// annotations) where the syncer sent none: undone last, it removes the map when nothing else is
+// left in it.
+func emptyMapEntry(path string) UndoEntry {
+	return UndoEntry{Path: path, Hooked: json.RawMessage("{}")}
+}
+
 func isUndoPath(p string) bool {
 	return p == "/metadata/annotations/synchook.io~1undo"
 }

@@ -39,7 +39,7 @@ func TestMutatePrintsThePatchAndTheResult(t *testing.T) {
 	}
 	for _, want := range []string{
 		`[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"},` +
-			`{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":"[{\"path\":\"/metadata/labels/synchook.io~1hooked\",\"hooked\":\"true\"}]"}}]`,
+			`{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":"[{\"path\":\"/metadata/annotations\",\"hooked\":{}},{\"path\":\"/metadata/labels/synchook.io~1hooked\",\"hooked\":\"true\"}]"}}]`,
 		`synchook.io/hooked: "true"`,
 		"app: web",
 	} {
