@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
@@ -16,6 +17,27 @@ import (
 // validation, registration of its hooks), so that callers can tell a bad config (exit code 2)
 // from other failures with errors.Is.
 var ErrInvalid = errors.New("invalid synchook config")
+
+// invalidError is an error about the content of a config: its problems as one
+// utilerrors.Aggregate (for validation, a field.ErrorList's ToAggregate), prefixed with
+// ErrInvalid's text. errors.Is finds ErrInvalid, each problem, and the errors behind some of
+// them (hooks.ErrUnknownHookType, builtin.ErrInvalidPointer, …), which field.Error cannot wrap.
+type invalidError struct {
+	agg    utilerrors.Aggregate
+	causes []error
+}
+
+func (e *invalidError) Error() string { return ErrInvalid.Error() + ": " + e.agg.Error() }
+
+func (e *invalidError) Unwrap() []error { return append([]error{ErrInvalid, e.agg}, e.causes...) }
+
+// invalid returns agg with causes as an *invalidError, or nil when agg is nil (no problems).
+func invalid(agg utilerrors.Aggregate, causes ...error) error {
+	if agg == nil {
+		return nil
+	}
+	return &invalidError{agg: agg, causes: causes}
+}
 
 // Config is synchook's configuration: the built-in hooks to register, in order.
 type Config struct {

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/config"
@@ -71,7 +73,7 @@ func podJSON(t *testing.T, ns string, labels map[string]string) []byte {
 // result has no patch.
 func run(t *testing.T, reg *hooks.Registry, gvk schema.GroupVersionKind, typ hooks.HookType, raw []byte) map[string]any {
 	t.Helper()
-	res, err := reg.Run(t.Context(), gvk, typ, raw)
+	res, err := reg.Mutate(t.Context(), gvk, typ, raw)
 	if err != nil {
 		t.Fatalf("Run %s: %v", typ, err)
 	}
@@ -89,8 +91,8 @@ func run(t *testing.T, reg *hooks.Registry, gvk schema.GroupVersionKind, typ hoo
 	return obj
 }
 
-// field returns obj[path[0]][path[1]]… or nil.
-func field(obj map[string]any, path ...string) any {
+// lookup returns obj[path[0]][path[1]]… or nil.
+func lookup(obj map[string]any, path ...string) any {
 	var v any = obj
 	for _, p := range path {
 		m, ok := v.(map[string]any)
@@ -217,6 +219,7 @@ func TestParseRejects(t *testing.T) {
 		yaml string
 		want []string // substrings of the error message
 		is   error    // an error the error must wrap, besides ErrInvalid
+		n    int      // when set, the number of problems (entries of the error's Aggregate)
 	}{
 		{
 			name: "a misspelt key of an entry names the key and the entry",
@@ -251,105 +254,105 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "a scalar where a list belongs names the field",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: CreatePhysical\n    labels: {labels: {a: b}}"),
-			want: []string{"hooks[0].types: want a list, got a string"},
+			want: []string{"hooks[0]: cannot unmarshal string into Go struct field hookEntry.types of type []string"},
 		},
 		{
 			name: "an unknown hook type names its position and lists the valid ones",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical, CreatPhysical]\n    labels: {labels: {a: b}}"),
-			want: []string{`hooks[0].types[1]: unknown hook type "CreatPhysical" (valid: CreatePhysical, UpdatePhysical`},
+			want: []string{`hooks[0].types[1]: Invalid value: unknown hook type "CreatPhysical" (valid: CreatePhysical, UpdatePhysical`},
 			is:   hooks.ErrUnknownHookType,
 		},
 		{
 			name: "a missing types key is an error",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    labels: {labels: {a: b}}"),
-			want: []string{"hooks[0].types: at least one hook type is required"},
+			want: []string{"hooks[0].types: Required value: at least one of CreatePhysical, UpdatePhysical"},
 		},
 		{
 			name: "an empty types list is an error",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: []\n    labels: {labels: {a: b}}"),
-			want: []string{"hooks[0].types: at least one hook type is required"},
+			want: []string{"hooks[0].types: Required value: at least one of CreatePhysical, UpdatePhysical"},
 		},
 		{
 			name: "a repeated hook type is an error",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [GetPhysical, GetPhysical]\n    labels: {labels: {a: b}}"),
-			want: []string{`hooks[0].types[1]: duplicate hook type "GetPhysical"`},
+			want: []string{`hooks[0].types[1]: Duplicate value: "GetPhysical": also hooks[0].types[0]`},
 		},
 		{
 			name: "an empty resources list is an error",
 			yaml: entry("resources: []\n    types: [CreatePhysical]\n    labels: {labels: {a: b}}"),
-			want: []string{"hooks[0].resources: at least one resource"},
+			want: []string{"hooks[0].resources: Required value: at least one resource"},
 		},
 		{
 			name: "an apiVersion with two slashes is an error",
 			yaml: entry("resources: [{apiVersion: a/b/c, kind: Pod}]\n    types: [CreatePhysical]\n    labels: {labels: {a: b}}"),
-			want: []string{`hooks[0].resources[0].apiVersion: invalid apiVersion "a/b/c"`},
+			want: []string{`hooks[0].resources[0].apiVersion: Invalid value: "a/b/c"`},
 		},
 		{
 			name: "a missing kind is an error",
 			yaml: entry("resources: [{apiVersion: v1}]\n    types: [CreatePhysical]\n    labels: {labels: {a: b}}"),
-			want: []string{"hooks[0].resources[0].kind: required"},
+			want: []string{"hooks[0].resources[0].kind: Required value"},
 		},
 		{
 			name: "a misspelt kind in a known group/version is named with a suggestion",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pdo}]\n    types: [CreatePhysical]\n    labels: {labels: {a: b}}"),
-			want: []string{`hooks[0].resources[0].kind: unknown kind "Pdo" in v1 (did you mean "Pod"?)`},
+			want: []string{`hooks[0].resources[0].kind: Invalid value: "Pdo": unknown kind in v1 (did you mean "Pod"?)`},
 		},
 		{
 			name: "a kind in the wrong case is named with a suggestion",
 			yaml: entry("resources: [{apiVersion: apps/v1, kind: deployment}]\n    types: [CreatePhysical]\n    labels: {labels: {a: b}}"),
-			want: []string{`unknown kind "deployment" in apps/v1 (did you mean "Deployment"?)`},
+			want: []string{`Invalid value: "deployment": unknown kind in apps/v1 (did you mean "Deployment"?)`},
 		},
 		{
 			name: "an unknown version of a known group is an error",
 			yaml: entry("resources: [{apiVersion: apps/v2, kind: Deployment}]\n    types: [CreatePhysical]\n    labels: {labels: {a: b}}"),
-			want: []string{`hooks[0].resources[0].apiVersion: unknown version "v2" of group "apps" (known: v1`},
+			want: []string{`hooks[0].resources[0].apiVersion: Unsupported value: "apps/v2": supported values: "apps/v1"`},
 		},
 		{
 			name: "a list kind is an error",
 			yaml: entry("resources: [{apiVersion: v1, kind: PodList}]\n    types: [CreatePhysical]\n    labels: {labels: {a: b}}"),
-			want: []string{"hooks[0].resources[0].kind: v1 PodList is not an object kind"},
+			want: []string{`hooks[0].resources[0].kind: Invalid value: "PodList": v1 PodList is not an object kind`},
 		},
 		{
 			name: "a repeated resource is an error",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}, {apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labels: {labels: {a: b}}"),
-			want: []string{"hooks[0].resources[1]: duplicate resource v1 Pod (also hooks[0].resources[0])"},
+			want: []string{`hooks[0].resources[1]: Duplicate value: "v1 Pod": also hooks[0].resources[0]`},
 		},
 		{
 			name: "an entry with neither labels nor strip is an error",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]"),
-			want: []string{"hooks[0]: one of labels or strip is required"},
+			want: []string{"hooks[0]: Required value: one of labels or strip"},
 		},
 		{
 			name: "an entry with both labels and strip is an error",
 			yaml: entry(podLabels + "    strip: {paths: [/status]}"),
-			want: []string{"hooks[0]: labels and strip cannot both be set"},
+			want: []string{"hooks[0]: Forbidden: labels and strip cannot both be set"},
 		},
 		{
 			name: "duplicate names are an error naming both entries",
 			yaml: "hooks:\n  - name: same\n    " + podLabels + "  - name: same\n    " + podLabels,
-			want: []string{`hooks[1].name: duplicate hook name "same" (already used by hooks[0])`},
+			want: []string{`hooks[1].name: Duplicate value: "same": hook name already used by hooks[0]`},
 		},
 		{
 			name: "a name that collides with a default name is an error",
 			yaml: "hooks:\n  - name: labels-1\n    " + podLabels + "  - " + podLabels,
-			want: []string{`hooks[1].name: duplicate hook name "labels-1" (already used by hooks[0])`},
+			want: []string{`hooks[1].name: Duplicate value: "labels-1": hook name already used by hooks[0]`},
 		},
 		{
 			name: "a name that collides with a per-resource name is an error",
 			yaml: "hooks:\n  - name: x/Pod\n    " + podLabels +
 				"  - name: x\n    resources: [{apiVersion: v1, kind: Pod}, {apiVersion: v1, kind: Service}]\n    types: [CreatePhysical]\n    labels: {labels: {a: b}}\n",
-			want: []string{`hooks[0].name: invalid name "x/Pod"`, `hooks[1].resources[0]: hook name "x/Pod" is already used by hooks[0]`},
+			want: []string{`hooks[0].name: Invalid value: "x/Pod"`, `hooks[1].resources[0]: Duplicate value: "x/Pod": hook name already used by hooks[0]`},
 		},
 		{
 			name: "a malformed JSON Pointer names the path and its position",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [GetPhysical]\n    strip: {paths: [/status, status/hostIP]}"),
-			want: []string{`hooks[0].strip.paths[1]: invalid JSON Pointer "status/hostIP"`},
+			want: []string{`hooks[0].strip.paths[1]: Invalid value: invalid JSON Pointer "status/hostIP"`},
 			is:   builtin.ErrInvalidPointer,
 		},
 		{
 			name: "a bad escape in a JSON Pointer is an error",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [GetPhysical]\n    strip: {paths: [/metadata/annotations/a~2b]}"),
-			want: []string{`hooks[0].strip.paths[0]: invalid JSON Pointer "/metadata/annotations/a~2b"`},
+			want: []string{`hooks[0].strip.paths[0]: Invalid value: invalid JSON Pointer "/metadata/annotations/a~2b"`},
 		},
 		{
 			name: "a protected JSON Pointer is an error",
@@ -360,27 +363,27 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "an empty strip block is an error",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [GetPhysical]\n    strip: {}"),
-			want: []string{"hooks[0].strip.paths: at least one JSON Pointer is required"},
+			want: []string{"hooks[0].strip.paths: Required value: at least one JSON Pointer"},
 		},
 		{
 			name: "an empty labels block is an error",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labels: {}"),
-			want: []string{"hooks[0].labels: set labels, annotations or both"},
+			want: []string{"hooks[0].labels: Required value: set labels, annotations or both"},
 		},
 		{
 			name: "an invalid label key is named",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labels: {labels: {\"team a\": x}}"),
-			want: []string{`hooks[0].labels.labels[team a]: invalid label key "team a"`},
+			want: []string{`hooks[0].labels.labels[team a]: Invalid value: "team a": name part must consist of`},
 		},
 		{
 			name: "an invalid label value is named",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labels: {labels: {team: \"a b!\"}}"),
-			want: []string{`hooks[0].labels.labels[team]: invalid label value "a b!"`},
+			want: []string{`hooks[0].labels.labels[team]: Invalid value: "a b!": a valid label must be`},
 		},
 		{
 			name: "an invalid annotation key is named",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labels: {annotations: {\"-bad\": x}}"),
-			want: []string{`hooks[0].labels.annotations[-bad]: invalid annotation key "-bad"`},
+			want: []string{`hooks[0].labels.annotations: Invalid value: "-bad": name part must consist of`},
 		},
 		{
 			name: "an invalid selector operator is named",
@@ -395,18 +398,33 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "an invalid namespace is named",
 			yaml: entry(podLabels + "    namespaces: [team-a, Team_B]"),
-			want: []string{`hooks[0].namespaces[1]: invalid namespace "Team_B"`},
+			want: []string{`hooks[0].namespaces[1]: Invalid value: "Team_B": a lowercase RFC 1123 label`},
 		},
 		{
 			name: "an empty namespace list is an error",
 			yaml: entry(podLabels + "    namespaces: []"),
-			want: []string{"hooks[0].namespaces: empty list matches no object"},
+			want: []string{"hooks[0].namespaces: Required value: an empty list matches no object"},
 		},
 		{
 			name: "every problem is reported, not only the first",
 			yaml: "hooks:\n  - resources: [{apiVersion: v1, kind: Pdo}]\n    types: [Create]\n    labels: {}\n" +
 				"  - resources: [{apiVersion: v1, kind: Pod}]\n    types: [GetPhysical]\n    strip: {paths: [x]}\n",
-			want: []string{"(4 errors)", "hooks[0].resources[0].kind", "hooks[0].types[0]", "hooks[0].labels", "hooks[1].strip.paths[0]"},
+			want: []string{"hooks[0].resources[0].kind", "hooks[0].types[0]", "hooks[0].labels", "hooks[1].strip.paths[0]"},
+			n:    4,
+		},
+		{
+			name: "every unknown key of every entry is reported",
+			yaml: "hooks:\n  - " + podLabels + "    nme: a\n  - " + podLabels + "    Namespaces: [a]\n    objectSelector: {matchLabel: {a: b}}\n",
+			want: []string{
+				`hooks[0]: unknown field "nme"`, `hooks[1]: unknown field "Namespaces"`,
+				`hooks[1].objectSelector: unknown field "matchLabel" (valid: matchExpressions, matchLabels)`,
+			},
+			n: 3,
+		},
+		{
+			name: "a list where a string belongs names the entry and the field",
+			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labels: {labels: {a: [x]}}"),
+			want: []string{"hooks[0]: cannot unmarshal array into Go struct field Labels.labels.labels of type string"},
 		},
 	}
 	for _, tt := range tests {
@@ -426,7 +444,50 @@ func TestParseRejects(t *testing.T) {
 					t.Errorf("error does not contain %q:\n%v", w, err)
 				}
 			}
+			var agg utilerrors.Aggregate
+			if !errors.As(err, &agg) {
+				t.Fatalf("error %v has no Aggregate", err)
+			}
+			if tt.n != 0 && len(agg.Errors()) != tt.n {
+				t.Errorf("%d problems, want %d: %v", len(agg.Errors()), tt.n, err)
+			}
 		})
+	}
+}
+
+func TestValidateReturnsFieldErrors(t *testing.T) {
+	c := &config.Config{Hooks: []config.Hook{{
+		Resources:  []config.Resource{{APIVersion: "v1", Kind: "Pod"}},
+		Types:      []hooks.HookType{hooks.CreatePhysical},
+		Namespaces: []string{"Team_B"},
+		Labels:     &builtin.Labels{Labels: map[string]string{"b": "x y", "a/b/c": "x"}},
+	}}}
+	err := c.Validate()
+	if !errors.Is(err, config.ErrInvalid) {
+		t.Fatalf("Validate = %v, want an error wrapping ErrInvalid", err)
+	}
+	var agg utilerrors.Aggregate
+	if !errors.As(err, &agg) {
+		t.Fatalf("error %v has no Aggregate", err)
+	}
+	var got []string
+	for _, e := range agg.Errors() {
+		var fe *field.Error
+		if !errors.As(e, &fe) {
+			t.Fatalf("problem %v is no *field.Error", e)
+		}
+		got = append(got, string(fe.Type)+" "+fe.Field)
+	}
+	want := []string{
+		"FieldValueInvalid hooks[0].namespaces[0]",
+		"FieldValueInvalid hooks[0].labels.labels[a/b/c]",
+		"FieldValueInvalid hooks[0].labels.labels[b]",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("problems = %q, want %q (in this order)", got, want)
+	}
+	if !strings.HasPrefix(err.Error(), "invalid synchook config: [hooks[0].namespaces[0]: Invalid value: \"Team_B\": ") {
+		t.Errorf("error = %v, want ErrInvalid's text followed by the Aggregate's", err)
 	}
 }
 
@@ -466,13 +527,13 @@ func TestBuildExample(t *testing.T) {
 				if obj == nil {
 					t.Fatal("no patch")
 				}
-				if got := field(obj, "metadata", "labels", "team"); got != "a" {
+				if got := lookup(obj, "metadata", "labels", "team"); got != "a" {
 					t.Errorf("label team = %v, want a", got)
 				}
-				if got := field(obj, "metadata", "labels", "sync"); got != "yes" {
+				if got := lookup(obj, "metadata", "labels", "sync"); got != "yes" {
 					t.Errorf("label sync = %v, want it kept", got)
 				}
-				if got := field(obj, "metadata", "annotations", "owner"); got != "team-a" {
+				if got := lookup(obj, "metadata", "annotations", "owner"); got != "team-a" {
 					t.Errorf("annotation owner = %v, want team-a", got)
 				}
 			},
@@ -505,10 +566,10 @@ func TestBuildExample(t *testing.T) {
 				if obj == nil {
 					t.Fatal("no patch")
 				}
-				if got := field(obj, "metadata", "annotations", "host.example.com/internal"); got != nil {
+				if got := lookup(obj, "metadata", "annotations", "host.example.com/internal"); got != nil {
 					t.Errorf("annotation still there: %v", got)
 				}
-				if got := field(obj, "status", "hostIP"); got != nil {
+				if got := lookup(obj, "status", "hostIP"); got != nil {
 					t.Errorf("status.hostIP still there: %v", got)
 				}
 			},
@@ -548,7 +609,7 @@ hooks:
 	widgetGVK := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
 	obj := run(t, reg, widgetGVK, hooks.CreatePhysical,
 		[]byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":3}}`))
-	if got := field(obj, "metadata", "labels", "marked"); got != "true" {
+	if got := lookup(obj, "metadata", "labels", "marked"); got != "true" {
 		t.Errorf("custom resource label marked = %v, want true", got)
 	}
 }
@@ -576,7 +637,7 @@ func TestBuildErrors(t *testing.T) {
 				Types:     []hooks.HookType{"Nope"},
 				Labels:    &builtin.Labels{Labels: map[string]string{"a": "b"}},
 			}}},
-			want: `hooks[0].types[0]: unknown hook type "Nope"`,
+			want: `hooks[0].types[0]: Invalid value: unknown hook type "Nope"`,
 		},
 	}
 	for _, tt := range tests {
@@ -610,7 +671,7 @@ func TestDefault(t *testing.T) {
 	}
 	for _, typ := range []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical} {
 		obj := run(t, reg, podGVK, typ, podJSON(t, "any", nil))
-		if got := field(obj, "metadata", "labels", config.DefaultLabel); got != "true" {
+		if got := lookup(obj, "metadata", "labels", config.DefaultLabel); got != "true" {
 			t.Errorf("%s: label %s = %v, want true", typ, config.DefaultLabel, got)
 		}
 	}

@@ -50,14 +50,24 @@
 // Within a chain, config hooks run in config order; Go hooks that main registers before or
 // after calling Build run before or after them.
 //
-// The config is checked strictly: unknown or misspelled keys (keys are case-sensitive),
-// duplicate keys, unknown hook types and resources, malformed JSON Pointers, invalid label
-// keys and values and invalid selectors are all errors that name where they are, e.g.
+// The config is checked strictly. Decoding is one strict pass (sigs.k8s.io/yaml, then
+// sigs.k8s.io/json as for the Kubernetes API): YAML syntax errors, duplicate keys, unknown or
+// misspelled keys (keys are case-sensitive) and values of the wrong shape are errors that name
+// where they are, e.g.
 //
-//	hooks[0].types[1]: unknown hook type "CreatPhysical" (valid: CreatePhysical, …)
+//	hooks[0]: unknown field "labls" (valid: labels, name, namespaces, objectSelector, resources, strip, types)
 //
-// and every such error wraps ErrInvalid. An empty config, or "hooks: []", has no hooks: that
-// is how to turn off the default.
+// The decoded config is then validated into a field.ErrorList (k8s.io/apimachinery): unknown
+// hook types and resources, malformed JSON Pointers, invalid label keys and values (as
+// metav1validation.ValidateLabels checks them), annotation keys (apivalidation.ValidateAnnotations),
+// namespaces and selectors are all reported at once, each with its field path, e.g.
+//
+//	hooks[0].types[1]: Invalid value: unknown hook type "CreatPhysical" (valid: CreatePhysical, …)
+//	hooks[0].labels.labels[team a]: Invalid value: "team a": name part must consist of …
+//
+// Every such error wraps ErrInvalid; several are listed as "[<err>, <err>, …]", the format of
+// ErrorList.ToAggregate. An empty config, or "hooks: []", has no hooks: that is how to turn off
+// the default.
 //
 // The default, used when neither the file nor the environment variable is set, is one hook:
 //

@@ -7,18 +7,44 @@ import (
 	"testing"
 )
 
-func TestFileHookMatchesHook(t *testing.T) {
-	file, hook := jsonFields(reflect.TypeFor[fileHook]()), jsonFields(reflect.TypeFor[Hook]())
-	if got, want := slices.Sorted(maps.Keys(file)), slices.Sorted(maps.Keys(hook)); !slices.Equal(got, want) {
-		t.Fatalf("fileHook keys %q, Hook keys %q: keep them the same", got, want)
+func TestHookEntryMatchesHook(t *testing.T) {
+	entry, hook := jsonFields(reflect.TypeFor[hookEntry]()), jsonFields(reflect.TypeFor[Hook]())
+	if got, want := slices.Sorted(maps.Keys(entry)), slices.Sorted(maps.Keys(hook)); !slices.Equal(got, want) {
+		t.Fatalf("hookEntry keys %q, Hook keys %q: keep them the same", got, want)
 	}
-	for name, ft := range file {
+	for name, et := range entry {
 		if name == "types" {
 			continue
 		}
-		if ht := hook[name]; ft != ht {
-			t.Errorf("key %q: fileHook has %s, Hook has %s", name, ft, ht)
+		if ht := hook[name]; et != ht {
+			t.Errorf("key %q: hookEntry has %s, Hook has %s", name, et, ht)
 		}
+	}
+}
+
+func TestKeysAt(t *testing.T) {
+	tests := []struct {
+		name string
+		typ  reflect.Type
+		path string
+		want []string
+	}{
+		{name: "the top level", typ: reflect.TypeFor[*document](), want: []string{"hooks"}},
+		{
+			name: "an entry", typ: reflect.TypeFor[*hookEntry](),
+			want: []string{"labels", "name", "namespaces", "objectSelector", "resources", "strip", "types"},
+		},
+		{name: "a block of an entry", typ: reflect.TypeFor[*hookEntry](), path: "labels", want: []string{"annotations", "labels"}},
+		{name: "an item of a list", typ: reflect.TypeFor[*hookEntry](), path: "objectSelector.matchExpressions[0]", want: []string{"key", "operator", "values"}},
+		{name: "a string has no keys", typ: reflect.TypeFor[*hookEntry](), path: "name", want: nil},
+		{name: "an unknown key has no keys", typ: reflect.TypeFor[*hookEntry](), path: "nope", want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := keysAt(tt.typ, tt.path); !slices.Equal(got, tt.want) {
+				t.Errorf("keysAt(%s, %q) = %q, want %q", tt.typ, tt.path, got, tt.want)
+			}
+		})
 	}
 }
 

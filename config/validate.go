@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -22,9 +23,10 @@ import (
 )
 
 // Validate checks c against client-go's scheme (all built-in Kubernetes kinds) and returns
-// every problem found, each naming its position (e.g. `hooks[0].types[1]: unknown hook type
-// "CreatPhysical" (valid: …)`), joined with errors.Join and wrapped with ErrInvalid; nil when
-// c is valid. Build checks again against the registry's own scheme.
+// every problem found, nil when c is valid. The problems are a field.ErrorList, each naming its
+// place (`hooks[0].labels.labels[team a]: Invalid value: "team a": name part must …`); the
+// error's text is ErrInvalid's followed by the list's ToAggregate, and errors.Is finds
+// ErrInvalid. Build checks again against the registry's own scheme.
 func (c *Config) Validate() error { return c.validate(clientgoscheme.Scheme) }
 
 // maxNameLength bounds hook names, which end up in logs, metrics and capabilities.
@@ -40,7 +42,9 @@ type validator struct {
 	versions map[string][]string
 	// names maps each hook name registered so far to the position that registers it.
 	names map[string]string
-	errs  []error
+	errs  field.ErrorList
+	// causes are the errors of other packages behind some of errs, for errors.Is.
+	causes []error
 }
 
 func (c *Config) validate(scheme *runtime.Scheme) error {
@@ -59,19 +63,34 @@ func (c *Config) validate(scheme *runtime.Scheme) error {
 	for i := range c.Hooks {
 		v.hook(i, &c.Hooks[i])
 	}
-	return invalid(v.errs)
+	return invalid(v.errs.ToAggregate(), v.causes...)
 }
 
-// fail records an error at path.
-func (v *validator) fail(path *field.Path, format string, args ...any) {
-	v.errs = append(v.errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+// add records errs, sorted: apimachinery's validators of maps range over them.
+func (v *validator) add(errs field.ErrorList) {
+	slices.SortStableFunc(errs, func(a, b *field.Error) int { return strings.Compare(a.Error(), b.Error()) })
+	v.errs = append(v.errs, errs...)
+}
+
+// fail records err, an error of another package about the value at path, as the field error
+// `<path>: Invalid value: <err>` (err quotes the value).
+func (v *validator) fail(path *field.Path, err error) {
+	v.errs = append(v.errs, field.Invalid(path, field.OmitValueType{}, err.Error()))
+	v.causes = append(v.causes, err)
+}
+
+// duplicate records that the value at path repeats an earlier one, which detail names.
+func (v *validator) duplicate(path *field.Path, value any, detail string) {
+	e := field.Duplicate(path, value)
+	e.Detail = detail
+	v.errs = append(v.errs, e)
 }
 
 func (v *validator) hook(i int, h *Hook) {
 	p := field.NewPath("hooks").Index(i)
 	if h.Name != "" && (len(h.Name) > maxNameLength || !nameRE.MatchString(h.Name)) {
-		v.fail(p.Child("name"), "invalid name %q: use at most %d letters, digits, '-', '_' and '.', starting and ending with a letter or digit",
-			h.Name, maxNameLength)
+		v.errs = append(v.errs, field.Invalid(p.Child("name"), h.Name, fmt.Sprintf(
+			"use at most %d letters, digits, '-', '_' and '.', starting and ending with a letter or digit", maxNameLength)))
 	}
 	dupResource := v.resources(p.Child("resources"), h.Resources)
 	v.claimNames(p, i, h, dupResource)
@@ -79,9 +98,9 @@ func (v *validator) hook(i int, h *Hook) {
 	v.filter(p, h)
 	switch {
 	case h.Labels == nil && h.Strip == nil:
-		v.fail(p, "one of labels or strip is required")
+		v.errs = append(v.errs, field.Required(p, "one of labels or strip"))
 	case h.Labels != nil && h.Strip != nil:
-		v.fail(p, "labels and strip cannot both be set; use one entry for each")
+		v.errs = append(v.errs, field.Forbidden(p, "labels and strip cannot both be set; use one entry for each"))
 	case h.Labels != nil:
 		v.labels(p.Child("labels"), h.Labels)
 	default:
@@ -97,26 +116,23 @@ func (v *validator) claimNames(p *field.Path, i int, h *Hook, skip []bool) {
 		if j < len(skip) && skip[j] {
 			continue
 		}
-		where := p
+		owner, where := p, p.Child("name")
 		if len(names) > 1 {
-			where = p.Child("resources").Index(j)
+			owner = p.Child("resources").Index(j)
+			where = owner
 		}
 		if other, taken := v.names[name]; taken {
-			if len(names) > 1 {
-				v.fail(where, "hook name %q is already used by %s", name, other)
-			} else {
-				v.fail(p.Child("name"), "duplicate hook name %q (already used by %s)", name, other)
-			}
+			v.duplicate(where, name, "hook name already used by "+other)
 			continue
 		}
-		v.names[name] = where.String()
+		v.names[name] = owner.String()
 	}
 }
 
 // resources checks the resource list and reports which entries repeat an earlier one.
 func (v *validator) resources(p *field.Path, rs []Resource) []bool {
 	if len(rs) == 0 {
-		v.fail(p, "at least one resource (apiVersion and kind) is required")
+		v.errs = append(v.errs, field.Required(p, "at least one resource (apiVersion and kind)"))
 		return nil
 	}
 	dup := make([]bool, len(rs))
@@ -128,7 +144,7 @@ func (v *validator) resources(p *field.Path, rs []Resource) []bool {
 		}
 		if first, ok := seen[gvk]; ok {
 			dup[j] = true
-			v.fail(p.Index(j), "duplicate resource %s (also %s)", r, p.Index(first))
+			v.duplicate(p.Index(j), r.String(), "also "+p.Index(first).String())
 			continue
 		}
 		seen[gvk] = j
@@ -138,39 +154,33 @@ func (v *validator) resources(p *field.Path, rs []Resource) []bool {
 
 // resource checks one resource and returns its GVK when it is valid.
 func (v *validator) resource(p *field.Path, r Resource) (schema.GroupVersionKind, bool) {
-	ok := true
+	n := len(v.errs)
+	av, kp := p.Child("apiVersion"), p.Child("kind")
 	var gv schema.GroupVersion
 	switch parsed, err := schema.ParseGroupVersion(r.APIVersion); {
 	case r.APIVersion == "":
-		v.fail(p.Child("apiVersion"), "required (e.g. v1, apps/v1, example.com/v1alpha1)")
-		ok = false
+		v.errs = append(v.errs, field.Required(av, "e.g. v1, apps/v1, example.com/v1alpha1"))
 	case err != nil:
-		v.fail(p.Child("apiVersion"), "invalid apiVersion %q: %v", r.APIVersion, err)
-		ok = false
+		v.errs = append(v.errs, field.Invalid(av, r.APIVersion, err.Error()))
 	case parsed.Version == "":
-		v.fail(p.Child("apiVersion"), "invalid apiVersion %q: no version", r.APIVersion)
-		ok = false
+		v.errs = append(v.errs, field.Invalid(av, r.APIVersion, "no version"))
 	default:
 		gv = parsed
 		if gv.Group != "" {
 			for _, msg := range validation.IsDNS1123Subdomain(gv.Group) {
-				v.fail(p.Child("apiVersion"), "invalid group %q in apiVersion %q: %s", gv.Group, r.APIVersion, msg)
-				ok = false
+				v.errs = append(v.errs, field.Invalid(av, r.APIVersion, fmt.Sprintf("group %q: %s", gv.Group, msg)))
 			}
 		}
 		for _, msg := range validation.IsDNS1035Label(gv.Version) {
-			v.fail(p.Child("apiVersion"), "invalid version %q in apiVersion %q: %s", gv.Version, r.APIVersion, msg)
-			ok = false
+			v.errs = append(v.errs, field.Invalid(av, r.APIVersion, fmt.Sprintf("version %q: %s", gv.Version, msg)))
 		}
 	}
 	if r.Kind == "" {
-		v.fail(p.Child("kind"), "required (e.g. Pod)")
-		ok = false
+		v.errs = append(v.errs, field.Required(kp, "e.g. Pod"))
 	} else if msgs := validation.IsDNS1035Label(strings.ToLower(r.Kind)); len(msgs) > 0 {
-		v.fail(p.Child("kind"), "invalid kind %q: %s", r.Kind, strings.Join(msgs, "; "))
-		ok = false
+		v.errs = append(v.errs, field.Invalid(kp, r.Kind, strings.Join(msgs, "; ")))
 	}
-	if !ok {
+	if len(v.errs) > n {
 		return schema.GroupVersionKind{}, false
 	}
 	gvk := gv.WithKind(r.Kind)
@@ -179,32 +189,29 @@ func (v *validator) resource(p *field.Path, r Resource) (schema.GroupVersionKind
 		return gvk, true // a custom resource: handled as unstructured
 	}
 	if !slices.Contains(versions, gv.Version) {
-		v.fail(p.Child("apiVersion"), "unknown version %q of %s (known: %s)", gv.Version, groupName(gv.Group), strings.Join(versions, ", "))
+		known := make([]string, len(versions))
+		for k, ver := range versions {
+			known[k] = schema.GroupVersion{Group: gv.Group, Version: ver}.String()
+		}
+		v.errs = append(v.errs, field.NotSupported(av, r.APIVersion, known))
 		return gvk, false
 	}
 	kinds := v.scheme.KnownTypes(gv)
 	t, known := kinds[r.Kind]
 	if !known {
-		msg := fmt.Sprintf("unknown kind %q in %s", r.Kind, gv)
+		msg := "unknown kind in " + gv.String()
 		if s := suggest(r.Kind, objectKinds(kinds)); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
-		v.fail(p.Child("kind"), "%s", msg)
+		v.errs = append(v.errs, field.Invalid(kp, r.Kind, msg))
 		return gvk, false
 	}
 	if !isObject(t) {
-		v.fail(p.Child("kind"), "%s %s is not an object kind (hooks handle objects with metadata; for a list, configure its item kind)", gv, r.Kind)
+		v.errs = append(v.errs, field.Invalid(kp, r.Kind, fmt.Sprintf(
+			"%s %s is not an object kind (hooks handle objects with metadata; for a list, configure its item kind)", gv, r.Kind)))
 		return gvk, false
 	}
 	return gvk, true
-}
-
-// groupName names a group for messages; the core group is "".
-func groupName(g string) string {
-	if g == "" {
-		return "the core group"
-	}
-	return fmt.Sprintf("group %q", g)
 }
 
 var clientObjectType = reflect.TypeFor[client.Object]()
@@ -270,32 +277,36 @@ func editDistance(a, b string) int {
 // types checks the hook types: at least one, each one of the eight, none twice.
 func (v *validator) types(p *field.Path, ts []hooks.HookType) {
 	if len(ts) == 0 {
-		v.fail(p, "at least one hook type is required (valid: %s)", hooks.ValidHookTypes())
+		v.errs = append(v.errs, field.Required(p, "at least one of "+hooks.ValidHookTypes()))
 		return
 	}
 	for j, t := range ts {
 		if _, err := hooks.ParseHookType(string(t)); err != nil {
-			v.errs = append(v.errs, fmt.Errorf("%s: %w", p.Index(j), err))
+			v.fail(p.Index(j), err)
 			continue
 		}
 		if first := slices.Index(ts, t); first < j {
-			v.fail(p.Index(j), "duplicate hook type %q (also %s)", t, p.Index(first))
+			v.duplicate(p.Index(j), string(t), "also "+p.Index(first).String())
 		}
 	}
 }
 
-// filter checks namespaces and objectSelector, and that they build a builtin.Filter.
+// filter checks namespaces (validation.IsDNS1123Label) and objectSelector
+// (metav1validation.ValidateLabelSelector), and that they build a builtin.Filter.
 func (v *validator) filter(p *field.Path, h *Hook) {
+	np := p.Child("namespaces")
 	if h.Namespaces != nil && len(h.Namespaces) == 0 {
-		v.fail(p.Child("namespaces"), "empty list matches no object; leave namespaces out to match all namespaces")
+		v.errs = append(v.errs, field.Required(np, "an empty list matches no object; leave namespaces out to match all namespaces"))
 	}
 	for j, ns := range h.Namespaces {
 		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
-			v.fail(p.Child("namespaces").Index(j), "invalid namespace %q: %s", ns, strings.Join(msgs, "; "))
+			for _, msg := range msgs {
+				v.errs = append(v.errs, field.Invalid(np.Index(j), ns, msg))
+			}
 			continue
 		}
 		if first := slices.Index(h.Namespaces, ns); first < j {
-			v.fail(p.Child("namespaces").Index(j), "duplicate namespace %q (also %s)", ns, p.Child("namespaces").Index(first))
+			v.duplicate(np.Index(j), ns, "also "+np.Index(first).String())
 		}
 	}
 	if h.ObjectSelector == nil {
@@ -303,60 +314,37 @@ func (v *validator) filter(p *field.Path, h *Hook) {
 	}
 	sp := p.Child("objectSelector")
 	if errs := metav1validation.ValidateLabelSelector(h.ObjectSelector, metav1validation.LabelSelectorValidationOptions{}, sp); len(errs) > 0 {
-		for _, e := range errs {
-			v.errs = append(v.errs, e)
-		}
+		v.add(errs)
 		return
 	}
 	if _, err := metav1.LabelSelectorAsSelector(h.ObjectSelector); err != nil {
-		v.fail(sp, "%v", err)
+		v.fail(sp, err)
 	}
 }
 
-// labels checks the labels block: something to set, valid keys and values.
+// labels checks the labels block: something to set, labels as metav1validation.ValidateLabels
+// and annotations as apivalidation.ValidateAnnotations (keys, total size) check them.
 func (v *validator) labels(p *field.Path, l *builtin.Labels) {
 	if len(l.Labels) == 0 && len(l.Annotations) == 0 {
-		v.fail(p, "set labels, annotations or both")
+		v.errs = append(v.errs, field.Required(p, "set labels, annotations or both"))
 		return
 	}
-	for _, k := range sortedKeys(l.Labels) {
-		kp := p.Child("labels").Key(k)
-		for _, msg := range validation.IsQualifiedName(k) {
-			v.fail(kp, "invalid label key %q: %s", k, msg)
-		}
-		for _, msg := range validation.IsValidLabelValue(l.Labels[k]) {
-			v.fail(kp, "invalid label value %q: %s", l.Labels[k], msg)
-		}
+	// One label at a time, so that an error about a value names its key: labels.labels[team].
+	for _, k := range slices.Sorted(maps.Keys(l.Labels)) {
+		v.add(metav1validation.ValidateLabels(map[string]string{k: l.Labels[k]}, p.Child("labels").Key(k)))
 	}
-	for _, k := range sortedKeys(l.Annotations) {
-		// Annotation keys are qualified names in any case, as the API server checks them.
-		for _, msg := range validation.IsQualifiedName(strings.ToLower(k)) {
-			v.fail(p.Child("annotations").Key(k), "invalid annotation key %q: %s", k, msg)
-		}
-	}
-	if err := apivalidation.ValidateAnnotationsSize(l.Annotations); err != nil {
-		v.fail(p.Child("annotations"), "%v", err)
-	}
+	v.add(apivalidation.ValidateAnnotations(l.Annotations, p.Child("annotations")))
 }
 
 // strip checks the strip paths: at least one, each a JSON Pointer that may be stripped.
 func (v *validator) strip(p *field.Path, s *builtin.Strip) {
 	if len(s.Paths) == 0 {
-		v.fail(p, "at least one JSON Pointer is required (e.g. /status/hostIP)")
+		v.errs = append(v.errs, field.Required(p, "at least one JSON Pointer (e.g. /status/hostIP)"))
 		return
 	}
 	for j, path := range s.Paths {
 		if err := builtin.CheckStripPath(path); err != nil {
-			v.errs = append(v.errs, fmt.Errorf("%s: %w", p.Index(j), err))
+			v.fail(p.Index(j), err)
 		}
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
