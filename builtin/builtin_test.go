@@ -509,7 +509,7 @@ func TestNewRegistersAndRuns(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := reg.Run(t.Context(), tt.gvk, tt.typ, tt.raw)
+			res, err := reg.Mutate(t.Context(), tt.gvk, tt.typ, tt.raw)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
