@@ -62,6 +62,9 @@ type Hook struct {
 	Labels *builtin.Labels `json:"labels,omitempty"`
 	// Strip are the settings of the strip hook.
 	Strip *builtin.Strip `json:"strip,omitempty"`
+	// Undo, when false, keeps the hook's change visible on the way back up: its chains record no
+	// synchook.io/undo (README, "automatic undo"). Default true.
+	Undo *bool `json:"undo,omitempty"`
 }
 
 // Resource names a kind of object by apiVersion ("v1", "apps/v1", "example.com/v1alpha1") and
@@ -166,6 +169,9 @@ func (c *Config) Build(reg *hooks.Registry) error {
 			if meta != nil {
 				hook = hooks.NewMetadataFunc(names[j], reg.NewObject(gvk), h.Types, fn, meta)
 			}
+			if h.Undo != nil && !*h.Undo {
+				hook = noUndo{hook}
+			}
 			if err := reg.Register(hook); err != nil {
 				return fmt.Errorf("%w: hooks[%d].resources[%d]: %w", ErrInvalid, i, j, err)
 			}
@@ -208,4 +214,24 @@ func (h *Hook) mutateFunc() (hooks.MutateFunc, error) {
 		return nil, errors.New("exactly one of labels or strip is required")
 	}
 	return builtin.Filtered(builtin.Filter{Namespaces: h.Namespaces, ObjectSelector: h.ObjectSelector}, fn)
+}
+
+// noUndo is a config hook with undo: false (hooks.Undoer). It keeps the hook's fast path: the
+// registry finds the MetadataFunc through MetadataFunc when the wrapped hook has one.
+type noUndo struct{ hooks.ClientHook }
+
+func (noUndo) Undo() bool { return false }
+
+// MutateFuncs implements hooks.FuncHook for the wrapped hook.
+func (h noUndo) MutateFuncs() map[hooks.HookType]hooks.MutateFunc {
+	return h.ClientHook.(hooks.FuncHook).MutateFuncs()
+}
+
+// MetadataFunc implements hooks.MetadataHook: the wrapped hook's, or nil when it has none
+// (then the registry runs it typed).
+func (h noUndo) MetadataFunc() hooks.MetadataFunc {
+	if mh, ok := h.ClientHook.(hooks.MetadataHook); ok {
+		return mh.MetadataFunc()
+	}
+	return nil
 }

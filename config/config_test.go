@@ -224,7 +224,7 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "a misspelt key of an entry names the key and the entry",
 			yaml: "hooks:\n  - " + podLabels + "  - name: second\n    resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labls: {labels: {a: b}}\n",
-			want: []string{`hooks[1]: unknown field "labls"`, "valid: labels, name, namespaces, objectSelector, resources, strip, types"},
+			want: []string{`hooks[1]: unknown field "labls"`, "valid: labels, name, namespaces, objectSelector, resources, strip, types, undo"},
 		},
 		{
 			name: "a misspelt key inside the labels block names the block",
@@ -780,5 +780,35 @@ func TestSourceString(t *testing.T) {
 				t.Errorf("String() = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestUndoFalseKeepsTheChangeVisible(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+hooks:
+  - name: visible
+    resources: [{apiVersion: v1, kind: Pod}]
+    types: [CreatePhysical]
+    undo: false
+    labels: {labels: {tenant: a}}
+  - name: hidden
+    resources: [{apiVersion: v1, kind: Service}]
+    types: [CreatePhysical]
+    labels: {labels: {tenant: a}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true})
+	if err := cfg.Build(reg); err != nil {
+		t.Fatal(err)
+	}
+	pod, svc := corev1.SchemeGroupVersion.WithKind("Pod"), corev1.SchemeGroupVersion.WithKind("Service")
+	if reg.Has(pod, hooks.GetPhysical) || !reg.Has(svc, hooks.GetPhysical) {
+		t.Errorf("Has(Pod, GetPhysical) = %v, Has(Service, GetPhysical) = %v; want false, true", reg.Has(pod, hooks.GetPhysical), reg.Has(svc, hooks.GetPhysical))
+	}
+	res, err := reg.Mutate(t.Context(), pod, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
+	if err != nil || strings.Contains(string(res.Patch), "undo") || !strings.Contains(string(res.Patch), "tenant") {
+		t.Errorf("undo: false patch %s, %v; want the label and no undo", res.Patch, err)
 	}
 }

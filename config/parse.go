@@ -55,6 +55,7 @@ type hookEntry struct {
 	ObjectSelector *metav1.LabelSelector `json:"objectSelector,omitempty"`
 	Labels         *builtin.Labels       `json:"labels,omitempty"`
 	Strip          *builtin.Strip        `json:"strip,omitempty"`
+	Undo           *bool                 `json:"undo,omitempty"`
 }
 
 // hook returns e as a Hook, keeping "types: []" apart from a missing types key.
@@ -66,6 +67,7 @@ func (e *hookEntry) hook() Hook {
 		ObjectSelector: e.ObjectSelector,
 		Labels:         e.Labels,
 		Strip:          e.Strip,
+		Undo:           e.Undo,
 	}
 	if e.Types != nil {
 		h.Types = make([]hooks.HookType, len(e.Types))
@@ -150,10 +152,11 @@ func unmarshal(j []byte, v any, path string) []error {
 	return errs
 }
 
-// stringifyScalars returns the JSON j with every number and boolean turned into a string.
-// Every leaf of the config is a string, and YAML scalars such as yes, 2 or 1.5 are meant as
-// strings there (sync: yes is "true", as sigs.k8s.io/yaml's Unmarshal makes it for a string
-// field), while shapes (list, mapping, scalar) are left for the decode to check.
+// stringifyScalars returns the JSON j with every number and boolean turned into a string,
+// except the booleans of a hook entry's own fields (undo). Every other leaf of the config is a
+// string, and YAML scalars such as yes, 2 or 1.5 are meant as strings there (sync: yes is
+// "true", as sigs.k8s.io/yaml's Unmarshal makes it for a string field), while shapes (list,
+// mapping, scalar) are left for the decode to check.
 func stringifyScalars(j []byte) ([]byte, error) {
 	var tree any
 	dec := json.NewDecoder(bytes.NewReader(j))
@@ -161,16 +164,19 @@ func stringifyScalars(j []byte) ([]byte, error) {
 	if err := dec.Decode(&tree); err != nil {
 		return nil, err
 	}
-	var walk func(v any) any
-	walk = func(v any) any {
+	var walk func(v any, entry bool) any // entry: v is a member of a hook entry
+	walk = func(v any, entry bool) any {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, e := range v {
-				v[k] = walk(e)
+				if _, isBool := e.(bool); entry && isBool && k == "undo" {
+					continue
+				}
+				v[k] = walk(e, false)
 			}
 		case []any:
 			for i, e := range v {
-				v[i] = walk(e)
+				v[i] = walk(e, false)
 			}
 		case json.Number:
 			return v.String()
@@ -179,7 +185,18 @@ func stringifyScalars(j []byte) ([]byte, error) {
 		}
 		return v
 	}
-	return json.Marshal(walk(tree))
+	if top, ok := tree.(map[string]any); ok {
+		if list, ok := top["hooks"].([]any); ok {
+			for _, e := range list {
+				walk(e, true)
+			}
+			delete(top, "hooks")
+			walk(top, false)
+			top["hooks"] = list
+			return json.Marshal(top)
+		}
+	}
+	return json.Marshal(walk(tree, false))
 }
 
 // keysAt returns the keys that the type t (a pointer to a struct) accepts at the dotted path
