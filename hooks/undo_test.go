@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
@@ -60,4 +61,31 @@ func TestUndoIsRegisteredOnTheReadTypeAndCanBeRefusedOrOptedOutOf(t *testing.T) 
 			t.Errorf("error %v (status %d), want ErrUndoTooLarge naming the hook, 422", err, hooks.StatusCode(err))
 		}
 	})
+}
+
+func TestCheckIdempotentNamesTheHookAndThePathThatKeptChanging(t *testing.T) {
+	appendToleration := func(_ context.Context, o client.Object) (client.Object, error) {
+		p := o.(*corev1.Pod)
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "tenant", Operator: corev1.TolerationOpExists})
+		return p, nil
+	}
+	setLabel := func(_ context.Context, o client.Object) (client.Object, error) {
+		o.SetLabels(map[string]string{"tenant": "a"})
+		return o, nil
+	}
+	samples := func(schema.GroupVersionKind) [][]byte {
+		return [][]byte{[]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c"}]}}`)}
+	}
+	good := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true})
+	good.MustRegister(hooks.NewFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical}, setLabel))
+	if err := good.CheckIdempotent(t.Context(), samples); err != nil {
+		t.Errorf("a label hook (with its undo): %v", err)
+	}
+	bad := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true})
+	bad.MustRegister(hooks.NewFunc("append-toleration", &corev1.Pod{}, []hooks.HookType{hooks.UpdatePhysical}, appendToleration))
+	err := bad.CheckIdempotent(t.Context(), samples)
+	var ne *hooks.NotIdempotentError
+	if !errors.As(err, &ne) || ne.Hooks != "append-toleration" || ne.Path != "/spec/tolerations/1" {
+		t.Errorf("error %v, want NotIdempotentError naming append-toleration at /spec/tolerations/1", err)
+	}
 }

@@ -137,6 +137,7 @@ func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
 	fs.StringVar(&opts.Webhook.ClientCAFile, "client-ca-file", "", "require HTTPS clients to present a certificate signed by a CA in this PEM file (for binding beyond localhost); empty: no client authentication")
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", sidecar.DefaultMetricsBindAddress, "host:port of the plain-HTTP Prometheus /metrics listener; \"0\" disables it")
 	fs.IntVar(&opts.MaxConcurrentHooks, "max-concurrent-hooks", sidecar.DefaultMaxConcurrentHooks, "hook chains running at once (stuck ones included); past it requests get 429 / ResourceExhausted")
+	fs.BoolVar(&opts.SkipIdempotencyCheck, "skip-idempotency-check", false, "start even when a hook chain changes its own result again (checked at start on built-in sample objects: such a hook makes the syncer write on every pass); logs a warning")
 	fs.DurationVar(&opts.HookTimeout, "hook-timeout", 0, "each hook call's own deadline within --request-timeout; 0: only the request deadline")
 	fs.StringVar(&opts.Bridge.Address, "plugin-address", os.Getenv("VCLUSTER_PLUGIN_ADDRESS"), "host:port of the vcluster plugin v1 gRPC bridge (registered with vcluster as an IP, localhost = 127.0.0.1); default: the VCLUSTER_PLUGIN_ADDRESS env var the vcluster chart sets; empty disables the bridge")
 	fs.StringVar(&opts.Bridge.Name, "plugin-name", envOr("VCLUSTER_PLUGIN_NAME", bridge.DefaultName), "plugin name registered with vcluster (its key under the chart's plugin: values); default: the VCLUSTER_PLUGIN_NAME env var, else synchook")
@@ -176,6 +177,7 @@ func (p *Plugin) serve(args []string, stderr io.Writer) int {
 type mutateOptions struct {
 	configFile, file, hookType, output string
 	timeout                            time.Duration
+	skipIdempotencyCheck               bool
 }
 
 func mutateFlags() (*flag.FlagSet, *mutateOptions) {
@@ -185,6 +187,7 @@ func mutateFlags() (*flag.FlagSet, *mutateOptions) {
 	fs.StringVar(&o.file, "f", "", "the object, YAML or JSON, with apiVersion and kind; - reads stdin (required)")
 	fs.StringVar(&o.hookType, "type", "", "the hook type to run (required): "+hooks.ValidHookTypes())
 	fs.DurationVar(&o.timeout, "timeout", webhook.DefaultRequestTimeout, "time the hook chain may take")
+	fs.BoolVar(&o.skipIdempotencyCheck, "skip-idempotency-check", false, "do not refuse a hook chain that changes its own result again (checked on built-in sample objects and the given one)")
 	fs.StringVar(&o.output, "o", "", "output: empty prints the JSON Patch and the result for people; json or yaml prints only the resulting object (for scripts)")
 	return fs, o
 }
@@ -222,7 +225,10 @@ func (p *Plugin) mutate(args []string, stdin io.Reader, stdout, stderr io.Writer
 	if err != nil {
 		return fail(exitFailed, "%s is not YAML or JSON: %v", o.file, err)
 	}
-	reg, err := sidecar.BuildRegistry(o.configFile, os.Getenv, p.registerHooks, ctrl.Log)
+	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{
+		ConfigFile: o.configFile, Register: p.registerHooks, Log: ctrl.Log,
+		SkipIdempotencyCheck: o.skipIdempotencyCheck, Samples: [][]byte{objectJSON},
+	})
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/synchook/synchook/internal/testenv"
@@ -210,5 +212,35 @@ func TestGetPhysicalOfCreatePhysicalGivesTheInputBack(t *testing.T) {
 	}
 	if !equality.Semantic.DeepEqual(want, got) {
 		t.Errorf("GetPhysical(CreatePhysical(pod.yaml)) differs from pod.yaml:\n%s\nhooked:\n%s", back, out)
+	}
+}
+
+// appendToleration is a hook that is not idempotent: it appends a toleration on every run.
+type appendToleration struct{}
+
+func (appendToleration) Name() string            { return "append-toleration" }
+func (appendToleration) Resource() client.Object { return &corev1.Pod{} }
+func (appendToleration) MutateUpdatePhysical(_ context.Context, o client.Object) (client.Object, error) {
+	p := o.(*corev1.Pod)
+	p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "tenant", Operator: corev1.TolerationOpExists})
+	return p, nil
+}
+
+func TestAHookThatIsNotIdempotentStopsTheStart(t *testing.T) {
+	t.Setenv("SYNCHOOK_CONFIG", "")
+	p := New()
+	if err := p.Register(appendToleration{}); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := p.run([]string{"mutate", "--type", "UpdatePhysical", "-f", "../examples/pod.yaml"}, strings.NewReader(""), &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), `hook "append-toleration" UpdatePhysical Pod is not idempotent`) || !strings.Contains(stderr.String(), "/spec/tolerations/") {
+		t.Errorf("exit %d, stderr %q; want 2 naming the hook and the path", code, stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code = p.run([]string{"mutate", "--skip-idempotency-check", "--type", "UpdatePhysical", "-f", "../examples/pod.yaml"}, strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Errorf("--skip-idempotency-check: exit %d, %s", code, stderr.String())
 	}
 }

@@ -9,12 +9,15 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/bridge"
 	"github.com/synchook/synchook/bridgev2"
 	"github.com/synchook/synchook/certs"
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/metrics"
 	"github.com/synchook/synchook/webhook"
 )
@@ -54,6 +57,9 @@ type Options struct {
 	// their deadline whose hook has not returned; past it requests get 429 / ResourceExhausted.
 	// Default DefaultMaxConcurrentHooks (256).
 	MaxConcurrentHooks int
+	// SkipIdempotencyCheck starts even when a chain changes its own result again (see
+	// BuildRegistry); a warning is logged. In plugin v2 mode also SYNCHOOK_SKIP_IDEMPOTENCY_CHECK=true.
+	SkipIdempotencyCheck bool
 	// HookTimeout is each hook call's own deadline within the request's budget. Default 0 (only
 	// the request deadline applies).
 	HookTimeout time.Duration
@@ -66,6 +72,10 @@ const (
 	DefaultMetricsBindAddress = ":9441"
 	DefaultMaxConcurrentHooks = 256
 )
+
+// SkipIdempotencyCheckEnvVar set to "true" skips the idempotency check in plugin v2 mode,
+// where vcluster passes no arguments (plugins.<name> values can set env through the syncer).
+const SkipIdempotencyCheckEnvVar = "SYNCHOOK_SKIP_IDEMPOTENCY_CHECK"
 
 // DefaultCertDir is the default Options.CertDir.
 const DefaultCertDir = "/tmp/synchook/certs"
@@ -91,14 +101,42 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// BuildRegistry loads the config (file, env or default) and returns a registry with its hooks
-// followed by those of register. Config errors wrap ErrConfig.
-func BuildRegistry(configFile string, getenv func(string) string, register RegisterFunc, log logr.Logger) (*hooks.Registry, error) {
-	return buildRegistry(configFile, getenv, register, log, config.EnvVar)
+// RegistryConfig says where BuildRegistry finds hooks and how it checks them.
+type RegistryConfig struct {
+	// ConfigFile is the YAML hook config's path; empty: EnvVars in order, else the default.
+	ConfigFile string
+	// EnvVars are the environment variables that may hold the config, in order. Default
+	// [SYNCHOOK_CONFIG].
+	EnvVars []string
+	// Getenv reads them. Default os.Getenv.
+	Getenv func(string) string
+	// Register adds compiled Go hooks after the config's hooks. It may be nil.
+	Register RegisterFunc
+	// SkipIdempotencyCheck skips running every chain twice on sample objects (a warning is
+	// logged). Default false: a chain that changes its own result again stops the start.
+	SkipIdempotencyCheck bool
+	// Samples are extra objects (JSON) to check idempotency on, next to the built-in ones
+	// (mutate adds the object it was given).
+	Samples [][]byte
+	// Log receives "hooks loaded". Default logr.Discard().
+	Log logr.Logger
 }
 
-func buildRegistry(configFile string, getenv func(string) string, register RegisterFunc, log logr.Logger, envVars ...string) (*hooks.Registry, error) {
-	cfg, source, err := config.LoadFrom(configFile, getenv, envVars...)
+// BuildRegistry loads the config (file, env or default) and returns a registry, with automatic
+// undo on, holding its hooks followed by those of Register, after checking that every chain is
+// idempotent on sample objects (realistic Pods, Services and Secrets, a minimal object of any
+// other kind, and c.Samples). Config errors and a chain that is not idempotent wrap ErrConfig.
+func BuildRegistry(ctx context.Context, c RegistryConfig) (*hooks.Registry, error) {
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
+	if len(c.EnvVars) == 0 {
+		c.EnvVars = []string{config.EnvVar}
+	}
+	if c.Log.GetSink() == nil {
+		c.Log = logr.Discard()
+	}
+	cfg, source, err := config.LoadFrom(c.ConfigFile, c.Getenv, c.EnvVars...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -108,13 +146,46 @@ func buildRegistry(configFile string, getenv func(string) string, register Regis
 	if err := cfg.Build(reg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if register != nil {
-		if err := register(reg); err != nil {
-			return nil, fmt.Errorf("register Go hooks: %w", err)
+	if c.Register != nil {
+		if err := c.Register(reg); err != nil {
+			return nil, fmt.Errorf("%w: register Go hooks: %w", ErrConfig, err)
 		}
 	}
-	log.Info("hooks loaded", "config", source, "chains", len(reg.Keys()))
+	if c.SkipIdempotencyCheck {
+		c.Log.Info("WARNING: idempotency check skipped: a hook that changes its own result again makes the syncer write on every pass")
+	} else if err := reg.CheckIdempotent(ctx, sampleObjects(c.Samples)); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c.Log.Info("hooks loaded", "config", source, "chains", len(reg.Keys()))
 	return reg, nil
+}
+
+// sampleObjects returns the objects to check a GVK's chains on: the realistic fixtures for Pods,
+// Services and Secrets, a minimal object of any other kind, and the extra objects of that GVK.
+func sampleObjects(extra [][]byte) func(schema.GroupVersionKind) [][]byte {
+	return func(gvk schema.GroupVersionKind) [][]byte {
+		var out [][]byte
+		switch gvk {
+		case corev1.SchemeGroupVersion.WithKind("Pod"):
+			out = append(out, fixtures.JSON(fixtures.Pod("default", "sample")))
+		case corev1.SchemeGroupVersion.WithKind("Service"):
+			out = append(out, fixtures.JSON(fixtures.Service("default", "sample")))
+		case corev1.SchemeGroupVersion.WithKind("Secret"):
+			out = append(out, fixtures.JSON(fixtures.Secret("default", "sample", "sample-value")))
+		default:
+			apiVersion, kind := gvk.ToAPIVersionAndKind()
+			out = append(out, fixtures.JSON(map[string]any{
+				"apiVersion": apiVersion, "kind": kind,
+				"metadata": map[string]any{"name": "sample", "namespace": "default", "labels": map[string]string{"app": "sample"}},
+			}))
+		}
+		for _, x := range extra {
+			if got, err := hooks.ObjectGVK(x); err == nil && got == gvk {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
 }
 
 // Serve runs the sidecar until ctx ends: it builds the registry, makes sure a serving cert
@@ -124,7 +195,10 @@ func buildRegistry(configFile string, getenv func(string) string, register Regis
 func Serve(ctx context.Context, opts Options) error {
 	opts.setDefaults()
 	log := opts.Log
-	reg, err := BuildRegistry(opts.ConfigFile, opts.Getenv, opts.Register, log)
+	reg, err := BuildRegistry(ctx, RegistryConfig{
+		ConfigFile: opts.ConfigFile, Getenv: opts.Getenv, Register: opts.Register,
+		SkipIdempotencyCheck: opts.SkipIdempotencyCheck, Log: log,
+	})
 	if err != nil {
 		return err
 	}
@@ -262,7 +336,10 @@ func watchCertExpiry(ctx context.Context, certFile string, log logr.Logger) {
 // go-plugin then reports the plugin's exit and its stderr to vcluster.
 func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	opts.setDefaults()
-	reg, err := buildRegistry("", opts.Getenv, opts.Register, opts.Log, bridgev2.ConfigEnvVar, config.EnvVar)
+	reg, err := BuildRegistry(context.Background(), RegistryConfig{
+		EnvVars: []string{bridgev2.ConfigEnvVar, config.EnvVar}, Getenv: opts.Getenv, Register: opts.Register,
+		SkipIdempotencyCheck: opts.SkipIdempotencyCheck || opts.Getenv(SkipIdempotencyCheckEnvVar) == "true", Log: opts.Log,
+	})
 	if err != nil {
 		return err
 	}
