@@ -35,8 +35,28 @@ type RunnerOptions struct {
 	// error fails the chain with a deadline error; a hook that ignores its context is abandoned
 	// when the request's context ends.
 	HookTimeout time.Duration
-	// Observer is told about every hook call (metrics.Recorder). Default nil: none.
+	// Observer is told about every hook call (metrics.Recorder). Default nil: none. When it is
+	// also a LoopObserver it is told about loops (see LoopThreshold).
 	Observer Observer
+	// LoopThreshold is how many times in a row the same object (metadata.uid) may get the same
+	// patch from an Update chain within LoopWindow before it counts as a loop: the syncer keeps
+	// "fixing" what a hook changes. Default DefaultLoopThreshold (5); < 0 turns detection off.
+	LoopThreshold int
+	// LoopWindow is the time in which those patches must come. Default DefaultLoopWindow (5 min).
+	LoopWindow time.Duration
+}
+
+// Defaults of RunnerOptions' loop detection.
+const (
+	DefaultLoopThreshold = 5
+	DefaultLoopWindow    = 5 * time.Minute
+)
+
+// LoopObserver is told, once per object and chain, that an Update chain patched the same
+// object identically more than RunnerOptions.LoopThreshold times within LoopWindow: hooks
+// names the chain's hooks, uid the object, path the first JSON Pointer the patch changes.
+type LoopObserver interface {
+	ObserveLoop(hooks string, t HookType, gvk schema.GroupVersionKind, uid, path string)
 }
 
 // Runner executes the chains of a Registry for requests: limits, deadlines, the observer and
@@ -46,6 +66,7 @@ type Runner struct {
 	slots       chan struct{} // nil: unlimited
 	hookTimeout time.Duration
 	observer    Observer
+	loops       *loopDetector // nil: off
 	// pending, when set, replaces the slots: the items of a List run under the List's one slot
 	// and count their running chains here, so the slot is released after the last returns.
 	pending *sync.WaitGroup
@@ -55,6 +76,15 @@ type Runner struct {
 // from now on.
 func NewRunner(reg *Registry, o RunnerOptions) *Runner {
 	r := &Runner{reg: reg, hookTimeout: o.HookTimeout, observer: o.Observer}
+	if lo, ok := o.Observer.(LoopObserver); ok && o.LoopThreshold >= 0 {
+		if o.LoopThreshold == 0 {
+			o.LoopThreshold = DefaultLoopThreshold
+		}
+		if o.LoopWindow <= 0 {
+			o.LoopWindow = DefaultLoopWindow
+		}
+		r.loops = &loopDetector{threshold: o.LoopThreshold, window: o.LoopWindow, observer: lo, seen: map[loopKey]*loopState{}}
+	}
 	if o.MaxConcurrent > 0 {
 		r.slots = make(chan struct{}, o.MaxConcurrent)
 	}
@@ -69,7 +99,11 @@ func (r *Runner) Registry() *Registry { return r.reg }
 // hooked item kind is a batch). Errors: *DecodeError for malformed input, *HookError naming
 // the hook when one fails, *ItemError for a list item, ErrOverloaded when every slot is busy.
 func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
-	return r.reg.run(ctx, r, gvk, t, raw)
+	res, err := r.reg.run(ctx, r, gvk, t, raw)
+	if err == nil && r.loops != nil && res.Patch != nil && (t == UpdatePhysical || t == UpdateVirtual) {
+		r.loops.observe(r.reg, gvk, t, raw, res.Patch)
+	}
+	return res, err
 }
 
 // acquire takes a slot of MaxConcurrent without waiting; ok is false when none is free.

@@ -53,13 +53,16 @@ var (
 	inflight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "synchook_inflight_requests", Help: "Requests being answered now.",
 	}, []string{"transport"})
+	loopsDetected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "synchook_loops_detected_total", Help: "Objects that an Update chain patched identically again and again: the syncer keeps undoing the hook.",
+	}, []string{"hook"})
 	certExpiry = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "synchook_certificate_expiry_timestamp_seconds", Help: "NotAfter of the serving certificate, Unix seconds.",
 	})
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(requests, requestDuration, hookDuration, hookFailures, patchOps, guardRejections, inflight, certExpiry)
+	crmetrics.Registry.MustRegister(requests, requestDuration, hookDuration, hookFailures, patchOps, guardRejections, inflight, loopsDetected, certExpiry)
 }
 
 // Recorder records requests and hook calls for one registry. It implements hooks.Observer:
@@ -105,6 +108,14 @@ func (r *Recorder) ObserveHook(hook string, t hooks.HookType, _ schema.GroupVers
 		r.log.Error(errors.New("hook keeps failing"), "hook failed every time in a row",
 			"hook", hook, "hookType", t, "failuresInARow", n, "lastReason", reason)
 	}
+}
+
+// ObserveLoop implements hooks.LoopObserver: it counts the loop under the chain's hooks and
+// logs one warning naming them, the object's uid and the path that keeps changing.
+func (r *Recorder) ObserveLoop(hookNames string, t hooks.HookType, gvk schema.GroupVersionKind, uid, path string) {
+	loopsDetected.WithLabelValues(hookNames).Inc()
+	r.log.Info("WARNING: loop detected: the syncer keeps undoing what the hook changes",
+		"hook", hookNames, "hookType", t, "kind", gvk.Kind, "uid", uid, "path", path)
 }
 
 // Start marks a request that began at start as in flight and returns the function that

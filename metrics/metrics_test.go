@@ -63,3 +63,31 @@ synchook_requests_total{gvk="other",hook_type="CreatePhysical",result="unchanged
 		t.Error(err)
 	}
 }
+
+func TestALoopIsCountedAndLoggedOnce(t *testing.T) {
+	var logs testenv.LogSink
+	reg := hooks.NewRegistry(nil)
+	reg.MustRegister(hooks.NewFunc("port", &corev1.Pod{}, []hooks.HookType{hooks.UpdatePhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
+		o.SetLabels(map[string]string{"added": "by-hook"})
+		return o, nil
+	}))
+	rec := metrics.New(reg, logs.Logger())
+	runner := hooks.NewRunner(reg, hooks.RunnerOptions{Observer: rec, LoopThreshold: 3})
+	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
+	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","uid":"u-1"}}`) // the syncer sends it unlabelled every time
+	for range 10 {
+		if _, err := runner.Mutate(t.Context(), gvk, hooks.UpdatePhysical, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(logs.String(), "loop detected"); n != 1 || !strings.Contains(logs.String(), `"hook"="port"`) || !strings.Contains(logs.String(), `"path"="/metadata/labels"`) {
+		t.Errorf("%d loop lines, want 1 naming the hook and path:\n%s", n, logs.String())
+	}
+	if err := testutil.GatherAndCompare(crmetrics.Registry, strings.NewReader(`
+# HELP synchook_loops_detected_total Objects that an Update chain patched identically again and again: the syncer keeps undoing the hook.
+# TYPE synchook_loops_detected_total counter
+synchook_loops_detected_total{hook="port"} 1
+`), "synchook_loops_detected_total"); err != nil {
+		t.Error(err)
+	}
+}
