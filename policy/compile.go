@@ -1,0 +1,502 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	celgo "github.com/google/cel-go/cel"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/synchook/synchook/hooks"
+)
+
+// Options are the settings of CompileWithOptions. The zero value compiles against client-go's
+// scheme with no custom resources.
+type Options struct {
+	// Scheme knows the typed kinds (the registry's scheme); nil means client-go's scheme.
+	// A resource rule names resources ("pods"); the kinds of the scheme are matched by their
+	// plural as meta.UnsafeGuessKindToResource guesses it from the kind ("Pod" → "pods").
+	Scheme *runtime.Scheme
+	// Kinds are the custom resource kinds (ones the scheme does not know) that the resource
+	// rules may name, matched by the same guessed plural ("example.com/v1 Widget" →
+	// "widgets"). A rule resource that matches no kind of the scheme nor of Kinds is an error.
+	// Kinds the scheme knows are ignored here.
+	Kinds []schema.GroupVersionKind
+}
+
+// Policy is a compiled MutatingAdmissionPolicy. It is safe for concurrent use; its compiled
+// programs are shared by every call.
+type Policy struct {
+	name          string
+	failurePolicy admissionregistrationv1.FailurePolicyType
+	scheme        *runtime.Scheme
+	objects       admission.ObjectInterfaces
+	compiler      *plugincel.CompositedCompiler
+	matcher       matchconditions.Matcher
+	mutations     []patch.Patcher
+	applyConfig   bool // some mutation is an ApplyConfiguration: needs the type converter
+	targets       map[schema.GroupVersionKind]*target
+	kinds         []schema.GroupVersionKind // the keys of targets, in rule order
+	excludes      []resolvedRule
+	selector      labels.Selector // spec.matchConstraints.objectSelector; nil: everything
+}
+
+// target is one kind the policy's resource rules select.
+type target struct {
+	gvr   schema.GroupVersionResource
+	typed bool           // the scheme knows the kind
+	rules []resolvedRule // the rules (resourceRules) that select it
+}
+
+// resolvedRule is one rule of the policy with the kinds it selects.
+type resolvedRule struct {
+	rule  admissionregistrationv1.NamedRuleWithOperations
+	kinds sets.Set[schema.GroupVersionKind]
+}
+
+// Compile compiles p against scheme (nil: client-go's scheme); it is
+// CompileWithOptions(p, Options{Scheme: scheme}).
+func Compile(p *admissionregistrationv1.MutatingAdmissionPolicy, scheme *runtime.Scheme) (*Policy, error) {
+	return CompileWithOptions(p, Options{Scheme: scheme})
+}
+
+// CompileWithOptions validates p, resolves its resource rules to kinds and compiles every CEL
+// expression (variables, matchConditions, mutations) once, with the CEL environment and cost
+// limits of the apiserver. All problems are reported together, as a field.ErrorList aggregate
+// wrapped with ErrInvalid, each naming its field, e.g.
+// `spec.mutations[0].jsonPatch.expression: Invalid value: "...": compilation failed: ...`.
+// Refused: a missing metadata.name; spec.paramKind (no params); spec.reinvocationPolicy
+// IfNeeded (no reinvocation); spec.matchConstraints.namespaceSelector (no Namespace objects);
+// resource rules with subresources ("pods/status") or resources "*"; a rule resource that
+// matches no kind; an ApplyConfiguration mutation when a selected kind is a custom resource
+// (no schema); an unknown failurePolicy, patchType or operation. failurePolicy defaults to
+// Fail, reinvocationPolicy to Never.
+func CompileWithOptions(p *admissionregistrationv1.MutatingAdmissionPolicy, opts Options) (*Policy, error) {
+	if p == nil {
+		return nil, invalidf("nil policy")
+	}
+	scheme := opts.Scheme
+	if scheme == nil {
+		scheme = clientgoscheme.Scheme
+	}
+	out := &Policy{
+		name:          p.Name,
+		failurePolicy: admissionregistrationv1.Fail,
+		scheme:        scheme,
+		objects:       admission.NewObjectInterfacesFromScheme(scheme),
+	}
+	var errs field.ErrorList
+	if p.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("metadata", "name"), ""))
+	}
+	spec := field.NewPath("spec")
+	if p.Spec.ParamKind != nil {
+		errs = append(errs, field.Forbidden(spec.Child("paramKind"), "synchook has no params; put the values in the policy (variables)"))
+	}
+	if fp := p.Spec.FailurePolicy; fp != nil {
+		switch *fp {
+		case admissionregistrationv1.Fail, admissionregistrationv1.Ignore:
+			out.failurePolicy = *fp
+		default:
+			errs = append(errs, field.NotSupported(spec.Child("failurePolicy"), *fp, []string{string(admissionregistrationv1.Fail), string(admissionregistrationv1.Ignore)}))
+		}
+	}
+	switch rp := p.Spec.ReinvocationPolicy; rp {
+	case "", admissionregistrationv1.NeverReinvocationPolicy:
+	case admissionregistrationv1.IfNeededReinvocationPolicy:
+		errs = append(errs, field.Forbidden(spec.Child("reinvocationPolicy"), "IfNeeded is not supported: synchook runs each policy once (Never)"))
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("reinvocationPolicy"), rp, []string{string(admissionregistrationv1.NeverReinvocationPolicy)}))
+	}
+	errs = append(errs, out.resolve(p.Spec.MatchConstraints, spec.Child("matchConstraints"), opts.Kinds)...)
+	errs = append(errs, out.compile(p, spec)...)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w %q: %w", ErrInvalid, p.Name, errs.ToAggregate())
+	}
+	if out.applyConfig {
+		tc, err := typeConverter(scheme)
+		if err != nil {
+			return nil, invalidf("%q: ApplyConfiguration: %w", p.Name, err)
+		}
+		for _, gvk := range out.kinds {
+			stub := &unstructured.Unstructured{}
+			stub.SetGroupVersionKind(gvk)
+			if _, err := tc.ObjectToTyped(stub); err != nil {
+				errs = append(errs, field.Invalid(spec.Child("matchConstraints", "resourceRules"), gvk.String(),
+					fmt.Sprintf("ApplyConfiguration needs the schema of %s, which client-go's type converter does not have (%v); use JSONPatch", gvk, err)))
+			}
+		}
+		if len(errs) > 0 {
+			return nil, fmt.Errorf("%w %q: %w", ErrInvalid, p.Name, errs.ToAggregate())
+		}
+	}
+	return out, nil
+}
+
+// compile compiles the variables, matchConditions and mutations of p into out, returning the
+// problems.
+func (out *Policy) compile(p *admissionregistrationv1.MutatingAdmissionPolicy, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		return field.ErrorList{field.InternalError(spec, fmt.Errorf("CEL compiler: %w", err))}
+	}
+	out.compiler = compiler
+	// No params and no authorizer: expressions that use them do not compile.
+	decls := plugincel.OptionalVariableDeclarations{}
+	const mode = environment.NewExpressions
+
+	names := sets.New[string]()
+	for i, v := range p.Spec.Variables {
+		path := spec.Child("variables").Index(i)
+		switch {
+		case v.Name == "":
+			errs = append(errs, field.Required(path.Child("name"), ""))
+		case names.Has(v.Name):
+			errs = append(errs, field.Duplicate(path.Child("name"), v.Name))
+		}
+		names.Insert(v.Name)
+		if v.Expression == "" {
+			errs = append(errs, field.Required(path.Child("expression"), ""))
+			continue
+		}
+		res := compiler.CompileAndStoreVariable(&variable{name: v.Name, expression: v.Expression}, decls, mode)
+		if res.Error != nil {
+			errs = append(errs, field.Invalid(path.Child("expression"), v.Expression, res.Error.Detail))
+		}
+	}
+
+	if len(p.Spec.MatchConditions) > 0 {
+		conds := slices.Clone(p.Spec.MatchConditions)
+		accessors := make([]plugincel.ExpressionAccessor, len(conds))
+		names := sets.New[string]()
+		for i := range conds {
+			path := spec.Child("matchConditions").Index(i)
+			switch {
+			case conds[i].Name == "":
+				errs = append(errs, field.Required(path.Child("name"), ""))
+			case names.Has(conds[i].Name):
+				errs = append(errs, field.Duplicate(path.Child("name"), conds[i].Name))
+			}
+			names.Insert(conds[i].Name)
+			if conds[i].Expression == "" {
+				errs = append(errs, field.Required(path.Child("expression"), ""))
+			}
+			accessors[i] = (*matchconditions.MatchCondition)(&conds[i])
+		}
+		eval := compiler.CompileCondition(accessors, decls, mode)
+		// CompilationErrors has one entry per failing condition, in order, without its index:
+		// compile them one by one again only to name the field.
+		if len(eval.CompilationErrors()) > 0 {
+			for i := range conds {
+				if conds[i].Expression == "" {
+					continue
+				}
+				res := compiler.CompileCELExpression(accessors[i], decls, mode)
+				if res.Error != nil {
+					errs = append(errs, field.Invalid(spec.Child("matchConditions").Index(i).Child("expression"), conds[i].Expression, res.Error.Detail))
+				}
+			}
+		}
+		failurePolicy := out.failurePolicy
+		out.matcher = matchconditions.NewMatcher(eval, &failurePolicy, "policy", "mutate", p.Name)
+	}
+
+	if len(p.Spec.Mutations) == 0 {
+		errs = append(errs, field.Required(spec.Child("mutations"), "at least one mutation"))
+	}
+	patchDecls := decls
+	patchDecls.HasPatchTypes = true
+	for i, m := range p.Spec.Mutations {
+		path := spec.Child("mutations").Index(i)
+		var accessor plugincel.ExpressionAccessor
+		var expression string
+		var exprPath *field.Path
+		switch m.PatchType {
+		case admissionregistrationv1.PatchTypeJSONPatch:
+			if m.ApplyConfiguration != nil {
+				errs = append(errs, field.Forbidden(path.Child("applyConfiguration"), "must not be set when patchType is JSONPatch"))
+			}
+			if m.JSONPatch == nil {
+				errs = append(errs, field.Required(path.Child("jsonPatch"), "must be set when patchType is JSONPatch"))
+				continue
+			}
+			expression, exprPath = m.JSONPatch.Expression, path.Child("jsonPatch", "expression")
+			accessor = &patch.JSONPatchCondition{Expression: expression}
+		case admissionregistrationv1.PatchTypeApplyConfiguration:
+			if m.JSONPatch != nil {
+				errs = append(errs, field.Forbidden(path.Child("jsonPatch"), "must not be set when patchType is ApplyConfiguration"))
+			}
+			if m.ApplyConfiguration == nil {
+				errs = append(errs, field.Required(path.Child("applyConfiguration"), "must be set when patchType is ApplyConfiguration"))
+				continue
+			}
+			expression, exprPath = m.ApplyConfiguration.Expression, path.Child("applyConfiguration", "expression")
+			accessor = &patch.ApplyConfigurationCondition{Expression: expression}
+			out.applyConfig = true
+			for _, gvk := range out.kinds {
+				if !out.targets[gvk].typed {
+					errs = append(errs, field.Forbidden(path.Child("patchType"), fmt.Sprintf(
+						"ApplyConfiguration needs the schema of the kind, which synchook does not have for the custom resource %s; use JSONPatch", gvk)))
+				}
+			}
+		default:
+			errs = append(errs, field.NotSupported(path.Child("patchType"), m.PatchType, []string{
+				string(admissionregistrationv1.PatchTypeApplyConfiguration), string(admissionregistrationv1.PatchTypeJSONPatch),
+			}))
+			continue
+		}
+		if expression == "" {
+			errs = append(errs, field.Required(exprPath, ""))
+			continue
+		}
+		eval := compiler.CompileMutatingEvaluator(accessor, patchDecls, mode)
+		for _, err := range eval.CompilationErrors() {
+			errs = append(errs, field.Invalid(exprPath, expression, celDetail(err)))
+		}
+		if m.PatchType == admissionregistrationv1.PatchTypeJSONPatch {
+			out.mutations = append(out.mutations, patch.NewJSONPatcher(eval))
+		} else {
+			out.mutations = append(out.mutations, patch.NewApplyConfigurationPatcher(eval))
+		}
+	}
+	return errs
+}
+
+// celDetail returns the message of a CEL compilation error without its type prefix.
+func celDetail(err error) string {
+	var ce *apiservercel.Error
+	if errors.As(err, &ce) {
+		return ce.Detail
+	}
+	return err.Error()
+}
+
+// resolve checks matchConstraints and resolves its resource rules to the kinds of out.scheme
+// and of custom, filling out.targets, out.kinds, out.excludes and out.selector.
+func (out *Policy) resolve(mc *admissionregistrationv1.MatchResources, path *field.Path, custom []schema.GroupVersionKind) field.ErrorList {
+	if mc == nil {
+		return field.ErrorList{field.Required(path, "the resource rules say which kinds and operations the policy handles")}
+	}
+	var errs field.ErrorList
+	if ns := mc.NamespaceSelector; ns != nil && (len(ns.MatchLabels) > 0 || len(ns.MatchExpressions) > 0) {
+		errs = append(errs, field.Forbidden(path.Child("namespaceSelector"), "synchook has no Namespace objects to match; use the hook's namespaces"))
+	}
+	if mc.ObjectSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(mc.ObjectSelector)
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Child("objectSelector"), mc.ObjectSelector, err.Error()))
+		} else if !sel.Empty() {
+			out.selector = sel
+		}
+	}
+	if mp := mc.MatchPolicy; mp != nil && *mp != admissionregistrationv1.Exact && *mp != admissionregistrationv1.Equivalent {
+		errs = append(errs, field.NotSupported(path.Child("matchPolicy"), *mp, []string{string(admissionregistrationv1.Exact), string(admissionregistrationv1.Equivalent)}))
+	}
+	idx := newKindIndex(out.scheme, custom)
+	out.targets = map[schema.GroupVersionKind]*target{}
+	if len(mc.ResourceRules) == 0 {
+		errs = append(errs, field.Required(path.Child("resourceRules"), ""))
+	}
+	for i, r := range mc.ResourceRules {
+		rr, rerrs := idx.resolve(r, path.Child("resourceRules").Index(i), true)
+		errs = append(errs, rerrs...)
+		for _, gvk := range sortedKinds(rr.kinds) {
+			t := out.targets[gvk]
+			if t == nil {
+				e := idx.kinds[gvk]
+				t = &target{gvr: e.gvr, typed: e.typed}
+				out.targets[gvk] = t
+				out.kinds = append(out.kinds, gvk)
+			}
+			t.rules = append(t.rules, rr)
+		}
+	}
+	for i, r := range mc.ExcludeResourceRules {
+		rr, rerrs := idx.resolve(r, path.Child("excludeResourceRules").Index(i), false)
+		errs = append(errs, rerrs...)
+		out.excludes = append(out.excludes, rr)
+	}
+	return errs
+}
+
+// kindEntry is a kind a rule can select.
+type kindEntry struct {
+	gvr   schema.GroupVersionResource
+	typed bool
+}
+
+// kindIndex holds the kinds rules can select, by GVK and by group/version/plural.
+type kindIndex struct {
+	kinds map[schema.GroupVersionKind]kindEntry
+	byGVR map[schema.GroupVersionResource][]schema.GroupVersionKind
+}
+
+// newKindIndex indexes the object kinds of scheme (not lists, not internal versions) and the
+// custom kinds.
+func newKindIndex(scheme *runtime.Scheme, custom []schema.GroupVersionKind) *kindIndex {
+	idx := &kindIndex{kinds: map[schema.GroupVersionKind]kindEntry{}, byGVR: map[schema.GroupVersionResource][]schema.GroupVersionKind{}}
+	add := func(gvk schema.GroupVersionKind, typed bool) {
+		if _, ok := idx.kinds[gvk]; ok {
+			return
+		}
+		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+		idx.kinds[gvk] = kindEntry{gvr: gvr, typed: typed}
+		idx.byGVR[gvr] = append(idx.byGVR[gvr], gvk)
+	}
+	objectType := reflect.TypeFor[metav1.Object]()
+	for gvk, t := range scheme.AllKnownTypes() {
+		if gvk.Version == runtime.APIVersionInternal || strings.HasSuffix(gvk.Kind, "List") || !reflect.PointerTo(t).Implements(objectType) {
+			continue
+		}
+		add(gvk, true)
+	}
+	for _, gvk := range custom {
+		if !scheme.Recognizes(gvk) {
+			add(gvk, false)
+		}
+	}
+	for _, gvks := range idx.byGVR {
+		slices.SortFunc(gvks, func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) })
+	}
+	return idx
+}
+
+// resolve checks rule r and returns it with the kinds it selects. For an include rule
+// (include), a resource that selects no kind is an error.
+func (idx *kindIndex) resolve(r admissionregistrationv1.NamedRuleWithOperations, path *field.Path, include bool) (resolvedRule, field.ErrorList) {
+	var errs field.ErrorList
+	rr := resolvedRule{rule: r, kinds: sets.New[schema.GroupVersionKind]()}
+	if len(r.Operations) == 0 {
+		errs = append(errs, field.Required(path.Child("operations"), ""))
+	}
+	for j, op := range r.Operations {
+		switch op {
+		case admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete,
+			admissionregistrationv1.Connect, admissionregistrationv1.OperationAll:
+		default:
+			errs = append(errs, field.NotSupported(path.Child("operations").Index(j), op, []string{"CREATE", "UPDATE", "DELETE", "CONNECT", "*"}))
+		}
+	}
+	if s := r.Scope; s != nil && *s != admissionregistrationv1.AllScopes && *s != admissionregistrationv1.NamespacedScope && *s != admissionregistrationv1.ClusterScope {
+		errs = append(errs, field.NotSupported(path.Child("scope"), *s, []string{"*", "Namespaced", "Cluster"}))
+	}
+	if len(r.APIGroups) == 0 {
+		errs = append(errs, field.Required(path.Child("apiGroups"), ""))
+	}
+	if len(r.APIVersions) == 0 {
+		errs = append(errs, field.Required(path.Child("apiVersions"), ""))
+	}
+	if len(r.Resources) == 0 {
+		errs = append(errs, field.Required(path.Child("resources"), ""))
+	}
+	for j, res := range r.Resources {
+		rpath := path.Child("resources").Index(j)
+		switch {
+		case res == "*" || strings.HasPrefix(res, "*/"):
+			errs = append(errs, field.Forbidden(rpath, "synchook registers a hook per kind: list the resources (e.g. pods) instead of *"))
+			continue
+		case strings.Contains(res, "/"):
+			errs = append(errs, field.Forbidden(rpath, "synchook hooks see whole objects, not subresources"))
+			continue
+		}
+		n := 0
+		for gvr, gvks := range idx.byGVR {
+			if gvr.Resource != res || !matchesAny(r.APIGroups, gvr.Group) || !matchesAny(r.APIVersions, gvr.Version) {
+				continue
+			}
+			rr.kinds.Insert(gvks...)
+			n++
+		}
+		if n == 0 && include {
+			errs = append(errs, field.Invalid(rpath, res, fmt.Sprintf(
+				"no kind of apiGroups %q, apiVersions %q has the resource %q: the scheme does not know it; for a custom resource give its kind (policy.Options.Kinds)",
+				r.APIGroups, r.APIVersions, res)))
+		}
+	}
+	return rr, errs
+}
+
+// sortedKinds returns the kinds of s sorted by their string form.
+func sortedKinds(s sets.Set[schema.GroupVersionKind]) []schema.GroupVersionKind {
+	out := s.UnsortedList()
+	slices.SortFunc(out, func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// matchesAny reports whether list holds s or "*".
+func matchesAny(list []string, s string) bool {
+	return slices.Contains(list, s) || slices.Contains(list, "*")
+}
+
+// Name returns metadata.name of the policy.
+func (p *Policy) Name() string { return p.name }
+
+// Resources returns the kinds the policy's resource rules select, in the order the rules name
+// them (each once): the typed kinds of the scheme and the custom kinds of Options.Kinds.
+// The config registers one hook per kind.
+func (p *Policy) Resources() []schema.GroupVersionKind { return slices.Clone(p.kinds) }
+
+// Operations returns the operations the resource rules list for the kind gvk (nil when the
+// policy does not select gvk), "*" expanded to CREATE, UPDATE, DELETE and CONNECT, in that
+// order.
+func (p *Policy) Operations(gvk schema.GroupVersionKind) []admissionregistrationv1.OperationType {
+	t := p.targets[gvk]
+	if t == nil {
+		return nil
+	}
+	var out []admissionregistrationv1.OperationType
+	for _, op := range []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete, admissionregistrationv1.Connect} {
+		for _, rr := range t.rules {
+			if slices.Contains(rr.rule.Operations, op) || slices.Contains(rr.rule.Operations, admissionregistrationv1.OperationAll) {
+				out = append(out, op)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// HookTypes returns the hook types that can run the policy on the kind gvk, in
+// hooks.AllHookTypes order: Create* for CREATE, Update* for UPDATE, Delete* for DELETE, and
+// Get* when any operation is listed. Nil when the policy does not select gvk.
+func (p *Policy) HookTypes(gvk schema.GroupVersionKind) []hooks.HookType {
+	ops := p.Operations(gvk)
+	if len(ops) == 0 {
+		return nil
+	}
+	var out []hooks.HookType
+	for _, t := range hooks.AllHookTypes() {
+		if op := ruleOperationOf(t); op == "" || slices.Contains(ops, op) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// variable is a spec.variables entry as the CEL compiler wants it.
+type variable struct{ name, expression string }
+
+func (v *variable) GetName() string       { return v.name }
+func (v *variable) GetExpression() string { return v.expression }
+
+// ReturnTypes allows any type, as the apiserver does for variables.
+func (v *variable) ReturnTypes() []*celgo.Type { return []*celgo.Type{celgo.AnyType, celgo.DynType} }

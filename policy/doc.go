@@ -1,0 +1,44 @@
+// Package policy runs a Kubernetes MutatingAdmissionPolicy (admissionregistration.k8s.io/v1)
+// as a synchook hook: the same object a user would `kubectl apply`, with its CEL expressions
+// compiled and its patches applied by the Kubernetes libraries themselves
+// (k8s.io/apiserver's admission/plugin/cel compiler and variables, admission/plugin/webhook's
+// matchconditions, admission/plugin/policy/mutating/patch's JSONPatch and ApplyConfiguration
+// patchers, and the CEL environment of k8s.io/apiserver/pkg/cel/environment, with the
+// per-expression cost limit and the per-mutation runtime budget the apiserver uses).
+//
+// Use: Parse (or ParseFile) a manifest, Compile it against the registry's scheme, register one
+// hook per kind of Policy.Resources for the hook types the config asks for, each running
+// Policy.MutateFunc of its hook type. The binding of a cluster (which objects a policy applies
+// to) is synchook's hook config: its namespaces and objectSelector.
+//
+// Hook type → admission request:
+//
+//	Create*  operation CREATE, object = the object, oldObject = null
+//	Update*  operation UPDATE, object = the object, oldObject = null (the hook does not see
+//	         the stored object)
+//	Delete*  operation DELETE, object = oldObject = the object
+//	Get*     operation UPDATE, object = oldObject = the object (there is no admission
+//	         operation for a read; this keeps both variables set)
+//
+// A resource rule's operation lets the matching hook types run: CREATE → Create*,
+// UPDATE → Update*, DELETE → Delete*, and any listed operation (or "*") → Get*.
+//
+// Differences from a cluster:
+//   - No params: spec.paramKind is refused (and there is no binding, so no paramRef).
+//   - No reinvocation: spec.reinvocationPolicy IfNeeded is refused; Never is what runs. The
+//     apiserver requires the field; synchook treats a missing one as Never.
+//   - No defaulting: a cluster defaults the object after every mutation (e.g. a container
+//     added by a policy gets terminationMessagePath, imagePullPolicy); synchook does not, so
+//     later mutations of the same policy see the fields as the previous mutation left them.
+//   - No authorizer: expressions that use `authorizer` fail to compile.
+//   - namespaceObject is always null and request.userInfo is empty; request.dryRun is false
+//     and request.options is null.
+//   - spec.matchConstraints.namespaceSelector is refused (synchook has no Namespace objects:
+//     use the hook's namespaces); objectSelector, excludeResourceRules, resourceNames and
+//     scope are honoured; matchPolicy has no effect (the hook gets the exact kind).
+//   - A policy on DELETE does nothing in a cluster (there is no object to mutate); here
+//     Delete* hooks mutate the object they are given.
+//   - ApplyConfiguration needs the schema of the kind: it works for the kinds of the scheme
+//     (built-in kinds with client-go's scheme) and is refused for custom resources, which
+//     can use JSONPatch.
+package policy

@@ -1,0 +1,120 @@
+package policy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// ErrInvalid is wrapped by every error of Parse, ParseFile and Compile about the content of a
+// policy (syntax, unknown fields, unsupported features, CEL that does not compile); test for
+// it with errors.Is.
+var ErrInvalid = errors.New("invalid MutatingAdmissionPolicy")
+
+// APIVersion and Kind are the only apiVersion and kind Parse accepts.
+const (
+	APIVersion = "admissionregistration.k8s.io/v1"
+	Kind       = "MutatingAdmissionPolicy"
+)
+
+// Parse decodes one MutatingAdmissionPolicy manifest, YAML or JSON, strictly: unknown fields
+// (compared case-sensitively) and duplicate fields are errors naming them, e.g.
+// `unknown field "spec.mutations[0].jsonpatch"`; apiVersion must be
+// admissionregistration.k8s.io/v1 and kind MutatingAdmissionPolicy; the manifest must hold
+// exactly one YAML document. It does not validate the spec (Compile does). Errors wrap
+// ErrInvalid.
+func Parse(manifest []byte) (*admissionregistrationv1.MutatingAdmissionPolicy, error) {
+	doc, err := oneDocument(manifest)
+	if err != nil {
+		return nil, invalidf("%w", err)
+	}
+	js, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return nil, invalidf("%w", err)
+	}
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &head); err != nil {
+		return nil, invalidf("%w", err)
+	}
+	if head.APIVersion != APIVersion || head.Kind != Kind {
+		return nil, invalidf("apiVersion %q, kind %q: want apiVersion %s, kind %s", head.APIVersion, head.Kind, APIVersion, Kind)
+	}
+	p := &admissionregistrationv1.MutatingAdmissionPolicy{}
+	strict, err := kjson.UnmarshalStrict(js, p)
+	if err != nil {
+		return nil, invalidf("%w", err)
+	}
+	if len(strict) > 0 {
+		return nil, invalidf("%w", utilerrors.NewAggregate(strict))
+	}
+	return p, nil
+}
+
+// ParseFile reads the manifest at path and Parses it; errors name the path. An error reading
+// the file does not wrap ErrInvalid.
+func ParseFile(path string) (*admissionregistrationv1.MutatingAdmissionPolicy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// oneDocument returns the only non-empty YAML document of data (a JSON object is one).
+func oneDocument(data []byte) ([]byte, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var found []byte
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if isEmptyDocument(doc) {
+			continue
+		}
+		if found != nil {
+			return nil, errors.New("the manifest holds more than one YAML document")
+		}
+		found = doc
+	}
+	if found == nil {
+		return nil, errors.New("the manifest is empty")
+	}
+	return found, nil
+}
+
+// isEmptyDocument reports whether doc holds only blank lines and comments.
+func isEmptyDocument(doc []byte) bool {
+	for line := range strings.SplitSeq(string(doc), "\n") {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "#") && line != "---" {
+			return false
+		}
+	}
+	return true
+}
+
+// invalidf returns an error wrapping ErrInvalid with the formatted message.
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
