@@ -39,11 +39,13 @@ const (
 // servePluginV2 runs synchook as the vcluster plugin v2 that vcluster started: logs go to
 // stderr (stdout carries go-plugin's handshake), the config comes from PLUGIN_CONFIG.
 func (p *Plugin) servePluginV2(stderr io.Writer) int {
-	log := newLogger(&zap.Options{}, stderr)
+	// vcluster's plugin manager logs only the stderr lines that go-plugin recognises as hclog
+	// JSON (@level, @message, @timestamp) at its own level; others are dropped at debug.
+	log := hclogJSONLogger(stderr)
 	ctrl.SetLogger(log)
 	err := sidecar.ServePluginV2(sidecar.Options{Log: log, Register: p.registerHooks}, bridgev2.ServeOptions{Stderr: stderr})
 	if err != nil {
-		fmt.Fprintf(stderr, "synchook (vcluster plugin v2): %v\n", err)
+		log.Error(err, "synchook cannot start as a vcluster plugin v2")
 		if errors.Is(err, sidecar.ErrConfig) {
 			return exitUsage
 		}
@@ -313,6 +315,19 @@ func flagExit(err error) int {
 		return exitOK
 	}
 	return exitUsage
+}
+
+// hclogJSONLogger returns a JSON zap logger at info level whose lines go-plugin reads as hclog
+// JSON, so that vcluster shows them: keys @level, @message, @timestamp (hclog's time format),
+// @module for the logger name.
+func hclogJSONLogger(w io.Writer) logr.Logger {
+	cfg := uberzap.NewProductionEncoderConfig()
+	cfg.MessageKey, cfg.LevelKey, cfg.TimeKey, cfg.NameKey = "@message", "@level", "@timestamp", "@module"
+	cfg.CallerKey, cfg.StacktraceKey = "", ""
+	cfg.EncodeTime = zapcore.TimeEncoderOfLayout("2006-01-02T15:04:05.000000Z07:00")
+	sink := zapcore.AddSync(w)
+	core := zapcore.NewCore(&zap.KubeAwareEncoder{Encoder: zapcore.NewJSONEncoder(cfg)}, sink, zapcore.InfoLevel)
+	return zapr.NewLogger(uberzap.New(core, uberzap.ErrorOutput(sink)))
 }
 
 // newLogger returns the process logger: controller-runtime's zap in --zap-devel mode, else a

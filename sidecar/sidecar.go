@@ -333,7 +333,7 @@ func watchCertExpiry(ctx context.Context, certFile string, log logr.Logger) {
 // then serves go-plugin until vcluster ends the plugin. Of opts it uses Getenv, Register,
 // Webhook.RequestTimeout, Webhook.MaxRequestBytes, MaxConcurrentHooks, HookTimeout and Log.
 // It returns an error, before any handshake, when the config is invalid (wrapping ErrConfig):
-// go-plugin then reports the plugin's exit and its stderr to vcluster.
+// vcluster's Start then fails; the binary logs the reason as hclog JSON, the only stderr form vcluster shows.
 func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	opts.setDefaults()
 	reg, err := BuildRegistry(context.Background(), RegistryConfig{

@@ -122,7 +122,9 @@ func checkBenchPlugin(ctx context.Context, tb testing.TB, m *v2.Manager, p bench
 
 // TestV2Throughput runs the benchmark's plugins interleaved in short slices, so that they see
 // the same machine conditions, and logs ops/s and the ratios synchook/sdk-style and
-// echo/sdk-style, with one caller and with benchCallers callers. It never asserts timings.
+// echo/sdk-style, with one caller and with benchCallers callers, and the CPU time per call of
+// the plugin process and of this process (vcluster's side), which a busy machine disturbs less
+// than ops/s. It never asserts timings. Linux only (/proc).
 //
 //	SYNCHOOK_BENCH=1 [SYNCHOOK_BENCH_SECONDS=6] go test -run TestV2Throughput -v
 func TestV2Throughput(t *testing.T) {
@@ -148,10 +150,17 @@ func TestV2Throughput(t *testing.T) {
 		checkBenchPlugin(ctx, t, managers[i], p, pod)
 	}
 
+	pids := make([]int, len(benchPlugins))
+	for i, m := range managers {
+		pids[i] = m.Plugins[0].Client.ReattachConfig().Pid
+	}
+
 	var report strings.Builder
 	for _, callers := range []int{1, benchCallers} {
 		ops := make([]int64, len(benchPlugins))
 		elapsed := make([]time.Duration, len(benchPlugins))
+		pluginCPU := make([]time.Duration, len(benchPlugins))  // the plugin process
+		managerCPU := make([]time.Duration, len(benchPlugins)) // this process: vcluster's side
 		// warm up every plugin (connections, the plugins' and our caches) untimed
 		for i := range benchPlugins {
 			if _, _, err := runSlice(ctx, managers[i], pod, callers, slice); err != nil {
@@ -162,10 +171,13 @@ func TestV2Throughput(t *testing.T) {
 		for r := range rounds {
 			for k := range benchPlugins {
 				i := (r + k) % len(benchPlugins) // rotate who goes first
+				pBefore, mBefore := processCPU(t, pids[i]), processCPU(t, os.Getpid())
 				n, d, err := runSlice(ctx, managers[i], pod, callers, slice)
 				if err != nil {
 					t.Fatalf("%s: %v", benchPlugins[i].name, err)
 				}
+				pluginCPU[i] += processCPU(t, pids[i]) - pBefore
+				managerCPU[i] += processCPU(t, os.Getpid()) - mBefore
 				ops[i] += n
 				elapsed[i] += d
 			}
@@ -177,8 +189,37 @@ func TestV2Throughput(t *testing.T) {
 		fmt.Fprintf(&report, "\n%2d caller(s): synchook %8.0f ops/s   sdk-style %8.0f ops/s   echo %8.0f ops/s   synchook/sdk %.2f   echo/sdk %.2f",
 			callers, rate["synchook"], rate["sdk-style"], rate["echo"],
 			rate["synchook"]/rate["sdk-style"], rate["echo"]/rate["sdk-style"])
+		for i, p := range benchPlugins {
+			fmt.Fprintf(&report, "\n    %-9s CPU per call: plugin %6.1f µs, vcluster's side %6.1f µs (%d calls)",
+				p.name, perCall(pluginCPU[i], ops[i]), perCall(managerCPU[i], ops[i]), ops[i])
+		}
 	}
 	t.Log(report.String())
+}
+
+func perCall(d time.Duration, n int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(d.Microseconds()) / float64(n)
+}
+
+// processCPU returns the user+system CPU time the process pid has used so far, from
+// /proc/<pid>/stat (clock ticks of 10 ms, USER_HZ on Linux).
+func processCPU(tb testing.TB, pid int) time.Duration {
+	tb.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		tb.Fatalf("CPU time of process %d: %v", pid, err)
+	}
+	// the fields after the command, which is in parentheses and may contain spaces
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64) // field 14 of proc(5)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil {
+		tb.Fatalf("parse /proc/%d/stat: %q", pid, b)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // runSlice calls MutateObject from callers goroutines for d and returns the calls made and

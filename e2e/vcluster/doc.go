@@ -1,9 +1,26 @@
-// Package vcluster holds end-to-end tests that load synchook through
-// vcluster's own plugin v2 manager (github.com/loft-sh/vcluster/pkg/plugin/v2),
-// exactly the way a vcluster syncer does, and benchmark it against reference
-// plugins written in the vcluster-sdk style.
+// Package vcluster holds end-to-end tests that load synchook through vcluster's own plugin v2
+// manager (github.com/loft-sh/vcluster/pkg/plugin/v2, v0.36.1), the way a vcluster syncer
+// does: the binary is copied to <plugin folder>/<name>/plugin, the manager starts it with
+// go-plugin (PLUGIN_CONFIG from vConfig.Plugins[<name>].Config), calls Initialize and
+// GetPluginConfig, registers the client hooks and calls Mutate from MutateObject, which
+// json.Unmarshals the answer INTO the object it sent. No kube-apiserver is needed.
 //
-// This is a separate module on purpose: vcluster's dependency graph clashes
-// with synchook's, so the module never imports github.com/synchook/synchook;
-// it builds the synchook binary with `go build` and loads it as a plugin.
+// It also benchmarks synchook against two reference plugins built from this module, under the
+// same manager: internal/sdkplugin (what a vcluster-sdk plugin does per call: decode into a
+// typed Pod, set a label, encode) and internal/echoplugin (answers the object back, the
+// floor).
+//
+// This is a separate module on purpose: vcluster's dependency graph clashes with synchook's,
+// so it never imports github.com/synchook/synchook; the tests build the repository root with
+// `go build` (CGO_ENABLED=0, -buildvcs=false) once per test binary run, or load the binary
+// named by SYNCHOOK_BINARY. SYNCHOOK_REPO overrides the repository (default ../..).
+//
+//	cd e2e/vcluster
+//	go vet ./... && go test -count=1 ./...
+//	go test -run XXX -bench . -benchtime 2s                               # BenchmarkV2MutatePod
+//	SYNCHOOK_BENCH=1 go test -run TestV2Throughput -v                    # interleaved ops/s, ratios, CPU per call
+//
+// go.sum was written with GONOSUMDB=github.com/loft-sh: four of vcluster's loft-sh
+// dependencies (api/v4 and agentapi/v4 v4.11.0-rc.1, admin-apis, external-types) were not in
+// the checksum database the module proxy serves; with go.sum present no lookup is needed.
 package vcluster

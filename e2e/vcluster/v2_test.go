@@ -52,17 +52,29 @@ func TestV2ManagerRunsSynchook(t *testing.T) {
 			key := h.APIVersion + " " + h.Kind
 			got[key] = append(got[key], h.Types...)
 		}
-		for key := range got {
-			slices.Sort(got[key])
-			got[key] = slices.Compact(got[key])
-		}
 		want := map[string][]string{
-			"v1 Pod":     {createPhysical, getPhysical, updatePhysical},
+			"v1 Pod":     {createPhysical, updatePhysical, getPhysical},
 			"v1 Service": {createPhysical},
 			"v1 Secret":  {createPhysical},
 		}
-		if !equality.Semantic.DeepEqual(got, want) {
-			t.Errorf("client hooks = %v, want %v (config %s)", got, want, resp.GetConfig())
+		for key, types := range want {
+			for _, typ := range types {
+				if !slices.Contains(got[key], typ) {
+					t.Errorf("%s: type %s missing (config %s)", key, typ, resp.GetConfig())
+				}
+			}
+		}
+		for key, types := range got {
+			for _, typ := range types {
+				// automatic undo: a kind with write hooks also registers the read type that
+				// takes their change back
+				if !slices.Contains(want[key], typ) && typ != getPhysical {
+					t.Errorf("%s: type %s was not configured (config %s)", key, typ, resp.GetConfig())
+				}
+			}
+			if _, ok := want[key]; !ok {
+				t.Errorf("kind %s was not configured (config %s)", key, resp.GetConfig())
+			}
 		}
 	})
 
@@ -77,7 +89,8 @@ func TestV2ManagerRunsSynchook(t *testing.T) {
 			{vkt("v1", "Service", createPhysical), true},
 			{vkt("v1", "Secret", createPhysical), true},
 			{vkt("v1", "Service", updatePhysical), false},
-			{vkt("v1", "Secret", getPhysical), false},
+			{vkt("v1", "Secret", updatePhysical), false},
+			{vkt("v1", "Pod", "DeletePhysical"), false},
 			{vkt("v1", "ConfigMap", createPhysical), false},
 			{vkt("v1", "Pod", applyPhysical), false},
 			{vkt("apps/v1", "Deployment", createPhysical), false},
@@ -206,6 +219,7 @@ func TestV2ManagerRunsSynchook(t *testing.T) {
 			if err := m.MutateObject(t.Context(), got, tc.hookType, scheme.Scheme); err != nil {
 				t.Fatalf("MutateObject(%s): %v", tc.hookType, err)
 			}
+			got = withoutUndo(got)
 			if !equality.Semantic.DeepEqual(got, tc.want) {
 				t.Errorf("MutateObject(%s) left\n%s\nwant\n%s", tc.hookType, mustJSON(t, got), mustJSON(t, tc.want))
 			}
@@ -214,6 +228,27 @@ func TestV2ManagerRunsSynchook(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a pod written to the host and read back comes back exactly as the syncer sent it, without the host's pool label and node name", func(t *testing.T) {
+		sent := testPod()
+		onHost := sent.DeepCopy()
+		if err := m.MutateObject(t.Context(), onHost, createPhysical, scheme.Scheme); err != nil {
+			t.Fatalf("MutateObject(%s): %v", createPhysical, err)
+		}
+		if onHost.Labels["vcluster.example.com/tenant"] != "team-a" {
+			t.Fatalf("labels on the host = %v, want the tenant label", onHost.Labels)
+		}
+		// the host schedules the pod and its admission adds the pool label
+		onHost.Labels["host.example.com/pool"] = "gpu"
+		onHost.Spec.NodeName = "host-node-7"
+		read := onHost.DeepCopy()
+		if err := m.MutateObject(t.Context(), read, getPhysical, scheme.Scheme); err != nil {
+			t.Fatalf("MutateObject(%s): %v", getPhysical, err)
+		}
+		if !equality.Semantic.DeepEqual(read, sent) {
+			t.Errorf("read back\n%s\nwant what the syncer sent\n%s", mustJSON(t, read), mustJSON(t, sent))
+		}
+	})
 
 	podJSON := string(mustJSON(t, testPod()))
 	for _, tc := range []struct {
@@ -228,8 +263,18 @@ func TestV2ManagerRunsSynchook(t *testing.T) {
 			wantCode: codes.InvalidArgument,
 		},
 		{
-			name:     "a pod whose spec is a string is answered with InvalidArgument",
-			req:      &pluginv2.Mutate_Request{ApiVersion: "v1", Kind: "Pod", Type: createPhysical, Object: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default"},"spec":"not-an-object"}`},
+			name:     "a pod whose spec is a string is answered with InvalidArgument when its hooks read the spec",
+			req:      &pluginv2.Mutate_Request{ApiVersion: "v1", Kind: "Pod", Type: getPhysical, Object: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default"},"spec":"not-an-object"}`},
+			wantCode: codes.InvalidArgument,
+		},
+		{
+			name:     "a pod whose labels are a string is answered with InvalidArgument",
+			req:      &pluginv2.Mutate_Request{ApiVersion: "v1", Kind: "Pod", Type: createPhysical, Object: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default","labels":"x"},"spec":{}}`},
+			wantCode: codes.InvalidArgument,
+		},
+		{
+			name:     "an array is answered with InvalidArgument",
+			req:      &pluginv2.Mutate_Request{ApiVersion: "v1", Kind: "Pod", Type: createPhysical, Object: `[1,2]`},
 			wantCode: codes.InvalidArgument,
 		},
 		{
@@ -261,6 +306,30 @@ func TestV2ManagerRunsSynchook(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a pod whose spec is a string, under hooks that only touch metadata, is refused or keeps the spec as sent", func(t *testing.T) {
+		// synchook's labels hooks may work on metadata alone and never decode the spec; then
+		// the answer must carry the spec exactly as sent (vcluster's own decode then fails), never
+		// a rewritten one.
+		const obj = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default"},"spec":"not-an-object"}`
+		resp, err := shk.GRPCClient.Mutate(t.Context(), &pluginv2.Mutate_Request{ApiVersion: "v1", Kind: "Pod", Type: createPhysical, Object: obj})
+		if err != nil {
+			if status.Code(err) != codes.InvalidArgument {
+				t.Fatalf("Mutate: %v, want InvalidArgument or an answer", err)
+			}
+			return
+		}
+		var answer struct {
+			Spec json.RawMessage `json:"spec"`
+		}
+		if err := json.Unmarshal([]byte(resp.GetObject()), &answer); err != nil {
+			t.Fatalf("answer %s is not JSON: %v", resp.GetObject(), err)
+		}
+		if resp.GetMutated() && string(answer.Spec) != `"not-an-object"` {
+			t.Errorf("answer's spec = %s, want the string as sent", answer.Spec)
+		}
+		t.Logf("answered mutated=%v: %s", resp.GetMutated(), resp.GetObject())
+	})
 
 	t.Run("after the errors the plugin still mutates", func(t *testing.T) {
 		got := testPod()
@@ -341,6 +410,7 @@ func TestV2ManagerChainsSynchookAfterAnotherPlugin(t *testing.T) {
 		if err := m.MutateObject(t.Context(), got, createPhysical, scheme.Scheme); err != nil {
 			t.Fatalf("MutateObject: %v", err)
 		}
+		got = withoutUndo(got)
 		want := withMeta(testPod(),
 			map[string]string{"example.com/first": "sdk", "vcluster.example.com/tenant": "team-a"},
 			map[string]string{"synchook.io/owner": "platform"})
@@ -390,6 +460,25 @@ func TestV2ReferencePlugins(t *testing.T) {
 			}
 		})
 	}
+}
+
+// undoAnnotation is where synchook records how to take its changes back when the syncer reads
+// the object again (automatic undo); the tests of the write path compare objects without it
+// and check the undo by reading the object back.
+const undoAnnotation = "synchook.io/undo"
+
+// withoutUndo removes undoAnnotation from obj (and the annotations when it was the only one).
+func withoutUndo[T client.Object](obj T) T {
+	a := obj.GetAnnotations()
+	if _, ok := a[undoAnnotation]; !ok {
+		return obj
+	}
+	delete(a, undoAnnotation)
+	if len(a) == 0 {
+		a = nil
+	}
+	obj.SetAnnotations(a)
+	return obj
 }
 
 func withMeta[T client.Object](obj T, labels, annotations map[string]string) T {
