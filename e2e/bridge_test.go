@@ -94,7 +94,7 @@ func TestBridgeWithTheRealBinary(t *testing.T) {
 		if want := fmt.Sprintf("127.0.0.1:%d", sc.pluginPort); reg.GetAddress() != want {
 			t.Errorf("address %q, want %q (the env said localhost)", reg.GetAddress(), want)
 		}
-		if got, want := clientHooks(reg), "v1/Pod=CreatePhysical,UpdatePhysical,GetPhysical v1/Service=CreatePhysical v1/Secret=CreatePhysical"; got != want {
+		if got, want := clientHooks(reg), "v1/Pod=CreatePhysical,UpdatePhysical,GetPhysical v1/Service=CreatePhysical,GetPhysical v1/Secret=CreatePhysical,GetPhysical"; got != want {
 			t.Errorf("client hooks %q, want %q", got, want)
 		}
 	})

@@ -38,11 +38,12 @@ hooks:
     types: [CreatePhysical, UpdatePhysical]
     labels:
       labels: {vcluster.example.com/tenant: team-a}
-  - name: hide-tenant-labels
-    resources: [{apiVersion: v1, kind: Pod}, {apiVersion: v1, kind: Secret}]
+  - name: bulk-host-only-label
+    resources: [{apiVersion: v1, kind: Pod}]
     types: [GetPhysical]
+    namespaces: [bulk]
     strip:
-      paths: ["/metadata/labels/vcluster.example.com~1tenant"]
+      paths: ["/metadata/labels/bulk.example.com~1host-only"]
   - name: host-ips-stay-on-the-host
     resources: [{apiVersion: v1, kind: Pod}]
     types: [GetPhysical, UpdateVirtual]
@@ -55,6 +56,9 @@ const (
 	hostNS       = "vc1-host"
 	virtualNS    = "team-a"
 	tenantLabel  = "vcluster.example.com/tenant"
+	// bulkHostOnlyLabel is on the host pods the List test creates directly, and stripped on
+	// reads in namespace bulk only.
+	bulkHostOnlyLabel = "bulk.example.com/host-only"
 	// The port and label of the test sidecar's Go hook (e2e/testsidecar).
 	hostMetricsPort = "host-metrics"
 	readHookLabel   = "e2e.synchook.io/read-hook"
@@ -113,7 +117,7 @@ func TestSyncThroughTheSidecar(t *testing.T) {
 	var syncerLogs testenv.LogSink
 	syncer, err := refsyncer.New(refsyncer.Options{
 		Name: vclusterName, HostNamespace: hostNS, Virtual: vhooked, Host: hhooked,
-		Interval: 100 * time.Millisecond, Log: syncerLogs.Logger(),
+		Interval: 100 * time.Millisecond, Log: syncerLogs.Logger(), LabelsUp: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -206,6 +210,44 @@ func TestSyncThroughTheSidecar(t *testing.T) {
 		})
 		if vpod.Status.HostIP != "" || len(vpod.Status.HostIPs) != 0 || len(vpod.Status.Conditions) != 1 {
 			t.Errorf("virtual pod status %+v, want the host's without hostIP and hostIPs", vpod.Status)
+		}
+	})
+
+	t.Run("with labels synced both ways and no Get hook, the tenant never sees the hook's label and the syncer goes quiet", func(t *testing.T) {
+		// A label a host controller puts on the host pod comes up (the syncer does sync labels
+		// up); the hook's label never does, because the automatic undo takes it off on reads.
+		hpod := &corev1.Pod{}
+		if err := hplain.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: hostPod}, hpod); err != nil {
+			t.Fatal(err)
+		}
+		hpod.Labels["host.example.com/zone"] = "z1"
+		if err := hplain.Update(ctx, hpod); err != nil {
+			t.Fatal(err)
+		}
+		vpod := &corev1.Pod{}
+		waitUntil(t, 10*time.Second, "the host's own label on the virtual pod", func() (bool, error) {
+			err := vplain.Get(ctx, client.ObjectKey{Namespace: virtualNS, Name: "web"}, vpod)
+			return err == nil && vpod.Labels["host.example.com/zone"] == "z1", err
+		})
+		time.Sleep(300 * time.Millisecond) // let the syncer settle after the label came up
+		const quiet = 2 * time.Second
+		changes := watchResourceVersions(t, hcfg, &corev1.PodList{}, quiet)
+		updates := sc.requests("UpdatePhysical", "Pod", hostPod)
+		rv := <-changes
+		if n := sc.requests("UpdatePhysical", "Pod", hostPod) - updates; n != 0 || rv[hostPod] != 0 {
+			t.Errorf("the host pod got %d UpdatePhysical requests and %d resourceVersion changes in a quiet period, want 0", n, rv[hostPod])
+		}
+		if err := vplain.Get(ctx, client.ObjectKey{Namespace: virtualNS, Name: "web"}, vpod); err != nil {
+			t.Fatal(err)
+		}
+		if _, leaked := vpod.Labels[tenantLabel]; leaked {
+			t.Errorf("the tenant's pod shows the hook's label: %v", vpod.Labels)
+		}
+		if _, leaked := vpod.Annotations["synchook.io/undo"]; leaked {
+			t.Errorf("the tenant's pod shows the undo annotation: %v", vpod.Annotations)
+		}
+		if hpod := (&corev1.Pod{}); hplain.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: hostPod}, hpod) != nil || hpod.Labels[tenantLabel] != "team-a" {
+			t.Errorf("the host pod lost the hook's label: %v", hpod.Labels)
 		}
 	})
 
@@ -388,8 +430,8 @@ func TestSyncThroughTheSidecar(t *testing.T) {
 			t.Fatalf("listed %d pods, want %d", len(list.Items), n)
 		}
 		for _, p := range list.Items {
-			if _, ok := p.Labels[tenantLabel]; ok || p.Labels["app"] != "bulk" {
-				t.Fatalf("pod %s labels %v, want %s hidden by GetPhysical", p.Name, p.Labels, tenantLabel)
+			if _, ok := p.Labels[bulkHostOnlyLabel]; ok || p.Labels["app"] != "bulk" {
+				t.Fatalf("pod %s labels %v, want %s hidden by GetPhysical", p.Name, p.Labels, bulkHostOnlyLabel)
 			}
 		}
 
@@ -475,7 +517,7 @@ func createPods(t *testing.T, c client.Client, ns string, n int) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
 				p := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bulk-%04d", i), Namespace: ns, Labels: map[string]string{"app": "bulk", tenantLabel: "team-a"}},
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bulk-%04d", i), Namespace: ns, Labels: map[string]string{"app": "bulk", bulkHostOnlyLabel: "x"}},
 					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
 				}
 				if err := c.Create(t.Context(), p); err != nil {

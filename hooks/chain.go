@@ -181,7 +181,11 @@ func (r *Registry) runOps(ctx context.Context, rn *Runner, gvk schema.GroupVersi
 // runChain is runOps for a chain without an undo to apply first.
 func (r *Registry) runChain(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
 	undo := r.recordsUndo(c)
-	if c.metadataOnly() {
+	var optedOut *chain // hooks whose change stays visible: the undo restores raw plus their change
+	if undo {
+		optedOut = c.optedOut()
+	}
+	if c.metadataOnly() && optedOut == nil {
 		ops, merge, err := c.runMetadata(ctx, rn, raw, undo, r.opts.MaxUndoBytes)
 		if !errors.Is(err, errNotMetadataPath) {
 			if err != nil {
@@ -195,7 +199,13 @@ func (r *Registry) runChain(ctx context.Context, rn *Runner, c *chain, raw []byt
 		return ops, n, nil, err
 	}
 	if undo {
-		ops, err = r.withUndo(c, raw, ops)
+		base := raw
+		if optedOut != nil {
+			if base, err = r.runAlone(ctx, rn, optedOut, raw); err != nil {
+				return nil, 0, nil, err
+			}
+		}
+		ops, err = r.withUndo(c, base, raw, ops, optedOut != nil)
 		return ops, n, nil, err
 	}
 	if !mergeSafe(ops) {
@@ -204,14 +214,30 @@ func (r *Registry) runChain(ctx context.Context, rn *Runner, c *chain, raw []byt
 	return ops, n, after, nil
 }
 
-// withUndo returns ops (a patch of raw) followed by the operation that records their undo in
-// UndoAnnotation.
-func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation) ([]patch.Operation, error) {
+// runAlone runs the chain c (no undo) on raw and returns the hooked object.
+func (r *Registry) runAlone(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]byte, error) {
+	ops, _, _, err := runTyped(ctx, rn, c, raw)
+	if err != nil || len(ops) == 0 {
+		return raw, err
+	}
+	return applyOps(raw, ops...)
+}
+
+// withUndo returns ops (a patch of raw) followed by the operation that records, in
+// UndoAnnotation, how to go back from the hooked object to base (raw, or raw with the change
+// of the hooks that opted out of undo).
+func (r *Registry) withUndo(c *chain, base, raw []byte, ops []patch.Operation, fromBase bool) ([]patch.Operation, error) {
 	hooked, err := applyOps(raw, ops...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.key, err)
 	}
-	entries, err := undoEntries(ops, raw, hooked)
+	forward := ops
+	if fromBase {
+		if forward, err = patch.Diff(base, hooked); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.key, err)
+		}
+	}
+	entries, err := undoEntries(forward, base, hooked)
 	if err != nil {
 		return nil, err
 	}

@@ -56,18 +56,33 @@ type chain struct {
 	newObject func() client.Object
 }
 
-// recordsUndo reports whether the write chain c records its undo: the registry has Undo on,
-// c's hook type has a read pair and no hook of c opted out.
+// recordsUndo reports whether the write chain c records an undo: the registry has Undo on,
+// c's hook type has a read pair and at least one hook of c did not opt out.
 func (r *Registry) recordsUndo(c *chain) bool {
 	if _, ok := undoPair[c.key.Type]; !ok || !r.opts.Undo {
 		return false
 	}
 	for _, h := range c.hooks {
-		if h.noUndo {
-			return false
+		if !h.noUndo {
+			return true
 		}
 	}
-	return true
+	return false
+}
+
+// optedOut returns the chain of c's hooks that opted out of undo (Undo() false), nil when
+// there are none.
+func (c *chain) optedOut() *chain {
+	var hs []namedFunc
+	for _, h := range c.hooks {
+		if h.noUndo {
+			hs = append(hs, h)
+		}
+	}
+	if hs == nil {
+		return nil
+	}
+	return &chain{key: c.key, hooks: hs, newObject: c.newObject}
 }
 
 // metadataOnly reports whether every hook of c is a MetadataHook: then the chain runs on the

@@ -44,7 +44,16 @@ type RunnerOptions struct {
 	LoopThreshold int
 	// LoopWindow is the time in which those patches must come. Default DefaultLoopWindow (5 min).
 	LoopWindow time.Duration
+	// Capture, when set, is called by Mutate once per request after its chain ran (a List is
+	// one request), with the request's hook type, GVK and object and Mutate's result and error
+	// (a failed chain too; not ErrOverloaded, where no hook ran). It runs on the request's
+	// goroutine: it must be fast, must not block, and must copy raw and res.Patch if it keeps
+	// them (package capture samples, copies and writes on its own goroutine). Default nil.
+	Capture CaptureFunc
 }
+
+// CaptureFunc is the type of RunnerOptions.Capture.
+type CaptureFunc func(t HookType, gvk schema.GroupVersionKind, raw []byte, res Result, err error)
 
 // Defaults of RunnerOptions' loop detection.
 const (
@@ -67,6 +76,7 @@ type Runner struct {
 	hookTimeout time.Duration
 	observer    Observer
 	loops       *loopDetector // nil: off
+	capture     CaptureFunc   // nil: off
 	// pending, when set, replaces the slots: the items of a List run under the List's one slot
 	// and count their running chains here, so the slot is released after the last returns.
 	pending *sync.WaitGroup
@@ -75,7 +85,7 @@ type Runner struct {
 // NewRunner returns a Runner for reg with o. reg must have all its hooks: it must not change
 // from now on.
 func NewRunner(reg *Registry, o RunnerOptions) *Runner {
-	r := &Runner{reg: reg, hookTimeout: o.HookTimeout, observer: o.Observer}
+	r := &Runner{reg: reg, hookTimeout: o.HookTimeout, observer: o.Observer, capture: o.Capture}
 	if lo, ok := o.Observer.(LoopObserver); ok && o.LoopThreshold >= 0 {
 		if o.LoopThreshold == 0 {
 			o.LoopThreshold = DefaultLoopThreshold
@@ -102,6 +112,9 @@ func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t Hook
 	res, err := r.reg.run(ctx, r, gvk, t, raw)
 	if err == nil && r.loops != nil && res.Patch != nil && (t == UpdatePhysical || t == UpdateVirtual) {
 		r.loops.observe(r.reg, gvk, t, raw, res.Patch)
+	}
+	if r.capture != nil && !errors.Is(err, ErrOverloaded) {
+		r.capture(t, gvk, raw, res, err)
 	}
 	return res, err
 }

@@ -5,9 +5,10 @@
 //	testsidecar --bind-address 127.0.0.1:PORT --cert-dir DIR --config FILE [--zap-log-level L]
 //
 // Its Go hook HostMetricsPort adds the port "host-metrics" (9100) to services on
-// CreatePhysical and UpdatePhysical and removes it again on GetPhysical, so that a syncer that
-// compares what it reads with what it wants never sees it; a service labelled
-// e2e.synchook.io/read-hook=off keeps the port on reads (the control case).
+// CreatePhysical and UpdatePhysical, with no Get hook: the automatic undo removes it again on
+// GetPhysical, so that a syncer that compares what it reads with what it wants never sees it.
+// A service labelled e2e.synchook.io/read-hook=off gets the port from ControlPortHook, which
+// opts out of undo, and keeps it on reads (the control case).
 //
 // It logs in JSON like synchook serve, but without sampling, so every request has its line.
 package main
@@ -41,7 +42,9 @@ const (
 	ReadHookLabel       = "e2e.synchook.io/read-hook"
 )
 
-// HostMetricsPortHook adds the host-metrics port on the way down and hides it on reads.
+// HostMetricsPortHook adds the host-metrics port on the way down. It has no Get hook: the
+// automatic undo takes the port off again when the syncer reads the service back. Services
+// labelled ReadHookLabel=off get it from ControlPortHook instead.
 type HostMetricsPortHook struct{}
 
 // Name implements hooks.ClientHook.
@@ -52,25 +55,43 @@ func (HostMetricsPortHook) Resource() client.Object { return &corev1.Service{} }
 
 // MutateCreatePhysical adds the port.
 func (HostMetricsPortHook) MutateCreatePhysical(_ context.Context, obj client.Object) (client.Object, error) {
-	return addPort(obj.(*corev1.Service)), nil
+	return addPort(obj.(*corev1.Service), false), nil
 }
 
 // MutateUpdatePhysical adds the port back when the syncer's update lacks it.
 func (HostMetricsPortHook) MutateUpdatePhysical(_ context.Context, obj client.Object) (client.Object, error) {
-	return addPort(obj.(*corev1.Service)), nil
+	return addPort(obj.(*corev1.Service), false), nil
 }
 
-// MutateGetPhysical removes the port, unless the service turns the read hook off.
-func (HostMetricsPortHook) MutateGetPhysical(_ context.Context, obj client.Object) (client.Object, error) {
-	svc := obj.(*corev1.Service)
-	if svc.Labels[ReadHookLabel] == "off" {
-		return svc, nil
+// ControlPortHook adds the same port to services labelled ReadHookLabel=off and opts out of
+// the automatic undo (Undo false): the control case, whose port the syncer sees on reads.
+type ControlPortHook struct{}
+
+// Name implements hooks.ClientHook.
+func (ControlPortHook) Name() string { return "control-port" }
+
+// Resource implements hooks.ClientHook.
+func (ControlPortHook) Resource() client.Object { return &corev1.Service{} }
+
+// Undo implements hooks.Undoer: the change stays visible.
+func (ControlPortHook) Undo() bool { return false }
+
+// MutateCreatePhysical adds the port.
+func (ControlPortHook) MutateCreatePhysical(_ context.Context, obj client.Object) (client.Object, error) {
+	return addPort(obj.(*corev1.Service), true), nil
+}
+
+// MutateUpdatePhysical adds the port back when the syncer's update lacks it.
+func (ControlPortHook) MutateUpdatePhysical(_ context.Context, obj client.Object) (client.Object, error) {
+	return addPort(obj.(*corev1.Service), true), nil
+}
+
+// addPort adds the port to svc when svc is (control) or is not (!control) labelled
+// ReadHookLabel=off.
+func addPort(svc *corev1.Service, control bool) *corev1.Service {
+	if (svc.Labels[ReadHookLabel] == "off") != control {
+		return svc
 	}
-	svc.Spec.Ports = slices.DeleteFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == HostMetricsPortName })
-	return svc, nil
-}
-
-func addPort(svc *corev1.Service) *corev1.Service {
 	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == HostMetricsPortName }) {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
 			Name: HostMetricsPortName, Port: HostMetricsPort, TargetPort: intstr.FromInt32(HostMetricsPort), Protocol: corev1.ProtocolTCP,
@@ -84,7 +105,7 @@ func main() {
 }
 
 func run(args []string) int {
-	opts := sidecar.Options{Register: func(reg *hooks.Registry) error { return reg.Register(HostMetricsPortHook{}) }}
+	opts := sidecar.Options{Register: func(reg *hooks.Registry) error { return errors.Join(reg.Register(HostMetricsPortHook{}), reg.Register(ControlPortHook{})) }}
 	opts.Webhook.ProbeBindAddress = "0"
 	fs := flag.NewFlagSet("testsidecar", flag.ContinueOnError)
 	fs.StringVar(&opts.Webhook.BindAddress, "bind-address", webhook.DefaultBindAddress, "host:port of the HTTPS listener")

@@ -54,6 +54,10 @@ type Options struct {
 	Virtual, Host client.Client
 	// Interval is the time between the starts of two passes. Default DefaultInterval (1 s).
 	Interval time.Duration
+	// LabelsUp copies labels of a host object that the syncer did not put there to its virtual
+	// object, as vcluster >= 0.21 syncs labels host → virtual ("labels up <Kind>" writes).
+	// Default false.
+	LabelsUp bool
 	// Log receives every write at V(1) and failed passes at V(0). Default logr.Discard().
 	Log logr.Logger
 }
@@ -201,6 +205,12 @@ func syncKind[T client.Object, L client.ObjectList](ctx context.Context, s *Sync
 		if upd, changed := k.update(v, h, meta); changed {
 			errs = append(errs, s.record("update", k.name, meta.Name, s.opts.Host.Update(ctx, upd)))
 		}
+		if s.opts.LabelsUp {
+			if vu, changed := labelsUp(v, h); changed {
+				errs = append(errs, s.record("labels up", k.name, objectRef(v), s.opts.Virtual.Update(ctx, vu)))
+				continue // v changed: the next pass sees it
+			}
+		}
 		if k.statusUp != nil {
 			if vu, changed := k.statusUp(v, h); changed {
 				errs = append(errs, s.record("status", k.name, objectRef(v), s.opts.Virtual.Status().Update(ctx, vu)))
@@ -250,6 +260,34 @@ func (s *Syncer) manages(h client.Object) bool {
 	a := h.GetAnnotations()
 	return h.GetLabels()[MarkerLabel] == s.opts.Name && a[NameAnnotation] != "" &&
 		h.GetName() == HostName(a[NameAnnotation], a[NamespaceAnnotation], s.opts.Name)
+}
+
+// labelsUp returns v with the labels of h that the syncer's bookkeeping did not add, and
+// whether that changed v.
+func labelsUp[T client.Object](v, h T) (T, bool) {
+	var add map[string]string
+	for k, val := range h.GetLabels() {
+		if k == MarkerLabel || k == NamespaceLabel {
+			continue
+		}
+		if cur, ok := v.GetLabels()[k]; !ok || cur != val {
+			if add == nil {
+				add = map[string]string{}
+			}
+			add[k] = val
+		}
+	}
+	if add == nil {
+		return v, false
+	}
+	vu, _ := v.DeepCopyObject().(T)
+	labels := maps.Clone(vu.GetLabels())
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, add)
+	vu.SetLabels(labels)
+	return vu, true
 }
 
 // sameMeta reports whether h's labels and annotations are those of meta.
