@@ -1,8 +1,10 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/policy"
 )
 
 // ErrInvalid is wrapped by every error about the content of a config (syntax, unknown keys,
@@ -62,6 +65,15 @@ type Hook struct {
 	Labels *builtin.Labels `json:"labels,omitempty"`
 	// Strip are the settings of the strip hook.
 	Strip *builtin.Strip `json:"strip,omitempty"`
+	// Policy is a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1) exactly as one
+	// would kubectl apply it, run as this hook (package policy). Resources default to the kinds
+	// its spec.matchConstraints.resourceRules select; types run where its rules' operations
+	// allow (CREATE: Create*, UPDATE: Update*, DELETE: Delete*, any: Get*).
+	Policy *json.RawMessage `json:"policy,omitempty"`
+	// PolicyFile is the path of a file holding such a policy, instead of Policy.
+	PolicyFile string `json:"policyFile,omitempty"`
+	// compiled is the compiled Policy or PolicyFile, set by validate.
+	compiled *policy.Policy
 	// Undo, when false, keeps the hook's change visible on the way back up: its chains record no
 	// synchook.io/undo (README, "automatic undo"). Default true.
 	Undo *bool `json:"undo,omitempty"`
@@ -113,6 +125,8 @@ func (h *Hook) kindOfHook() string {
 		return "labels"
 	case h.Strip != nil && h.Labels == nil:
 		return "strip"
+	case h.Policy != nil || h.PolicyFile != "":
+		return "policy"
 	default:
 		return "hook"
 	}
@@ -151,6 +165,12 @@ func (c *Config) Build(reg *hooks.Registry) error {
 	}
 	for i := range c.Hooks {
 		h := &c.Hooks[i]
+		if h.compiled != nil {
+			if err := h.buildPolicy(reg, i); err != nil {
+				return fmt.Errorf("%w: hooks[%d]: %w", ErrInvalid, i, err)
+			}
+			continue
+		}
 		fn, err := h.mutateFunc()
 		if err != nil { // validate checked all of this; kept for safety
 			return fmt.Errorf("%w: hooks[%d]: %w", ErrInvalid, i, err)
@@ -214,6 +234,45 @@ func (h *Hook) mutateFunc() (hooks.MutateFunc, error) {
 		return nil, errors.New("exactly one of labels or strip is required")
 	}
 	return builtin.Filtered(builtin.Filter{Namespaces: h.Namespaces, ObjectSelector: h.ObjectSelector}, fn)
+}
+
+// buildPolicy registers the policy hook of entry i: per resource, the entry's types that the
+// policy's rules allow for it, each with the policy's function for that type, behind the
+// entry's namespaces and objectSelector.
+func (h *Hook) buildPolicy(reg *hooks.Registry, i int) error {
+	names := h.hookNames(i)
+	for j, r := range h.Resources {
+		gvk, err := r.GroupVersionKind()
+		if err != nil {
+			return err
+		}
+		allowed := h.compiled.HookTypes(gvk)
+		funcs := map[hooks.HookType]hooks.MutateFunc{}
+		for _, t := range h.Types {
+			if !slices.Contains(allowed, t) {
+				continue
+			}
+			fn, err := h.compiled.MutateFunc(t)
+			if err != nil {
+				return err
+			}
+			if fn, err = builtin.Filtered(builtin.Filter{Namespaces: h.Namespaces, ObjectSelector: h.ObjectSelector}, fn); err != nil {
+				return err
+			}
+			funcs[t] = fn
+		}
+		if len(funcs) == 0 {
+			continue // validate reported a resource none of the types runs on
+		}
+		var hook hooks.ClientHook = hooks.NewFuncs(names[j], reg.NewObject(gvk), funcs)
+		if h.Undo != nil && !*h.Undo {
+			hook = noUndo{hook}
+		}
+		if err := reg.Register(hook); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // noUndo is a config hook with undo: false (hooks.Undoer). It keeps the hook's fast path: the

@@ -224,7 +224,7 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "a misspelt key of an entry names the key and the entry",
 			yaml: "hooks:\n  - " + podLabels + "  - name: second\n    resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labls: {labels: {a: b}}\n",
-			want: []string{`hooks[1]: unknown field "labls"`, "valid: labels, name, namespaces, objectSelector, resources, strip, types, undo"},
+			want: []string{`hooks[1]: unknown field "labls"`, "valid: labels, name, namespaces, objectSelector, policy, policyFile, resources, strip, types, undo"},
 		},
 		{
 			name: "a misspelt key inside the labels block names the block",
@@ -320,12 +320,12 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "an entry with neither labels nor strip is an error",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]"),
-			want: []string{"hooks[0]: Required value: one of labels or strip"},
+			want: []string{"hooks[0]: Required value: one of labels, strip, policy or policyFile"},
 		},
 		{
 			name: "an entry with both labels and strip is an error",
 			yaml: entry(podLabels + "    strip: {paths: [/status]}"),
-			want: []string{"hooks[0]: Forbidden: labels and strip cannot both be set"},
+			want: []string{"hooks[0]: Forbidden: only one of labels, strip, policy and policyFile can be set"},
 		},
 		{
 			name: "duplicate names are an error naming both entries",
@@ -810,5 +810,78 @@ hooks:
 	res, err := reg.Mutate(t.Context(), pod, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
 	if err != nil || strings.Contains(string(res.Patch), "undo") || !strings.Contains(string(res.Patch), "tenant") {
 		t.Errorf("undo: false patch %s, %v; want the label and no undo", res.Patch, err)
+	}
+}
+
+func TestPolicyHooksRunMutatingAdmissionPolicies(t *testing.T) {
+	inline := `
+hooks:
+  - name: node-pool
+    types: [CreatePhysical]
+    namespaces: [team-a]
+    policy:
+      apiVersion: admissionregistration.k8s.io/v1
+      kind: MutatingAdmissionPolicy
+      metadata: {name: node-pool}
+      spec:
+        matchConstraints:
+          resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+        reinvocationPolicy: Never
+        mutations:
+          - patchType: JSONPatch
+            jsonPatch:
+              expression: "[JSONPatch{op: 'add', path: '/spec/nodeSelector', value: {'pool': 'tenants'}}]"
+  - name: from-file
+    types: [CreatePhysical]
+    policyFile: ../examples/policies/label-from-variable.yaml
+`
+	cfg, err := config.Parse([]byte(inline))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := hooks.NewRegistry(nil)
+	if err := cfg.Build(reg); err != nil {
+		t.Fatal(err)
+	}
+	pod := corev1.SchemeGroupVersion.WithKind("Pod")
+	for _, tc := range []struct {
+		name, raw string
+		want      []string
+		notWant   string
+	}{
+		{"a pod in the bound namespace gets the node selector", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"team-a"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, []string{`/spec/nodeSelector`}, ""},
+		{"a pod elsewhere does not: namespaces acts as the binding", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"other"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, nil, `/spec/nodeSelector`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := reg.Mutate(t.Context(), pod, hooks.CreatePhysical, []byte(tc.raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(res.Patch), w) {
+					t.Errorf("patch %s lacks %s", res.Patch, w)
+				}
+			}
+			if tc.notWant != "" && strings.Contains(string(res.Patch), tc.notWant) {
+				t.Errorf("patch %s has %s", res.Patch, tc.notWant)
+			}
+		})
+	}
+	for _, tc := range []struct{ name, config, want string }{
+		{"a type the rules do not allow is named", strings.Replace(inline, "types: [CreatePhysical]\n    namespaces", "types: [UpdatePhysical]\n    namespaces", 1), "hooks[0].types[0]"},
+		{"a CEL compile error names the hook and the expression", strings.Replace(inline, "value: {'pool': 'tenants'}}]", "value: object.nope(}]", 1), "hooks[0].policy: Invalid value: invalid MutatingAdmissionPolicy \"node-pool\": spec.mutations[0].jsonPatch.expression"},
+		{"params are refused", strings.Replace(inline, "      spec:\n        matchConstraints:", "      spec:\n        paramKind: {apiVersion: v1, kind: ConfigMap}\n        matchConstraints:", 1), "spec.paramKind"},
+		{"reinvocation is refused", strings.Replace(inline, "reinvocationPolicy: Never\n        mutations:\n          - patchType: JSONPatch\n            jsonPatch:\n              expression: \"[JSONPatch{op: 'add', path: '/spec/nodeSelector'", "reinvocationPolicy: IfNeeded\n        mutations:\n          - patchType: JSONPatch\n            jsonPatch:\n              expression: \"[JSONPatch{op: 'add', path: '/spec/nodeSelector'", 1), "spec.reinvocationPolicy"},
+		{"an unknown field of the policy is named", strings.Replace(inline, "reinvocationPolicy: Never\n        mutations:\n          - patchType: JSONPatch\n            jsonPatch:\n              expression: \"[JSONPatch{op: 'add', path: '/spec/nodeSelector'", "reinvocationPolicy: Never\n        mutatoins: []\n        mutations:\n          - patchType: JSONPatch\n            jsonPatch:\n              expression: \"[JSONPatch{op: 'add', path: '/spec/nodeSelector'", 1), `spec.mutatoins`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(tc.config))
+			if err == nil {
+				err = cfg.Build(hooks.NewRegistry(nil))
+			}
+			if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want ErrInvalid naming %s", err, tc.want)
+			}
+		})
 	}
 }

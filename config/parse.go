@@ -56,6 +56,8 @@ type hookEntry struct {
 	Labels         *builtin.Labels       `json:"labels,omitempty"`
 	Strip          *builtin.Strip        `json:"strip,omitempty"`
 	Undo           *bool                 `json:"undo,omitempty"`
+	Policy         *json.RawMessage      `json:"policy,omitempty"`
+	PolicyFile     string                `json:"policyFile,omitempty"`
 }
 
 // hook returns e as a Hook, keeping "types: []" apart from a missing types key.
@@ -68,6 +70,8 @@ func (e *hookEntry) hook() Hook {
 		Labels:         e.Labels,
 		Strip:          e.Strip,
 		Undo:           e.Undo,
+		Policy:         e.Policy,
+		PolicyFile:     e.PolicyFile,
 	}
 	if e.Types != nil {
 		h.Types = make([]hooks.HookType, len(e.Types))
@@ -169,8 +173,8 @@ func stringifyScalars(j []byte) ([]byte, error) {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, e := range v {
-				if _, isBool := e.(bool); entry && isBool && k == "undo" {
-					continue
+				if _, isBool := e.(bool); entry && (isBool && k == "undo" || k == "policy") {
+					continue // a boolean field, or a policy: the policy package decodes it as it is
 				}
 				v[k] = walk(e, false)
 			}

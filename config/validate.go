@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/policy"
 )
 
 // Validate checks c against client-go's scheme (all built-in Kubernetes kinds) and returns
@@ -92,15 +94,29 @@ func (v *validator) hook(i int, h *Hook) {
 		v.errs = append(v.errs, field.Invalid(p.Child("name"), h.Name, fmt.Sprintf(
 			"use at most %d letters, digits, '-', '_' and '.', starting and ending with a letter or digit", maxNameLength)))
 	}
+	isPolicy := h.Policy != nil || h.PolicyFile != ""
+	if isPolicy {
+		v.policy(p, h)
+	}
+	if isPolicy && h.compiled == nil && len(h.Resources) == 0 {
+		return // the policy is reported; its resources are unknown
+	}
 	dupResource := v.resources(p.Child("resources"), h.Resources)
 	v.claimNames(p, i, h, dupResource)
 	v.types(p.Child("types"), h.Types)
 	v.filter(p, h)
+	set := 0
+	for _, b := range []bool{h.Labels != nil, h.Strip != nil, h.Policy != nil, h.PolicyFile != ""} {
+		if b {
+			set++
+		}
+	}
 	switch {
-	case h.Labels == nil && h.Strip == nil:
-		v.errs = append(v.errs, field.Required(p, "one of labels or strip"))
-	case h.Labels != nil && h.Strip != nil:
-		v.errs = append(v.errs, field.Forbidden(p, "labels and strip cannot both be set; use one entry for each"))
+	case set == 0:
+		v.errs = append(v.errs, field.Required(p, "one of labels, strip, policy or policyFile"))
+	case set > 1:
+		v.errs = append(v.errs, field.Forbidden(p, "only one of labels, strip, policy and policyFile can be set; use one entry for each"))
+	case isPolicy:
 	case h.Labels != nil:
 		v.labels(p.Child("labels"), h.Labels)
 	default:
@@ -345,6 +361,56 @@ func (v *validator) strip(p *field.Path, s *builtin.Strip) {
 	for j, path := range s.Paths {
 		if err := builtin.CheckStripPath(path); err != nil {
 			v.fail(p.Index(j), err)
+		}
+	}
+}
+
+// policy parses and compiles the entry's policy (or policyFile) into h.compiled, fills the
+// entry's resources from the policy's rules when it lists none, and checks that every type runs
+// on some resource.
+func (v *validator) policy(p *field.Path, h *Hook) {
+	where := p.Child("policy")
+	var (
+		mutating *admissionregistrationv1.MutatingAdmissionPolicy
+		err      error
+	)
+	if h.PolicyFile != "" {
+		where = p.Child("policyFile")
+		mutating, err = policy.ParseFile(h.PolicyFile)
+	} else if h.Policy != nil {
+		mutating, err = policy.Parse(*h.Policy)
+	}
+	if err != nil {
+		v.fail(where, err)
+		return
+	}
+	var kinds []schema.GroupVersionKind
+	for _, r := range h.Resources {
+		if gvk, err := r.GroupVersionKind(); err == nil {
+			kinds = append(kinds, gvk)
+		}
+	}
+	compiled, err := policy.CompileWithOptions(mutating, policy.Options{Scheme: v.scheme, Kinds: kinds})
+	if err != nil {
+		v.fail(where, err)
+		return
+	}
+	h.compiled = compiled
+	if len(h.Resources) == 0 {
+		for _, gvk := range compiled.Resources() {
+			apiVersion, kind := gvk.ToAPIVersionAndKind()
+			h.Resources = append(h.Resources, Resource{APIVersion: apiVersion, Kind: kind})
+		}
+	}
+	for j, t := range h.Types {
+		runs := false
+		for _, r := range h.Resources {
+			if gvk, err := r.GroupVersionKind(); err == nil && slices.Contains(compiled.HookTypes(gvk), t) {
+				runs = true
+			}
+		}
+		if !runs && t.Valid() {
+			v.errs = append(v.errs, field.Invalid(p.Child("types").Index(j), t, "the policy's resourceRules list no operation for this hook type on any of its resources (CREATE: Create*, UPDATE: Update*, DELETE: Delete*, any: Get*)"))
 		}
 	}
 }

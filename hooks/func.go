@@ -26,6 +26,11 @@ func NewFunc(name string, resource client.Object, types []HookType, mutate Mutat
 	return &funcHook{name: name, resource: resource, funcs: funcs}
 }
 
+// NewFuncs is NewFunc with a function of its own for each hook type (the keys of funcs).
+func NewFuncs(name string, resource client.Object, funcs map[HookType]MutateFunc) FuncHook {
+	return &funcHook{name: name, resource: resource, funcs: maps.Clone(funcs)}
+}
+
 // Name implements ClientHook.
 func (h *funcHook) Name() string { return h.name }
 
