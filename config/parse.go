@@ -40,7 +40,8 @@ func Parse(data []byte) (*Config, error) {
 // document is the shape of the YAML document. Its entries are decoded one by one, so that an
 // error says which entry it is about.
 type document struct {
-	Hooks []json.RawMessage `json:"hooks"`
+	Provenance *bool             `json:"provenance,omitempty"`
+	Hooks      []json.RawMessage `json:"hooks"`
 }
 
 // hookEntry is the shape of an entry of hooks: Hook with plain string types, so that an unknown
@@ -101,7 +102,7 @@ func decode(data []byte) (*Config, error) {
 	if errs := unmarshal(j, &doc, ""); len(errs) > 0 {
 		return nil, invalid(utilerrors.NewAggregate(errs))
 	}
-	c := &Config{Hooks: make([]Hook, len(doc.Hooks))}
+	c := &Config{Hooks: make([]Hook, len(doc.Hooks)), Provenance: doc.Provenance != nil && *doc.Provenance}
 	var errs []error
 	for i, raw := range doc.Hooks {
 		var e hookEntry
@@ -195,8 +196,12 @@ func stringifyScalars(j []byte) ([]byte, error) {
 				walk(e, true)
 			}
 			delete(top, "hooks")
+			prov, hasProv := top["provenance"].(bool)
 			walk(top, false)
 			top["hooks"] = list
+			if hasProv {
+				top["provenance"] = prov // a boolean field of the document
+			}
 			return json.Marshal(top)
 		}
 	}

@@ -145,7 +145,7 @@ func StatusCode(err error) int32 {
 // Mutate runs without limits, per-hook deadlines or an observer: it is for tools and tests.
 // Servers run requests through a Runner (NewRunner), which has them.
 func (r *Registry) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
-	return r.run(ctx, unlimited, gvk, t, raw)
+	return r.run(ctx, &Runner{reg: r}, gvk, t, raw)
 }
 
 // run is Mutate with the Runner rn's limits, deadlines and observer.
@@ -185,7 +185,7 @@ func (r *Registry) runChain(ctx context.Context, rn *Runner, c *chain, raw []byt
 	if undo {
 		optedOut = c.optedOut()
 	}
-	if c.metadataOnly() && optedOut == nil {
+	if c.metadataOnly() && optedOut == nil && !r.opts.Provenance {
 		ops, merge, err := c.runMetadata(ctx, rn, raw, undo, r.opts.MaxUndoBytes)
 		if !errors.Is(err, errNotMetadataPath) {
 			if err != nil {
@@ -449,6 +449,8 @@ func (c *chain) exec(ctx context.Context, rn *Runner, obj client.Object) (client
 // object kept its Go type and identity. running is set to the index of the hook being called.
 func (c *chain) runHooks(ctx context.Context, rn *Runner, obj client.Object, running *atomic.Int32) (client.Object, error) {
 	goType := reflect.TypeOf(obj)
+	prov := rn.reg != nil && rn.reg.opts.Provenance
+	var marks []string
 	for i, h := range c.hooks {
 		running.Store(int32(i))
 		id := identityOf(obj)
@@ -456,7 +458,16 @@ func (c *chain) runHooks(ctx context.Context, rn *Runner, obj client.Object, run
 		if rn.observer != nil {
 			start = time.Now()
 		}
+		var pre []byte
+		if prov {
+			pre, _ = json.Marshal(obj) // the hook may change obj in place
+		}
 		out, err := callHook(ctx, rn.hookTimeout, h.fn, obj)
+		if prov && err == nil && out != nil {
+			if post, perr := json.Marshal(out); perr == nil && !bytes.Equal(pre, post) {
+				marks = append(marks, provenanceMark(h.name, rn.reg.opts.Version, pre, post))
+			}
+		}
 		if rn.observer != nil {
 			rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
 		}
@@ -467,6 +478,9 @@ func (c *chain) runHooks(ctx context.Context, rn *Runner, obj client.Object, run
 			return nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
 		}
 		obj = out
+	}
+	if len(marks) > 0 {
+		setProvenance(obj, marks)
 	}
 	return obj, nil
 }

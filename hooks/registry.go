@@ -116,6 +116,13 @@ type RegistryOptions struct {
 	// MaxUndoBytes bounds the annotation's value; a change whose undo is larger fails with
 	// ErrUndoTooLarge. Default DefaultMaxUndoBytes (16 KiB).
 	MaxUndoBytes int
+	// Provenance makes every object a chain changed carry ProvenanceAnnotation: one
+	// "hook@version#sha" per hook that changed it, sha the first 8 hex digits of the SHA-256 of
+	// that hook's own JSON Patch. With Undo it is taken off again on the way back like any
+	// change. It costs an encode per hook: off by default.
+	Provenance bool
+	// Version is the build's version in ProvenanceAnnotation. Default "dev".
+	Version string
 }
 
 // NewRegistryWithOptions returns an empty Registry configured by opts.
@@ -125,6 +132,9 @@ func NewRegistryWithOptions(opts RegistryOptions) *Registry {
 	}
 	if opts.MaxUndoBytes <= 0 {
 		opts.MaxUndoBytes = DefaultMaxUndoBytes
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
 	}
 	return &Registry{opts: opts, scheme: opts.Scheme, names: map[string]bool{}, chains: map[Key]*chain{}}
 }
