@@ -340,7 +340,7 @@ func recordMetadataUndo(doc *metadataDoc, m *Metadata, maxUndo int) error {
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(after)) {
-			if _, had := before[k]; !had && !(field == "annotations" && k == UndoAnnotation) {
+			if _, had := before[k]; !had && (field != "annotations" || k != UndoAnnotation) {
 				entries = append(entries, UndoEntry{Path: "/metadata/" + field + "/" + escapeToken(k), Hooked: jsonString(after[k])})
 			}
 		}

@@ -105,7 +105,10 @@ func main() {
 }
 
 func run(args []string) int {
-	opts := sidecar.Options{Register: func(reg *hooks.Registry) error { return errors.Join(reg.Register(HostMetricsPortHook{}), reg.Register(ControlPortHook{})) }}
+	register := func(reg *hooks.Registry) error {
+		return errors.Join(reg.Register(HostMetricsPortHook{}), reg.Register(ControlPortHook{}))
+	}
+	opts := sidecar.Options{Register: register}
 	opts.Webhook.ProbeBindAddress = "0"
 	fs := flag.NewFlagSet("testsidecar", flag.ContinueOnError)
 	fs.StringVar(&opts.Webhook.BindAddress, "bind-address", webhook.DefaultBindAddress, "host:port of the HTTPS listener")
