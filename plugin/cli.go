@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,12 +12,14 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
 	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/term"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
@@ -24,6 +27,7 @@ import (
 
 	"github.com/synchook/synchook/bridge"
 	"github.com/synchook/synchook/bridgev2"
+	"github.com/synchook/synchook/capture"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/sidecar"
 	"github.com/synchook/synchook/webhook"
@@ -43,7 +47,7 @@ func (p *Plugin) servePluginV2(stderr io.Writer) int {
 	// JSON (@level, @message, @timestamp) at its own level; others are dropped at debug.
 	log := hclogJSONLogger(stderr)
 	ctrl.SetLogger(log)
-	err := sidecar.ServePluginV2(sidecar.Options{Log: log, Register: p.registerHooks}, bridgev2.ServeOptions{Stderr: stderr})
+	err := sidecar.ServePluginV2(sidecar.Options{Log: log, Register: p.registerHooks, Version: Version()}, bridgev2.ServeOptions{Stderr: stderr})
 	if err != nil {
 		log.Error(err, "synchook cannot start as a vcluster plugin v2")
 		if errors.Is(err, sidecar.ErrConfig) {
@@ -69,6 +73,8 @@ func (p *Plugin) run(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 		return p.serve(args[1:], stderr)
 	case "mutate":
 		return p.mutate(args[1:], stdin, stdout, stderr)
+	case "replay":
+		return p.replay(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "synchook %s\n", Version())
 		return exitOK
@@ -81,7 +87,7 @@ func (p *Plugin) run(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 }
 
 // commands are the subcommands that usage lists.
-var commands = []string{"serve", "mutate", "install", "version", "help"}
+var commands = []string{"serve", "mutate", "replay", "install", "version", "help"}
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `synchook runs hooks on the objects a vcluster syncer writes and reads, as a mutating
@@ -90,6 +96,8 @@ admission webhook that answers with JSON Patches.
 Usage:
   synchook serve  [flags]                          run the sidecar
   synchook mutate --type HOOKTYPE -f FILE [flags]  offline dry run: print the JSON Patch and the result
+  synchook replay DIR [flags]                      run the requests serve --capture DIR saved through this
+                                                   build and config; show what changes (exit 1 if anything does)
   synchook install DIR                             copy this binary to DIR/plugin (vcluster plugin v2 init container)
   synchook version                                 print the version
 
@@ -107,6 +115,10 @@ Flags of serve:
 	mfs, _ := mutateFlags()
 	mfs.SetOutput(w)
 	mfs.PrintDefaults()
+	fmt.Fprint(w, "\nFlags of replay:\n")
+	rfs, _ := replayFlags()
+	rfs.SetOutput(w)
+	rfs.PrintDefaults()
 }
 
 // envOr returns the environment variable key, or def when it is empty.
@@ -144,6 +156,9 @@ func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
 	fs.StringVar(&opts.Bridge.Address, "plugin-address", os.Getenv("VCLUSTER_PLUGIN_ADDRESS"), "host:port of the vcluster plugin v1 gRPC bridge (registered with vcluster as an IP, localhost = 127.0.0.1); default: the VCLUSTER_PLUGIN_ADDRESS env var the vcluster chart sets; empty disables the bridge")
 	fs.StringVar(&opts.Bridge.Name, "plugin-name", envOr("VCLUSTER_PLUGIN_NAME", bridge.DefaultName), "plugin name registered with vcluster (its key under the chart's plugin: values); default: the VCLUSTER_PLUGIN_NAME env var, else synchook")
 	fs.StringVar(&opts.Bridge.VClusterAddress, "vcluster-address", bridge.DefaultVClusterAddress, "host:port of vcluster's plugin server, where the bridge registers")
+	fs.StringVar(&opts.CaptureDir, "capture", "", "write a sample of the requests to this directory (created 0700), one JSON file each (0600, Secret values replaced by their SHA-256), for synchook replay; empty: no capture")
+	fs.Float64Var(&opts.CaptureSample, "capture-sample", capture.DefaultSample, "fraction of the requests --capture writes, in (0, 1]")
+	fs.Int64Var(&opts.CaptureMaxBytes, "capture-max-bytes", capture.DefaultMaxBytes, "bound of the total size of the --capture files; the oldest are deleted first")
 	zopts.BindFlags(fs)
 	return fs, opts, zopts
 }
@@ -161,6 +176,7 @@ func (p *Plugin) serve(args []string, stderr io.Writer) int {
 	ctrl.SetLogger(log)
 	opts.Log = log
 	opts.Register = p.registerHooks
+	opts.Version = Version()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -260,6 +276,202 @@ func (p *Plugin) mutate(args []string, stdin io.Reader, stdout, stderr io.Writer
 	}
 	fmt.Fprintf(stdout, "# JSON Patch (%s, hooks run: %d)\n%s\n---\n# Result\n%s", hookType, res.Hooks, patchText, result)
 	return exitOK
+}
+
+type replayOptions struct {
+	configFile           string
+	timeout              time.Duration
+	skipIdempotencyCheck bool
+}
+
+func replayFlags() (*flag.FlagSet, *replayOptions) {
+	o := &replayOptions{}
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.StringVar(&o.configFile, "config", "", "path of the YAML hook config to replay with; empty: the SYNCHOOK_CONFIG env var, else the built-in default")
+	fs.DurationVar(&o.timeout, "timeout", webhook.DefaultRequestTimeout, "time each request's hook chain may take")
+	fs.BoolVar(&o.skipIdempotencyCheck, "skip-idempotency-check", false, "do not refuse a hook chain that changes its own result again (checked on built-in sample objects)")
+	return fs, o
+}
+
+// replayTally counts outcomes.
+type replayTally struct{ equal, different, failed int }
+
+func (t *replayTally) add(equal, failed bool) {
+	switch {
+	case failed:
+		t.failed++
+	case equal:
+		t.equal++
+	default:
+		t.different++
+	}
+}
+
+// replay runs every request captured in DIR (serve --capture DIR) through this build's hooks
+// and the config, and prints per request whether the outcome is the captured one and, when it
+// is not, a diff of the resulting objects; then a summary, overall and per hook. Exit 0: all
+// equal; 1: some differ or could not be replayed; 2: bad flags, no DIR or capture files, an
+// invalid config.
+func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
+	fs, o := replayFlags()
+	fs.SetOutput(stderr)
+	// The directory may come before or after the flags.
+	var dirs []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return flagExit(err)
+		}
+		if args = fs.Args(); len(args) > 0 {
+			dirs, args = append(dirs, args[0]), args[1:]
+		}
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "synchook replay: "+format+"\n", a...)
+		return code
+	}
+	if len(dirs) != 1 {
+		return fail(exitUsage, "want exactly one argument, the capture directory (serve --capture DIR)")
+	}
+	dir := dirs[0]
+	if info, err := os.Stat(dir); err != nil {
+		return fail(exitUsage, "%v", err)
+	} else if !info.IsDir() {
+		return fail(exitUsage, "%s is not a directory", dir)
+	}
+	files, err := capture.Files(dir)
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	if len(files) == 0 {
+		return fail(exitUsage, "no capture files (*.json) in %s", dir)
+	}
+	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{
+		ConfigFile: o.configFile, Register: p.registerHooks, Log: ctrl.Log,
+		SkipIdempotencyCheck: o.skipIdempotencyCheck,
+	})
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	replayer := capture.NewReplayer(reg, o.timeout)
+	progress := newProgress(stderr, len(files))
+	var (
+		total   replayTally
+		perHook = map[string]*replayTally{}
+		order   []string // hooks in order of first appearance
+	)
+	count := func(names []string, equal, failed bool) {
+		for _, h := range names {
+			t := perHook[h]
+			if t == nil {
+				t = &replayTally{}
+				perHook[h] = t
+				order = append(order, h)
+			}
+			t.add(equal, failed)
+		}
+	}
+	for i, path := range files {
+		progress.set(i)
+		name := filepath.Base(path)
+		rec, err := capture.ReadFile(path)
+		if err != nil {
+			progress.clear()
+			fmt.Fprintf(stdout, "FAILED     %s: %v\n", name, err)
+			total.add(false, true)
+			continue
+		}
+		what := describe(rec)
+		out, err := replayer.Replay(context.Background(), rec)
+		progress.clear()
+		if err != nil {
+			fmt.Fprintf(stdout, "FAILED     %s %s: %v\n", name, what, err)
+			total.add(false, true)
+			count(rec.Hooks, false, true)
+			continue
+		}
+		total.add(out.Equal, false)
+		count(out.Hooks, out.Equal, false)
+		if out.Equal {
+			fmt.Fprintf(stdout, "equal      %s %s\n", name, what)
+			continue
+		}
+		fmt.Fprintf(stdout, "DIFFERENT  %s %s\n%s", name, what, out.Diff)
+	}
+	progress.done(len(files))
+
+	fmt.Fprintf(stdout, "\n%d requests: %d equal, %d different, %d failed\n", len(files), total.equal, total.different, total.failed)
+	if len(order) > 0 {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "hook\tequal\tdifferent\tfailed")
+		for _, h := range order {
+			t := perHook[h]
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", h, t.equal, t.different, t.failed)
+		}
+		_ = tw.Flush()
+	}
+	if total.different > 0 || total.failed > 0 {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// describe names a record's request: hook type, kind and object.
+func describe(rec *capture.Record) string {
+	var meta struct {
+		Metadata struct{ Namespace, Name string } `json:"metadata"`
+	}
+	_ = json.Unmarshal(rec.Object, &meta)
+	obj := meta.Metadata.Name
+	if meta.Metadata.Namespace != "" {
+		obj = meta.Metadata.Namespace + "/" + obj
+	}
+	return fmt.Sprintf("%s %s/%s %s", rec.HookType, rec.APIVersion, rec.Kind, obj)
+}
+
+// progress draws a progress bar on stderr when it is a terminal and there are more than 1,000
+// requests; otherwise it does nothing.
+type progress struct {
+	w          io.Writer
+	total      int
+	last       int // last percentage drawn; -1: none
+	drawn      time.Time
+	shown, off bool
+}
+
+func newProgress(w io.Writer, total int) *progress {
+	f, ok := w.(*os.File)
+	return &progress{w: w, total: total, last: -1, off: !ok || total <= 1000 || !term.IsTerminal(int(f.Fd()))}
+}
+
+func (p *progress) set(i int) {
+	if p.off {
+		return
+	}
+	pct := i * 100 / p.total
+	if pct == p.last && (p.shown || time.Since(p.drawn) < 100*time.Millisecond) {
+		return // redrawn when the percentage changes, else at most 10 times a second
+	}
+	p.last, p.shown, p.drawn = pct, true, time.Now()
+	const width = 40
+	bar := strings.Repeat("=", pct*width/100) + strings.Repeat(" ", width-pct*width/100)
+	fmt.Fprintf(p.w, "\rreplaying [%s] %d/%d", bar, i, p.total)
+}
+
+// clear removes the bar before a line is printed on stdout (the same terminal, usually).
+func (p *progress) clear() {
+	if p.off || !p.shown {
+		return
+	}
+	fmt.Fprint(p.w, "\r\033[K")
+	p.shown = false
+}
+
+func (p *progress) done(n int) {
+	if p.off {
+		return
+	}
+	p.clear()
+	fmt.Fprintf(p.w, "replayed %d requests\n", n)
 }
 
 // install copies the running binary to DIR/plugin (mode 0755), the layout vcluster's plugin

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/synchook/synchook/bridge"
 	"github.com/synchook/synchook/bridgev2"
+	"github.com/synchook/synchook/capture"
 	"github.com/synchook/synchook/certs"
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
@@ -65,6 +67,18 @@ type Options struct {
 	HookTimeout time.Duration
 	// Log is the root logger. Default logr.Discard().
 	Log logr.Logger
+	// CaptureDir, when set, makes the server write a sample of its requests there, one JSON
+	// file each (package capture), for synchook replay. In plugin v2 mode also the
+	// SYNCHOOK_CAPTURE_DIR env var. Default empty: no capture.
+	CaptureDir string
+	// CaptureSample is the fraction of requests captured, in (0, 1]. Default
+	// capture.DefaultSample (0.01); in plugin v2 mode also SYNCHOOK_CAPTURE_SAMPLE.
+	CaptureSample float64
+	// CaptureMaxBytes bounds the total size of CaptureDir's files; the oldest are deleted first.
+	// Default capture.DefaultMaxBytes (100 MiB); in plugin v2 mode also SYNCHOOK_CAPTURE_MAX_BYTES.
+	CaptureMaxBytes int64
+	// Version is the synchook version written in capture records (plugin.Version()).
+	Version string
 }
 
 // Defaults of Options.
@@ -76,6 +90,14 @@ const (
 // SkipIdempotencyCheckEnvVar set to "true" skips the idempotency check in plugin v2 mode,
 // where vcluster passes no arguments (plugins.<name> values can set env through the syncer).
 const SkipIdempotencyCheckEnvVar = "SYNCHOOK_SKIP_IDEMPOTENCY_CHECK"
+
+// The environment variables that turn capture on in plugin v2 mode (Options.CaptureDir,
+// CaptureSample, CaptureMaxBytes), where vcluster passes no arguments.
+const (
+	CaptureDirEnvVar      = "SYNCHOOK_CAPTURE_DIR"
+	CaptureSampleEnvVar   = "SYNCHOOK_CAPTURE_SAMPLE"
+	CaptureMaxBytesEnvVar = "SYNCHOOK_CAPTURE_MAX_BYTES"
+)
 
 // DefaultCertDir is the default Options.CertDir.
 const DefaultCertDir = "/tmp/synchook/certs"
@@ -203,7 +225,15 @@ func Serve(ctx context.Context, opts Options) error {
 		return err
 	}
 	rec := metrics.New(reg, log.WithName("hooks"))
-	runner := hooks.NewRunner(reg, hooks.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec})
+	ropts := hooks.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec}
+	cw, err := startCapture(&opts, reg, &ropts)
+	if err != nil {
+		return err
+	}
+	if cw != nil {
+		defer cw.Close() // after every server has stopped: writes the samples still waiting
+	}
+	runner := hooks.NewRunner(reg, ropts)
 	opts.Bridge.Metrics = rec
 	var plugin *bridge.Bridge
 	if opts.Bridge.Address != "" {
@@ -263,6 +293,51 @@ func Serve(ctx context.Context, opts Options) error {
 	g.Go(func() error { return srv.Start(ctx) })
 	log.Info("serving", "address", wopts.BindAddress, "probes", wopts.ProbeBindAddress)
 	return g.Wait()
+}
+
+// startCapture starts the capture writer when opts.CaptureDir is set and hooks it into ro; it
+// returns nil when capture is off. The caller closes the writer.
+func startCapture(opts *Options, reg *hooks.Registry, ro *hooks.RunnerOptions) (*capture.Writer, error) {
+	if opts.CaptureDir == "" {
+		return nil, nil
+	}
+	cw, err := capture.New(capture.Options{
+		Dir: opts.CaptureDir, Sample: opts.CaptureSample, MaxBytes: opts.CaptureMaxBytes,
+		Version: opts.Version, Registry: reg, Log: opts.Log.WithName("capture"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	ro.Capture = cw.Capture
+	go cw.Run(context.Background())
+	sample := opts.CaptureSample
+	if sample == 0 {
+		sample = capture.DefaultSample
+	}
+	opts.Log.Info("capturing a sample of the requests", "dir", opts.CaptureDir, "sample", sample)
+	return cw, nil
+}
+
+// captureFromEnv fills the capture options from the environment where they are unset.
+func captureFromEnv(opts *Options) error {
+	if opts.CaptureDir == "" {
+		opts.CaptureDir = opts.Getenv(CaptureDirEnvVar)
+	}
+	if v := opts.Getenv(CaptureSampleEnvVar); v != "" && opts.CaptureSample == 0 {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%w: %s=%q: %w", ErrConfig, CaptureSampleEnvVar, v, err)
+		}
+		opts.CaptureSample = f
+	}
+	if v := opts.Getenv(CaptureMaxBytesEnvVar); v != "" && opts.CaptureMaxBytes == 0 {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: %s=%q: %w", ErrConfig, CaptureMaxBytesEnvVar, v, err)
+		}
+		opts.CaptureMaxBytes = n
+	}
+	return nil
 }
 
 // newBridge returns the vcluster plugin bridge for runner, with the request limits of the
@@ -331,7 +406,8 @@ func watchCertExpiry(ctx context.Context, certFile string, log logr.Logger) {
 // from the YAML in PLUGIN_CONFIG (the values' plugins.<name>.config; empty, "null" or "{}" mean
 // SYNCHOOK_CONFIG or the built-in default, as for Serve) followed by Options.Register's hooks,
 // then serves go-plugin until vcluster ends the plugin. Of opts it uses Getenv, Register,
-// Webhook.RequestTimeout, Webhook.MaxRequestBytes, MaxConcurrentHooks, HookTimeout and Log.
+// Webhook.RequestTimeout, Webhook.MaxRequestBytes, MaxConcurrentHooks, HookTimeout, Log,
+// Version and the capture options, which the SYNCHOOK_CAPTURE_* env vars fill when unset.
 // It returns an error, before any handshake, when the config is invalid (wrapping ErrConfig):
 // vcluster's Start then fails; the binary logs the reason as hclog JSON, the only stderr form vcluster shows.
 func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
@@ -343,7 +419,18 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	runner := hooks.NewRunner(reg, hooks.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout})
+	if err := captureFromEnv(&opts); err != nil {
+		return err
+	}
+	ropts := hooks.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout}
+	cw, err := startCapture(&opts, reg, &ropts)
+	if err != nil {
+		return err
+	}
+	if cw != nil {
+		defer cw.Close()
+	}
+	runner := hooks.NewRunner(reg, ropts)
 	maxBytes := int(opts.Webhook.MaxRequestBytes)
 	if maxBytes <= 0 {
 		maxBytes = webhook.DefaultMaxRequestBytes // as for serve's --max-request-bytes

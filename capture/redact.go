@@ -1,0 +1,371 @@
+package capture
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/patch"
+)
+
+// HashPrefix starts every redacted Secret value: "sha256:" followed by the lower-case hex
+// SHA-256 of the value's bytes (for data, the decoded bytes; for stringData, the string).
+const HashPrefix = "sha256:"
+
+// hashed matches a redacted value.
+var hashed = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// hashOf returns the redacted form of the value b.
+func hashOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return HashPrefix + hex.EncodeToString(sum[:])
+}
+
+// secretKind tells whether gvk is a v1 Secret (item) or a v1 SecretList (list); neither for
+// any other kind.
+func secretKind(gvk schema.GroupVersionKind) (item, list bool) {
+	if gvk.Group != "" || gvk.Version != "v1" {
+		return false, false
+	}
+	return gvk.Kind == "Secret", gvk.Kind == "SecretList"
+}
+
+// mapper says what becomes of each Secret value: data (the base64 text on the wire) and
+// stringData (plain text) values, also inside the undo annotation.
+type mapper struct {
+	data, str func(string) string
+}
+
+// redactMapper replaces every value by its hash, whatever it holds: what capture writes.
+var redactMapper = mapper{
+	data: func(v string) string {
+		if b, err := base64.StdEncoding.DecodeString(v); err == nil {
+			return hashOf(b)
+		}
+		return hashOf([]byte(v))
+	},
+	str: func(v string) string { return hashOf([]byte(v)) },
+}
+
+// placeholderMapper turns the hashes of a captured Secret into values a typed Secret decodes:
+// a data hash becomes the base64 of the hash text (data must be base64), so that the hooks see
+// "sha256:<hex>" as the value. What replay runs the chain on.
+var placeholderMapper = mapper{
+	data: func(v string) string {
+		if hashed.MatchString(v) {
+			return base64.StdEncoding.EncodeToString([]byte(v))
+		}
+		return v
+	},
+	str: func(v string) string { return v },
+}
+
+// rehashMapper redacts a replayed result like capture did, keeping the placeholders (values
+// that are, or decode to, a hash) as the hash they stand for.
+var rehashMapper = mapper{
+	data: func(v string) string {
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return hashOf([]byte(v))
+		}
+		if hashed.Match(b) {
+			return string(b)
+		}
+		return hashOf(b)
+	},
+	str: func(v string) string {
+		if hashed.MatchString(v) {
+			return v
+		}
+		return hashOf([]byte(v))
+	},
+}
+
+// decodeJSON decodes b keeping numbers exactly as written.
+func decodeJSON(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if d.More() {
+		return nil, fmt.Errorf("data after the JSON value")
+	}
+	return v, nil
+}
+
+// encodeJSON encodes v compactly without HTML escaping.
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	e := json.NewEncoder(&buf)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// mapObject returns the JSON object obj of kind gvk with every Secret value mapped by m: the
+// values of data and stringData and the Secret values recorded in the undo annotation, of a
+// Secret or of each item of a SecretList. Any other kind is returned as it is.
+func mapObject(gvk schema.GroupVersionKind, obj []byte, m mapper) ([]byte, error) {
+	item, list := secretKind(gvk)
+	if !item && !list {
+		return obj, nil
+	}
+	v, err := decodeJSON(obj)
+	if err != nil {
+		return nil, err
+	}
+	return encodeJSON(mapAt(nil, v, m, list))
+}
+
+// mapPatch returns the JSON Patch p (of an object of kind gvk) with every Secret value in its
+// operations' values mapped by m (see mapObject); nil stays nil.
+func mapPatch(gvk schema.GroupVersionKind, p []byte, m mapper) ([]byte, error) {
+	item, list := secretKind(gvk)
+	if (!item && !list) || len(p) == 0 {
+		return p, nil
+	}
+	v, err := decodeJSON(p)
+	if err != nil {
+		return nil, err
+	}
+	ops, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("JSON patch is not an array")
+	}
+	for i, o := range ops {
+		op, ok := o.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("JSON patch operation %d is not an object", i)
+		}
+		value, has := op["value"]
+		if !has {
+			continue
+		}
+		path, _ := op["path"].(string)
+		tokens, err := patch.ParsePointer(path)
+		if err != nil {
+			// Not a pointer into the object: redact the whole value to be safe.
+			op["value"] = mapAll(value, m)
+			continue
+		}
+		op["value"] = mapAt(tokens, value, m, list)
+	}
+	return encodeJSON(ops)
+}
+
+// mapAt maps the Secret values in v, the value at tokens of a Secret (list false) or a
+// SecretList (list true).
+func mapAt(tokens []string, v any, m mapper, list bool) any {
+	if list {
+		switch {
+		case len(tokens) == 0:
+			if obj, ok := v.(map[string]any); ok {
+				if items, ok := obj["items"]; ok {
+					obj["items"] = mapAt([]string{"items"}, items, m, true)
+				}
+			}
+		case tokens[0] != "items":
+		case len(tokens) == 1:
+			if items, ok := v.([]any); ok {
+				for i := range items {
+					items[i] = mapAt(nil, items[i], m, false)
+				}
+			}
+		default:
+			return mapAt(tokens[2:], v, m, false)
+		}
+		return v
+	}
+	if len(tokens) == 0 {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		for _, k := range []string{"data", "stringData", "metadata"} {
+			if x, ok := obj[k]; ok {
+				obj[k] = mapAt([]string{k}, x, m, false)
+			}
+		}
+		return v
+	}
+	switch tokens[0] {
+	case "data", "stringData":
+		f := m.data
+		if tokens[0] == "stringData" {
+			f = m.str
+		}
+		if len(tokens) == 1 {
+			if values, ok := v.(map[string]any); ok {
+				for k, x := range values {
+					if s, ok := x.(string); ok {
+						values[k] = f(s)
+					}
+				}
+			}
+			return v
+		}
+		if s, ok := v.(string); ok {
+			return f(s)
+		}
+		return v
+	case "metadata":
+		switch {
+		case len(tokens) == 1:
+			if md, ok := v.(map[string]any); ok {
+				if a, ok := md["annotations"]; ok {
+					md["annotations"] = mapAt([]string{"metadata", "annotations"}, a, m, false)
+				}
+			}
+		case tokens[1] != "annotations":
+		case len(tokens) == 2:
+			if a, ok := v.(map[string]any); ok {
+				if u, ok := a[hooks.UndoAnnotation].(string); ok {
+					a[hooks.UndoAnnotation] = mapUndo(u, m)
+				}
+			}
+		case len(tokens) == 3 && tokens[2] == hooks.UndoAnnotation:
+			if u, ok := v.(string); ok {
+				return mapUndo(u, m)
+			}
+		}
+	}
+	return v
+}
+
+// mapUndo maps the Secret values that the undo annotation's value u records (the hooked and
+// original values of entries under /data and /stringData). A value that is not an undo array
+// is mapped whole, as stringData.
+func mapUndo(u string, m mapper) string {
+	var entries []hooks.UndoEntry
+	if err := json.Unmarshal([]byte(u), &entries); err != nil {
+		return m.str(u)
+	}
+	changed := false
+	for i := range entries {
+		e := &entries[i]
+		tokens, err := patch.ParsePointer(e.Path)
+		if err != nil {
+			return m.str(u)
+		}
+		if len(tokens) > 0 && tokens[0] != "data" && tokens[0] != "stringData" && tokens[0] != "metadata" {
+			continue
+		}
+		for _, raw := range []*json.RawMessage{&e.Hooked, &e.Original} {
+			if len(*raw) == 0 {
+				continue
+			}
+			v, err := decodeJSON(*raw)
+			if err != nil {
+				return m.str(u)
+			}
+			b, err := encodeJSON(mapAt(tokens, v, m, false))
+			if err != nil {
+				return m.str(u)
+			}
+			if !bytes.Equal(b, *raw) {
+				*raw, changed = b, true
+			}
+		}
+	}
+	if !changed {
+		return u
+	}
+	var buf bytes.Buffer
+	e := json.NewEncoder(&buf)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(entries); err != nil {
+		return m.str(u)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// mapAll maps every string in v as stringData: for a value at a place mapAt cannot read.
+func mapAll(v any, m mapper) any {
+	switch x := v.(type) {
+	case string:
+		return m.str(x)
+	case []any:
+		for i := range x {
+			x[i] = mapAll(x[i], m)
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = mapAll(x[k], m)
+		}
+	}
+	return v
+}
+
+// secretTexts returns the texts of the Secret values in obj (data decoded and as sent,
+// stringData), at least 4 bytes long, to scrub from error messages; nil for other kinds.
+func secretTexts(gvk schema.GroupVersionKind, obj []byte) []string {
+	item, list := secretKind(gvk)
+	if !item && !list {
+		return nil
+	}
+	v, err := decodeJSON(obj)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	add := func(s string) {
+		if len(s) >= 4 {
+			out = append(out, s)
+		}
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		for _, k := range []string{"data", "stringData"} {
+			values, _ := obj[k].(map[string]any)
+			for _, x := range values {
+				s, ok := x.(string)
+				if !ok {
+					continue
+				}
+				add(s)
+				if b, err := base64.StdEncoding.DecodeString(s); err == nil && k == "data" {
+					add(string(b))
+				}
+			}
+		}
+		if items, ok := obj["items"].([]any); ok {
+			for _, it := range items {
+				walk(it)
+			}
+		}
+	}
+	walk(v)
+	// Longest first, so that a value that contains another is scrubbed whole.
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// scrub replaces every text in texts in s by hooks.Redacted, also in its Go-quoted form (as
+// %q prints it).
+func scrub(s string, texts []string) string {
+	for _, t := range texts {
+		s = strings.ReplaceAll(s, t, hooks.Redacted)
+		if q := strconv.Quote(t); len(q) > 2 {
+			s = strings.ReplaceAll(s, q[1:len(q)-1], hooks.Redacted)
+		}
+	}
+	return s
+}

@@ -1,0 +1,157 @@
+package capture
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"sigs.k8s.io/yaml"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/patch"
+)
+
+// Replayer runs captured requests through the chains of a registry and compares the outcome
+// with the captured one.
+type Replayer struct {
+	reg     *hooks.Registry
+	names   map[hooks.Key][]string
+	timeout time.Duration
+}
+
+// NewReplayer returns a Replayer for reg; each request's chain gets timeout (<= 0: 10 s).
+func NewReplayer(reg *hooks.Registry, timeout time.Duration) *Replayer {
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	return &Replayer{reg: reg, names: chainNames(reg), timeout: timeout}
+}
+
+// Outcome is the result of replaying one record.
+type Outcome struct {
+	// Equal is true when both runs give the same object (compared semantically, as JSON
+	// values), or both fail with the same message.
+	Equal bool
+	// Captured and Replayed are the resulting objects (the captured object with the captured,
+	// respectively the new, patch applied; Secret values redacted), nil for a side that failed.
+	Captured, Replayed []byte
+	// CapturedError and ReplayedError are the chains' error messages, empty on success.
+	CapturedError, ReplayedError string
+	// Hooks are the hooks the outcome is counted for: those named in the record, followed by
+	// those of the current chain not named there (a new hook).
+	Hooks []string
+	// Diff is a unified diff of the two outcomes rendered as YAML, empty when Equal.
+	Diff string
+}
+
+// Replay runs the chain of rec's hook type and kind on rec's object and compares the result
+// with the captured one. The comparison is on the resulting objects, not on the patches: the
+// captured patch and the new patch are each applied to the captured object and the two
+// results compared as JSON values, so that two patches that write the same object in another
+// way (operation order, add vs replace) are equal.
+//
+// In a Secret the hooks see "sha256:<hex>" where the real value was (the capture holds no
+// more); a hook whose result depends on a Secret value is reported different. An error is
+// returned when the record cannot be replayed: its patch does not apply to its object.
+func (p *Replayer) Replay(ctx context.Context, rec *Record) (*Outcome, error) {
+	gvk, err := rec.GVK()
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{CapturedError: rec.Error}
+	out.Hooks = slices.Clone(rec.Hooks)
+	for _, h := range namesFor(p.names, gvk, rec.HookType) {
+		if !slices.Contains(out.Hooks, h) {
+			out.Hooks = append(out.Hooks, h)
+		}
+	}
+	if rec.Error == "" {
+		if out.Captured, err = patch.Apply(rec.Object, rec.Patch); err != nil {
+			return nil, fmt.Errorf("the captured patch does not apply to the captured object: %w", err)
+		}
+	}
+	object, err := mapObject(gvk, rec.Object, placeholderMapper)
+	if err != nil {
+		return nil, fmt.Errorf("object: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	res, err := p.reg.Mutate(ctx, gvk, rec.HookType, object)
+	if err == nil {
+		var hooked []byte
+		if hooked, err = res.Object(); err == nil {
+			out.Replayed, err = mapObject(gvk, hooked, rehashMapper)
+		}
+	}
+	if err != nil {
+		out.ReplayedError = scrub(err.Error(), secretTexts(gvk, object))
+	}
+
+	switch {
+	case out.CapturedError != "" || out.ReplayedError != "":
+		out.Equal = sameError(out.CapturedError, out.ReplayedError)
+	default:
+		out.Equal, err = sameJSON(out.Captured, out.Replayed)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !out.Equal {
+		out.Diff = diff(render(out.Captured, out.CapturedError), render(out.Replayed, out.ReplayedError))
+	}
+	return out, nil
+}
+
+// redactedRun is a scrubbed Secret value and what follows it up to a delimiter: the capture
+// scrubbed real values, replay scrubs placeholders, and a real value that began with another
+// one may have been scrubbed only in part ("[redacted]-token").
+var redactedRun = regexp.MustCompile(regexp.QuoteMeta(hooks.Redacted) + `[A-Za-z0-9+/=_.-]*`)
+
+// sameError compares two error messages, scrubbed Secret values alike whatever their length.
+func sameError(a, b string) bool {
+	if a == "" || b == "" {
+		return a == b
+	}
+	return redactedRun.ReplaceAllString(a, hooks.Redacted) == redactedRun.ReplaceAllString(b, hooks.Redacted)
+}
+
+// sameJSON compares two JSON documents as values (numbers by their text).
+func sameJSON(a, b []byte) (bool, error) {
+	x, err := decodeJSON(a)
+	if err != nil {
+		return false, err
+	}
+	y, err := decodeJSON(b)
+	if err != nil {
+		return false, err
+	}
+	return reflect.DeepEqual(x, y), nil
+}
+
+// render returns the outcome of one side as YAML, or its error.
+func render(obj []byte, errText string) string {
+	if errText != "" {
+		return "error: " + errText + "\n"
+	}
+	y, err := yaml.JSONToYAML(obj)
+	if err != nil {
+		return string(obj) + "\n"
+	}
+	return string(y)
+}
+
+// diff returns the unified line diff from a (captured) to b (replayed).
+func diff(a, b string) string {
+	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(a), B: difflib.SplitLines(b),
+		FromFile: "captured", ToFile: "replayed", Context: 3,
+	})
+	if err != nil {
+		return err.Error()
+	}
+	return text
+}
