@@ -119,7 +119,9 @@ func sameError(a, b string) bool {
 	return redactedRun.ReplaceAllString(a, hooks.Redacted) == redactedRun.ReplaceAllString(b, hooks.Redacted)
 }
 
-// sameJSON compares two JSON documents as values (numbers by their text).
+// sameJSON compares two JSON documents as values (numbers by their text), with the build
+// version left out of hooks.ProvenanceAnnotation: a new build names itself there, and that
+// alone is not a difference in what the hooks do.
 func sameJSON(a, b []byte) (bool, error) {
 	x, err := decodeJSON(a)
 	if err != nil {
@@ -129,7 +131,22 @@ func sameJSON(a, b []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	withoutVersion(x)
+	withoutVersion(y)
 	return reflect.DeepEqual(x, y), nil
+}
+
+// provenanceVersion matches the "@version" of each "hook@version#sha" in the annotation.
+var provenanceVersion = regexp.MustCompile(`@[^#,]*#`)
+
+// withoutVersion drops the versions from the provenance annotation of the decoded object v.
+func withoutVersion(v any) {
+	obj, _ := v.(map[string]any)
+	meta, _ := obj["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	if s, ok := ann[hooks.ProvenanceAnnotation].(string); ok {
+		ann[hooks.ProvenanceAnnotation] = provenanceVersion.ReplaceAllString(s, "@#")
+	}
 }
 
 // render returns the outcome of one side as YAML, or its error.

@@ -151,6 +151,7 @@ func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
 	fs.StringVar(&opts.Webhook.ClientCAFile, "client-ca-file", "", "require HTTPS clients to present a certificate signed by a CA in this PEM file (for binding beyond localhost); empty: no client authentication")
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", sidecar.DefaultMetricsBindAddress, "host:port of the plain-HTTP Prometheus /metrics listener; \"0\" disables it")
 	fs.IntVar(&opts.MaxConcurrentHooks, "max-concurrent-hooks", sidecar.DefaultMaxConcurrentHooks, "hook chains running at once (stuck ones included); past it requests get 429 / ResourceExhausted")
+	fs.BoolVar(&opts.Provenance, "provenance", false, "annotate every object a hook chain changed with synchook.io/mutated-by: hook@version#sha per hook that changed it (taken off again on the way back); config provenance: true does the same")
 	fs.BoolVar(&opts.SkipIdempotencyCheck, "skip-idempotency-check", false, "start even when a hook chain changes its own result again (checked at start on built-in sample objects: such a hook makes the syncer write on every pass); logs a warning")
 	fs.DurationVar(&opts.HookTimeout, "hook-timeout", 0, "each hook call's own deadline within --request-timeout; 0: only the request deadline")
 	fs.StringVar(&opts.Bridge.Address, "plugin-address", os.Getenv("VCLUSTER_PLUGIN_ADDRESS"), "host:port of the vcluster plugin v1 gRPC bridge (registered with vcluster as an IP, localhost = 127.0.0.1); default: the VCLUSTER_PLUGIN_ADDRESS env var the vcluster chart sets; empty disables the bridge")
@@ -244,7 +245,7 @@ func (p *Plugin) mutate(args []string, stdin io.Reader, stdout, stderr io.Writer
 		return fail(exitFailed, "%s is not YAML or JSON: %v", o.file, err)
 	}
 	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{
-		ConfigFile: o.configFile, Register: p.registerHooks, Log: ctrl.Log,
+		ConfigFile: o.configFile, Register: p.registerHooks, Log: ctrl.Log, Version: Version(),
 		SkipIdempotencyCheck: o.skipIdempotencyCheck, Samples: [][]byte{objectJSON},
 	})
 	if err != nil {
@@ -346,7 +347,7 @@ func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 		return fail(exitUsage, "no capture files (*.json) in %s", dir)
 	}
 	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{
-		ConfigFile: o.configFile, Register: p.registerHooks, Log: ctrl.Log,
+		ConfigFile: o.configFile, Register: p.registerHooks, Log: ctrl.Log, Version: Version(),
 		SkipIdempotencyCheck: o.skipIdempotencyCheck,
 	})
 	if err != nil {

@@ -59,6 +59,9 @@ type Options struct {
 	// their deadline whose hook has not returned; past it requests get 429 / ResourceExhausted.
 	// Default DefaultMaxConcurrentHooks (256).
 	MaxConcurrentHooks int
+	// Provenance turns on the synchook.io/mutated-by annotation (config provenance: true does
+	// too); in plugin v2 mode also SYNCHOOK_PROVENANCE=true.
+	Provenance bool
 	// SkipIdempotencyCheck starts even when a chain changes its own result again (see
 	// BuildRegistry); a warning is logged. In plugin v2 mode also SYNCHOOK_SKIP_IDEMPOTENCY_CHECK=true.
 	SkipIdempotencyCheck bool
@@ -86,6 +89,9 @@ const (
 	DefaultMetricsBindAddress = ":9441"
 	DefaultMaxConcurrentHooks = 256
 )
+
+// ProvenanceEnvVar set to "true" turns provenance on in plugin v2 mode (no arguments there).
+const ProvenanceEnvVar = "SYNCHOOK_PROVENANCE"
 
 // SkipIdempotencyCheckEnvVar set to "true" skips the idempotency check in plugin v2 mode,
 // where vcluster passes no arguments (plugins.<name> values can set env through the syncer).
@@ -137,6 +143,11 @@ type RegistryConfig struct {
 	// SkipIdempotencyCheck skips running every chain twice on sample objects (a warning is
 	// logged). Default false: a chain that changes its own result again stops the start.
 	SkipIdempotencyCheck bool
+	// Provenance turns on the synchook.io/mutated-by annotation even when the config's
+	// provenance key does not (hooks.RegistryOptions.Provenance).
+	Provenance bool
+	// Version is the build's version in that annotation. Default "dev".
+	Version string
 	// Samples are extra objects (JSON) to check idempotency on, next to the built-in ones
 	// (mutate adds the object it was given).
 	Samples [][]byte
@@ -164,7 +175,7 @@ func BuildRegistry(ctx context.Context, c RegistryConfig) (*hooks.Registry, erro
 	}
 	// Automatic undo is on: what the hooks add on the way down comes off on the way up, so the
 	// syncer never sees it as a difference (hooks opt out with undo: false / Undo() false).
-	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true})
+	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true, Provenance: c.Provenance || cfg.Provenance, Version: c.Version})
 	if err := cfg.Build(reg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -220,6 +231,7 @@ func Serve(ctx context.Context, opts Options) error {
 	reg, err := BuildRegistry(ctx, RegistryConfig{
 		ConfigFile: opts.ConfigFile, Getenv: opts.Getenv, Register: opts.Register,
 		SkipIdempotencyCheck: opts.SkipIdempotencyCheck, Log: log,
+		Provenance: opts.Provenance, Version: opts.Version,
 	})
 	if err != nil {
 		return err
@@ -415,6 +427,7 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	reg, err := BuildRegistry(context.Background(), RegistryConfig{
 		EnvVars: []string{bridgev2.ConfigEnvVar, config.EnvVar}, Getenv: opts.Getenv, Register: opts.Register,
 		SkipIdempotencyCheck: opts.SkipIdempotencyCheck || opts.Getenv(SkipIdempotencyCheckEnvVar) == "true", Log: opts.Log,
+		Provenance: opts.Provenance || opts.Getenv(ProvenanceEnvVar) == "true", Version: opts.Version,
 	})
 	if err != nil {
 		return err
