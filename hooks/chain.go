@@ -145,7 +145,7 @@ func StatusCode(err error) int32 {
 // Mutate runs without limits, per-hook deadlines or an observer: it is for tools and tests.
 // Servers run requests through a Runner (NewRunner), which has them.
 func (r *Registry) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
-	return r.run(ctx, &Runner{reg: r}, gvk, t, raw)
+	return r.run(ctx, r.plain, gvk, t, raw)
 }
 
 // run is Mutate with the Runner rn's limits, deadlines and observer.

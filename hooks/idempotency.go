@@ -77,7 +77,7 @@ func (r *Registry) culprit(ctx context.Context, c *chain, x []byte) string {
 	for _, h := range c.hooks {
 		alone := &chain{key: c.key, hooks: []namedFunc{h}, newObject: c.newObject}
 		run := func(doc []byte) ([]byte, bool) {
-			ops, _, _, err := r.runChain(ctx, unlimited, alone, doc)
+			ops, _, _, err := r.runChain(ctx, r.plain, alone, doc)
 			if err != nil {
 				return nil, false
 			}

@@ -28,6 +28,7 @@ func (k Key) String() string { return k.GVK.String() + " " + string(k.Type) }
 // read-only and safe for concurrent use from then on. A Runner executes its chains.
 type Registry struct {
 	opts   RegistryOptions
+	plain  *Runner // runs Mutate: no limits, deadlines or observer
 	scheme *runtime.Scheme
 	names  map[string]bool
 	chains map[Key]*chain
@@ -136,7 +137,9 @@ func NewRegistryWithOptions(opts RegistryOptions) *Registry {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	return &Registry{opts: opts, scheme: opts.Scheme, names: map[string]bool{}, chains: map[Key]*chain{}}
+	r := &Registry{opts: opts, scheme: opts.Scheme, names: map[string]bool{}, chains: map[Key]*chain{}}
+	r.plain = &Runner{reg: r}
+	return r
 }
 
 // Scheme returns the scheme the Registry decodes typed objects with.

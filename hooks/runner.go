@@ -136,5 +136,3 @@ func (r *Runner) acquire() (release func(), ok bool) {
 	}
 }
 
-// unlimited runs Registry.Mutate: no limits, no per-hook deadline, no observer.
-var unlimited = &Runner{}
