@@ -18,7 +18,7 @@ func BenchmarkBridgeServerWork(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	reg := hooks.NewRegistry(nil)
+	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true}) // as the binary runs
 	if err := cfg.Build(reg); err != nil {
 		b.Fatal(err)
 	}
