@@ -135,4 +135,3 @@ func (r *Runner) acquire() (release func(), ok bool) {
 		return nil, false
 	}
 }
-
