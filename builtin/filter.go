@@ -30,8 +30,23 @@ type Filter struct {
 // others unchanged. It fails when the selector is invalid (metav1.LabelSelectorAsSelector). An
 // empty Filter returns fn itself.
 func Filtered(f Filter, fn hooks.MutateFunc) (hooks.MutateFunc, error) {
+	matches, err := f.matcher()
+	if err != nil || matches == nil {
+		return fn, err
+	}
+	return func(ctx context.Context, obj client.Object) (client.Object, error) {
+		if !matches(obj.GetNamespace(), obj.GetLabels()) {
+			return obj, nil
+		}
+		return fn(ctx, obj)
+	}, nil
+}
+
+// matcher returns whether an object with a namespace and labels matches f, or nil for the
+// zero Filter (every object). It fails when the selector is invalid.
+func (f Filter) matcher() (func(namespace string, objectLabels map[string]string) bool, error) {
 	if len(f.Namespaces) == 0 && f.ObjectSelector == nil {
-		return fn, nil
+		return nil, nil
 	}
 	var selector labels.Selector
 	if f.ObjectSelector != nil {
@@ -42,13 +57,10 @@ func Filtered(f Filter, fn hooks.MutateFunc) (hooks.MutateFunc, error) {
 		selector = s
 	}
 	namespaces := slices.Clone(f.Namespaces)
-	return func(ctx context.Context, obj client.Object) (client.Object, error) {
-		if len(namespaces) > 0 && !slices.Contains(namespaces, obj.GetNamespace()) {
-			return obj, nil
+	return func(namespace string, objectLabels map[string]string) bool {
+		if len(namespaces) > 0 && !slices.Contains(namespaces, namespace) {
+			return false
 		}
-		if selector != nil && !selector.Matches(labels.Set(obj.GetLabels())) {
-			return obj, nil
-		}
-		return fn(ctx, obj)
+		return selector == nil || selector.Matches(labels.Set(objectLabels))
 	}, nil
 }

@@ -2,12 +2,7 @@ package builtin
 
 import (
 	"context"
-	"fmt"
 	"maps"
-	"slices"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/synchook/synchook/hooks"
 )
@@ -61,23 +56,12 @@ func StripMetadataFunc(s Strip) (fn hooks.MetadataFunc, ok bool) {
 // FilteredMetadata is Filtered for a MetadataFunc: fn runs only for objects f matches, judged
 // on the namespace and the labels as they are when it runs.
 func FilteredMetadata(f Filter, fn hooks.MetadataFunc) (hooks.MetadataFunc, error) {
-	if len(f.Namespaces) == 0 && f.ObjectSelector == nil {
-		return fn, nil
+	matches, err := f.matcher()
+	if err != nil || matches == nil {
+		return fn, err
 	}
-	var selector labels.Selector
-	if f.ObjectSelector != nil {
-		s, err := metav1.LabelSelectorAsSelector(f.ObjectSelector)
-		if err != nil {
-			return nil, fmt.Errorf("objectSelector: %w", err)
-		}
-		selector = s
-	}
-	namespaces := slices.Clone(f.Namespaces)
 	return func(ctx context.Context, m *hooks.Metadata) error {
-		if len(namespaces) > 0 && !slices.Contains(namespaces, m.Namespace) {
-			return nil
-		}
-		if selector != nil && !selector.Matches(labels.Set(m.Labels)) {
+		if !matches(m.Namespace, m.Labels) {
 			return nil
 		}
 		return fn(ctx, m)
