@@ -49,7 +49,7 @@ step "unit tests (race detector)"
 go test -race -count=1 ${GO_TEST_FLAGS:-} $(go list ./... | grep -v -e /e2e -e /internal/testenv)
 
 step "fuzz targets, ${FUZZTIME:-10s} each (their corpora under testdata/fuzz run as regression cases above)"
-for target in patch:FuzzDiff hooks:FuzzRun hooks:FuzzMetadataPath internal/jsonscan:FuzzScan webhook:FuzzAdmissionReview config:FuzzParse bridge:FuzzMutate hookclient:FuzzApplyToMetadata; do
+for target in patch:FuzzDiff hooks:FuzzRun hooks:FuzzMetadataPath hooks:FuzzUndo internal/jsonscan:FuzzScan webhook:FuzzAdmissionReview config:FuzzParse bridge:FuzzMutate hookclient:FuzzApplyToMetadata; do
   go test -run XXX -fuzz "^${target#*:}\$" -fuzztime "${FUZZTIME:-10s}" "./${target%%:*}/"
 done
 

@@ -224,7 +224,7 @@ func processCPU(tb testing.TB, pid int) time.Duration {
 
 // runSlice calls MutateObject from callers goroutines for d and returns the calls made and
 // the time they took.
-func runSlice(ctx context.Context, m *v2.Manager, pod *corev1.Pod, callers int, d time.Duration) (int64, time.Duration, error) {
+func runSlice(ctx context.Context, m objectMutator, pod *corev1.Pod, callers int, d time.Duration) (int64, time.Duration, error) {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex

@@ -10,6 +10,14 @@
 // typed Pod, set a label, encode) and internal/echoplugin (answers the object back, the
 // floor).
 //
+// v1_test.go does the same for synchook's legacy plugin v1 bridge under vcluster's own plugin
+// v1 manager (github.com/loft-sh/vcluster/pkg/plugin/v1): the manager serves remote.VCluster on
+// a free loopback port and waits in Start until every name in options.Plugins has registered;
+// synchook runs as a sidecar process (`synchook serve --plugin-address ... --vcluster-address
+// ...`, hook config in SYNCHOOK_CONFIG) and registers with it. MutateObject then dials the
+// registered address for every call and json.Unmarshals the answer into the object it sent.
+// TestV1Throughput compares it with an in-process sdk-style v1 plugin.
+//
 // This is a separate module on purpose: vcluster's dependency graph clashes with synchook's,
 // so it never imports github.com/synchook/synchook; the tests build the repository root with
 // `go build` (CGO_ENABLED=0, -buildvcs=false) once per test binary run, or load the binary
@@ -19,6 +27,7 @@
 //	go vet ./... && go test -count=1 ./...
 //	go test -run XXX -bench . -benchtime 2s                               # BenchmarkV2MutatePod
 //	SYNCHOOK_BENCH=1 go test -run TestV2Throughput -v                    # interleaved ops/s, ratios, CPU per call
+//	SYNCHOOK_BENCH=1 go test -run TestV1Throughput -v                    # the same for plugin v1
 //
 // go.sum was written with GONOSUMDB=github.com/loft-sh: four of vcluster's loft-sh
 // dependencies (api/v4 and agentapi/v4 v4.11.0-rc.1, admin-apis, external-types) were not in
