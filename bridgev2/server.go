@@ -52,8 +52,8 @@ type Options struct {
 	MaxMessageBytes int
 	// Metrics records every Mutate call that reaches a hook chain, when set. Default nil.
 	Metrics *metrics.Recorder
-	// Log receives Initialize, one line per Mutate call (no object data) and errors. Default
-	// logr.Discard().
+	// Log receives Initialize and SetLeader; its V(1) gets one line per Mutate call (no object
+	// data), failures included. Default logr.Discard().
 	Log logr.Logger
 }
 
@@ -82,7 +82,11 @@ func New(runner *hooks.Runner, opts Options) (*Server, error) {
 		opts.Log = logr.Discard()
 	}
 	m, err := bridge.NewMutator(runner, bridge.MutatorOptions{
-		RequestTimeout: opts.RequestTimeout, Metrics: opts.Metrics, Transport: metrics.TransportPluginV2, Log: opts.Log,
+		RequestTimeout: opts.RequestTimeout, Metrics: opts.Metrics, Transport: metrics.TransportPluginV2,
+		// One line per call would go through vcluster's log (go-plugin re-logs every stderr
+		// line) and cost both processes on every sync: per-call lines are debug here. A failed
+		// call still reaches vcluster as an error naming the hook, which vcluster logs.
+		Log: opts.Log.V(1),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("vcluster plugin v2: %w", err)
