@@ -47,11 +47,11 @@ func (c *Client) refreshLocked(ctx context.Context) error {
 	defer cancel()
 	keys, err := c.fetchCapabilities(ctx)
 	if err != nil {
-		c.capsFailed.Store(time.Now().UnixNano())
+		c.capsFailed.Store(c.opts.Clock.Now().UnixNano())
 		return fmt.Errorf("%w: GET /capabilities: %w", ErrUnavailable, err)
 	}
 	c.capsFailed.Store(0)
-	c.caps.Store(&capsState{keys: keys, fetched: time.Now()})
+	c.caps.Store(&capsState{keys: keys, fetched: c.opts.Clock.Now()})
 	c.opts.Log.V(1).Info("fetched sidecar capabilities", "chains", len(keys))
 	return nil
 }
@@ -89,7 +89,7 @@ func (c *Client) fetchCapabilities(ctx context.Context) (map[hooks.Key]bool, err
 // fetch has ever succeeded.
 func (c *Client) currentCapabilities(ctx context.Context) *capsState {
 	st := c.caps.Load()
-	now := time.Now()
+	now := c.opts.Clock.Now()
 	if st != nil && now.Sub(st.fetched) < c.opts.CapabilitiesInterval {
 		return st
 	}

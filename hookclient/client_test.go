@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hookclient"
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/synchook/synchook/hooks"
 )
 
@@ -63,7 +66,8 @@ func TestMutateReplacesTheObjectWithThePatchedOne(t *testing.T) {
 
 func TestCapabilitiesSpareRequestsForKindsWithoutHooks(t *testing.T) {
 	s := startSidecar(t, registry(t, hooks.NewFunc("h", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, labelFn("a", "b"))), "", nil)
-	c := newClient(t, s, hookclient.Options{CapabilitiesInterval: 200 * time.Millisecond})
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := newClient(t, s, hookclient.Options{CapabilitiesInterval: 200 * time.Millisecond, Clock: clk})
 	ctx := t.Context()
 
 	for range 10 {
@@ -91,7 +95,7 @@ func TestCapabilitiesSpareRequestsForKindsWithoutHooks(t *testing.T) {
 	if n := s.mutations(); n != 1 {
 		t.Errorf("%d mutate requests for a hooked kind, want 1", n)
 	}
-	time.Sleep(250 * time.Millisecond)
+	clk.Step(250 * time.Millisecond) // past the refresh interval
 	if err := c.Mutate(ctx, hooks.CreatePhysical, pod("p", nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -213,13 +217,19 @@ func TestRetriesOnlyWhenTheRequestNeverReachedTheSidecar(t *testing.T) {
 	t.Run("a refused connection is retried until the sidecar is up", func(t *testing.T) {
 		addr := freePort(t)
 		template := startSidecar(t, reg, "", nil) // only for its CA file
-		c := newClient(t, template, hookclient.Options{URL: "https://" + addr, Retries: 6, RetryBackoff: 50 * time.Millisecond})
+		clk := clocktesting.NewFakeClock(time.Now())
+		c := newClient(t, template, hookclient.Options{URL: "https://" + addr, Retries: 6, RetryBackoff: 50 * time.Millisecond, Clock: clk})
 		started := make(chan *sidecar, 1)
 		go func() {
-			time.Sleep(150 * time.Millisecond)
+			// The client's first attempt is refused and it waits out its backoff on the fake
+			// clock: start the sidecar, then end the wait.
+			for !clk.HasWaiters() {
+				goruntime.Gosched()
+			}
 			late := startSidecar(t, reg, addr, nil)
 			late.cert.Store(template.cert.Load())
 			started <- late
+			clk.Step(50 * time.Millisecond)
 		}()
 		p := pod("web", nil)
 		if err := c.Mutate(t.Context(), hooks.CreatePhysical, p); err != nil {
@@ -256,14 +266,16 @@ func TestRetriesOnlyWhenTheRequestNeverReachedTheSidecar(t *testing.T) {
 
 	t.Run("a refused connection with retries off fails at once", func(t *testing.T) {
 		s := startSidecar(t, reg, "", nil)
-		c := newClient(t, s, hookclient.Options{URL: "https://" + freePort(t), Retries: hookclient.NoRetries, RetryBackoff: time.Second})
-		start := time.Now()
+		clk := clocktesting.NewFakeClock(time.Now())
+		c := newClient(t, s, hookclient.Options{URL: "https://" + freePort(t), Retries: hookclient.NoRetries, RetryBackoff: time.Second, Clock: clk})
+		// A backoff would wait on the fake clock, which never moves: Mutate returns at all
+		// only because it does not wait.
 		err := c.Mutate(t.Context(), hooks.CreatePhysical, pod("web", nil))
 		if !errors.Is(err, hookclient.ErrUnavailable) || !strings.Contains(err.Error(), "connection refused") {
 			t.Fatalf("error = %v, want connection refused", err)
 		}
-		if d := time.Since(start); d > 500*time.Millisecond {
-			t.Errorf("took %s, want no backoff", d)
+		if clk.HasWaiters() {
+			t.Error("the client set a backoff timer with retries off")
 		}
 	})
 }
@@ -307,13 +319,14 @@ func TestCARotation(t *testing.T) {
 
 	t.Run("a rotated CA file is read again after the reload interval", func(t *testing.T) {
 		s := startSidecar(t, reg, "", nil)
-		c := newClient(t, s, hookclient.Options{CAReloadInterval: 50 * time.Millisecond})
+		clk := clocktesting.NewFakeClock(time.Now())
+		c := newClient(t, s, hookclient.Options{CAReloadInterval: 50 * time.Millisecond, Clock: clk})
 		if err := c.Mutate(t.Context(), hooks.CreatePhysical, pod("web", nil)); err != nil {
 			t.Fatal(err)
 		}
 		next := authority(t)
 		copyFile(t, next.CAFile(), s.CAFile)
-		time.Sleep(100 * time.Millisecond)
+		clk.Step(100 * time.Millisecond) // past the reload interval
 		// The client reads the new CA, drops its idle connections and must now fail against
 		// the old certificate: proof that the new file is in use.
 		err := c.Mutate(t.Context(), hooks.CreatePhysical, pod("web", nil))
@@ -342,14 +355,15 @@ func TestCARotation(t *testing.T) {
 
 	t.Run("a broken CA file keeps the CA in use", func(t *testing.T) {
 		s := startSidecar(t, reg, "", nil)
-		c := newClient(t, s, hookclient.Options{CAReloadInterval: time.Millisecond})
+		clk := clocktesting.NewFakeClock(time.Now())
+		c := newClient(t, s, hookclient.Options{CAReloadInterval: time.Millisecond, Clock: clk})
 		if err := c.Mutate(t.Context(), hooks.CreatePhysical, pod("web", nil)); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(s.CAFile, []byte("not PEM"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Millisecond)
+		clk.Step(5 * time.Millisecond) // past the reload interval
 		s.closeConns()
 		if err := c.Mutate(t.Context(), hooks.CreatePhysical, pod("web", nil)); err != nil {
 			t.Fatalf("with a broken CA file: %v", err)

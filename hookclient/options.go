@@ -3,6 +3,7 @@ package hookclient
 import (
 	"errors"
 	"fmt"
+	"k8s.io/utils/clock"
 	"net/url"
 	"strings"
 	"time"
@@ -89,6 +90,9 @@ type Options struct {
 	// be fetched, the last ones are used; before the first successful fetch every call goes to
 	// the sidecar.
 	CapabilitiesInterval time.Duration
+	// Clock tells the age of the capabilities and of the CA file and waits out retry
+	// backoffs. Default the real clock (k8s.io/utils/clock); tests inject a fake one.
+	Clock clock.Clock
 	// MaxIdleConnsPerHost is the number of idle keep-alive connections kept to the sidecar.
 	// Default DefaultMaxIdleConnsPerHost (64).
 	MaxIdleConnsPerHost int
@@ -143,6 +147,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	if o.CapabilitiesInterval <= 0 {
 		o.CapabilitiesInterval = DefaultCapabilitiesInterval

@@ -62,7 +62,7 @@ func (c *Client) httpClient() (*http.Client, error) {
 		return c.unix, nil
 	}
 	st := c.tls.Load()
-	if st != nil && st.sinceChecked(time.Now()) < c.opts.CAReloadInterval {
+	if st != nil && st.sinceChecked(c.opts.Clock.Now()) < c.opts.CAReloadInterval {
 		return st.client, nil
 	}
 	if _, err := c.reloadCA(false); err != nil && c.tls.Load() == nil {
@@ -80,7 +80,7 @@ func (c *Client) reloadCA(force bool) (bool, error) {
 	c.tlsMu.Lock()
 	defer c.tlsMu.Unlock()
 	old := c.tls.Load()
-	now := time.Now()
+	now := c.opts.Clock.Now()
 	if old != nil && !force && old.sinceChecked(now) < c.opts.CAReloadInterval {
 		return false, nil
 	}
@@ -166,7 +166,7 @@ func (c *Client) send(ctx context.Context, method, url string, body []byte) (int
 		case notSent(err) && retries < c.opts.Retries && ctx.Err() == nil:
 			retries++
 			c.opts.Log.V(1).Info("sidecar not reachable, retrying", "url", url, "retry", retries, "backoff", backoff.String(), "error", err.Error())
-			if waitErr := sleep(ctx, backoff); waitErr != nil {
+			if waitErr := c.sleep(ctx, backoff); waitErr != nil {
 				return 0, nil, fmt.Errorf("%w (then %w while waiting to retry)", err, waitErr)
 			}
 			backoff *= 2
@@ -176,14 +176,15 @@ func (c *Client) send(ctx context.Context, method, url string, body []byte) (int
 	}
 }
 
-// sleep waits d or until ctx ends, whichever is first, and returns ctx.Err() in the latter case.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
+// sleep waits d on the client's clock or until ctx ends, whichever is first, and returns
+// ctx.Err() in the latter case.
+func (c *Client) sleep(ctx context.Context, d time.Duration) error {
+	t := c.opts.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-t.C():
 		return nil
 	}
 }
