@@ -3,7 +3,6 @@ package hookclient
 import (
 	"errors"
 	"fmt"
-	"k8s.io/utils/clock"
 	"net/url"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
 
 	"github.com/synchook/synchook/hooks"
 )
