@@ -7,8 +7,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/synchook/synchook/hooks"
 )
@@ -52,28 +54,132 @@ func (s Side) hookTypes() (create, update, del, get hooks.HookType) {
 //     straight through.
 //
 // GVKs come from c's scheme (apiutil.GVKForObject). Kinds without hooks of the call's hook
-// type make no request to the sidecar. Everything else (Scheme, RESTMapper, …) is c's.
+// type make no request to the sidecar. Everything else (Scheme, RESTMapper, …) is c's. It is
+// controller-runtime's client/interceptor around c, with one function per intercepted call.
 func Wrap(c client.Client, hc *Client, side Side) client.Client {
-	return &hookedClient{Client: c, hc: hc, side: side}
+	w := &wrapper{hc: hc, side: side, scheme: c.Scheme()}
+	create, update, del, get := side.hookTypes()
+	status := func(name string) bool { return name == "status" }
+	return interceptor.NewClient(withWatch(c), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			return w.run(ctx, get, obj)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			gvk, err := w.gvk(list)
+			if err != nil {
+				return err
+			}
+			return hc.mutateList(ctx, get, gvk, list)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := w.run(ctx, create, obj); err != nil {
+				return err
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if err := w.run(ctx, update, obj); err != nil {
+				return err
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if err := w.run(ctx, update, obj); err != nil {
+				return err
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if err := w.run(ctx, del, obj); err != nil {
+				return err
+			}
+			return c.Delete(ctx, obj, opts...)
+		},
+		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
+			gvk, err := w.gvk(obj)
+			if err != nil {
+				return err
+			}
+			if hc.Hooked(ctx, gvk, del) {
+				return &Error{
+					Type: del, GVK: gvk, Object: "DeleteAllOf in " + obj.GetNamespace(),
+					Err: fmt.Errorf("%w: DeleteAllOf cannot run hooks per object; list and delete one by one", ErrUnsupported),
+				}
+			}
+			return c.DeleteAllOf(ctx, obj, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if err := w.checkApply(ctx, obj); err != nil {
+				return err
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, name string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if status(name) {
+				if err := w.run(ctx, update, obj); err != nil {
+					return err
+				}
+			}
+			return c.SubResource(name).Update(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, name string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if status(name) {
+				if err := w.run(ctx, update, obj); err != nil {
+					return err
+				}
+			}
+			return c.SubResource(name).Patch(ctx, obj, patch, opts...)
+		},
+		SubResourceApply: func(ctx context.Context, c client.Client, name string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			if status(name) {
+				if err := w.checkApply(ctx, obj); err != nil {
+					return err
+				}
+			}
+			return c.SubResource(name).Apply(ctx, obj, opts...)
+		},
+	})
 }
 
-// hookedClient is the client.Client returned by Wrap.
-type hookedClient struct {
-	client.Client
-	hc   *Client
-	side Side
+// withWatch returns c as a client.WithWatch, which controller-runtime's interceptor wraps; a
+// client without Watch gets one that refuses.
+func withWatch(c client.Client) client.WithWatch {
+	if ww, ok := c.(client.WithWatch); ok {
+		return ww
+	}
+	return noWatch{c}
 }
 
-func (w *hookedClient) gvk(obj runtime.Object) (schema.GroupVersionKind, error) {
-	gvk, err := apiutil.GVKForObject(obj, w.Scheme())
+// noWatch is a client.Client with a Watch that refuses.
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, fmt.Errorf("hookclient: the wrapped client does not watch")
+}
+
+// wrapper holds what the interceptor functions of Wrap share.
+type wrapper struct {
+	hc     *Client
+	side   Side
+	scheme *runtime.Scheme
+}
+
+func (w *wrapper) gvk(obj runtime.Object) (schema.GroupVersionKind, error) {
+	gvk, err := apiutil.GVKForObject(obj, w.scheme)
 	if err != nil {
 		return gvk, fmt.Errorf("hookclient: GVK of %T: %w", obj, err)
 	}
 	return gvk, nil
 }
 
-// before runs hook type t on obj, for a write that follows.
-func (w *hookedClient) before(ctx context.Context, t hooks.HookType, obj client.Object) error {
+// run runs hook type t on obj (before a write, or after a read).
+func (w *wrapper) run(ctx context.Context, t hooks.HookType, obj client.Object) error {
 	gvk, err := w.gvk(obj)
 	if err != nil {
 		return err
@@ -81,91 +187,9 @@ func (w *hookedClient) before(ctx context.Context, t hooks.HookType, obj client.
 	return w.hc.mutate(ctx, t, gvk, obj)
 }
 
-// Get implements client.Reader: Get{side} after the read.
-func (w *hookedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if err := w.Client.Get(ctx, key, obj, opts...); err != nil {
-		return err
-	}
-	_, _, _, get := w.side.hookTypes()
-	return w.before(ctx, get, obj)
-}
-
-// List implements client.Reader: Get{side} on every item, in one request.
-func (w *hookedClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if err := w.Client.List(ctx, list, opts...); err != nil {
-		return err
-	}
-	gvk, err := w.gvk(list)
-	if err != nil {
-		return err
-	}
-	_, _, _, get := w.side.hookTypes()
-	return w.hc.mutateList(ctx, get, gvk, list)
-}
-
-// Create implements client.Writer: Create{side} before the write.
-func (w *hookedClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	create, _, _, _ := w.side.hookTypes()
-	if err := w.before(ctx, create, obj); err != nil {
-		return err
-	}
-	return w.Client.Create(ctx, obj, opts...)
-}
-
-// Update implements client.Writer: Update{side} before the write.
-func (w *hookedClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	_, update, _, _ := w.side.hookTypes()
-	if err := w.before(ctx, update, obj); err != nil {
-		return err
-	}
-	return w.Client.Update(ctx, obj, opts...)
-}
-
-// Patch implements client.Writer: Update{side} on obj before the patch is computed.
-func (w *hookedClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	_, update, _, _ := w.side.hookTypes()
-	if err := w.before(ctx, update, obj); err != nil {
-		return err
-	}
-	return w.Client.Patch(ctx, obj, patch, opts...)
-}
-
-// Delete implements client.Writer: Delete{side} before the delete.
-func (w *hookedClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	_, _, del, _ := w.side.hookTypes()
-	if err := w.before(ctx, del, obj); err != nil {
-		return err
-	}
-	return w.Client.Delete(ctx, obj, opts...)
-}
-
-// DeleteAllOf implements client.Writer: refused on kinds with Delete{side} hooks.
-func (w *hookedClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	gvk, err := w.gvk(obj)
-	if err != nil {
-		return err
-	}
-	_, _, del, _ := w.side.hookTypes()
-	if w.hc.Hooked(ctx, gvk, del) {
-		return &Error{
-			Type: del, GVK: gvk, Object: "DeleteAllOf in " + obj.GetNamespace(),
-			Err: fmt.Errorf("%w: DeleteAllOf cannot run hooks per object; list and delete one by one", ErrUnsupported),
-		}
-	}
-	return w.Client.DeleteAllOf(ctx, obj, opts...)
-}
-
-// Apply implements client.Writer: refused on kinds with Create{side} or Update{side} hooks.
-func (w *hookedClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	if err := w.checkApply(ctx, obj); err != nil {
-		return err
-	}
-	return w.Client.Apply(ctx, obj, opts...)
-}
-
 // checkApply returns an ErrUnsupported error when the kind of an apply configuration has
 // Create or Update hooks of the side.
-func (w *hookedClient) checkApply(ctx context.Context, obj runtime.ApplyConfiguration) error {
+func (w *wrapper) checkApply(ctx context.Context, obj runtime.ApplyConfiguration) error {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return fmt.Errorf("hookclient: encode apply configuration: %w", err)
@@ -185,65 +209,3 @@ func (w *hookedClient) checkApply(ctx context.Context, obj runtime.ApplyConfigur
 	}
 	return nil
 }
-
-// Status implements client.StatusClient: Update{side} before status writes.
-func (w *hookedClient) Status() client.SubResourceWriter {
-	return &hookedStatusWriter{SubResourceWriter: w.Client.Status(), w: w}
-}
-
-// SubResource implements client.SubResourceClientConstructor: "status" writes run
-// Update{side}; other subresources go straight through.
-func (w *hookedClient) SubResource(subResource string) client.SubResourceClient {
-	inner := w.Client.SubResource(subResource)
-	if subResource != "status" {
-		return inner
-	}
-	return &hookedStatusClient{
-		SubResourceReader:  inner,
-		hookedStatusWriter: hookedStatusWriter{SubResourceWriter: inner, w: w},
-	}
-}
-
-// hookedStatusWriter runs Update{side} before Update and Patch of the status subresource.
-type hookedStatusWriter struct {
-	client.SubResourceWriter
-	w *hookedClient
-}
-
-// Update runs Update{side} on obj, then writes its status.
-func (s *hookedStatusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	_, update, _, _ := s.w.side.hookTypes()
-	if err := s.w.before(ctx, update, obj); err != nil {
-		return err
-	}
-	return s.SubResourceWriter.Update(ctx, obj, opts...)
-}
-
-// Patch runs Update{side} on obj, then sends the status patch.
-func (s *hookedStatusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	_, update, _, _ := s.w.side.hookTypes()
-	if err := s.w.before(ctx, update, obj); err != nil {
-		return err
-	}
-	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
-}
-
-// Apply refuses apply configurations of kinds with Create{side} or Update{side} hooks.
-func (s *hookedStatusWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	if err := s.w.checkApply(ctx, obj); err != nil {
-		return err
-	}
-	return s.SubResourceWriter.Apply(ctx, obj, opts...)
-}
-
-// hookedStatusClient is SubResource("status"): reads go straight through, writes are hooked.
-type hookedStatusClient struct {
-	client.SubResourceReader
-	hookedStatusWriter
-}
-
-var (
-	_ client.Client            = (*hookedClient)(nil)
-	_ client.SubResourceWriter = (*hookedStatusWriter)(nil)
-	_ client.SubResourceClient = (*hookedStatusClient)(nil)
-)
