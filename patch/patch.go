@@ -38,7 +38,9 @@ func Apply(doc, patchJSON []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode JSON patch: %w", err)
 	}
-	out, err := p.Apply(doc)
+	// evanphx/json-patch tells an array document from an object by its first byte: leading
+	// white space would make " [0]" an object (found by FuzzDiff).
+	out, err := p.Apply(bytes.TrimLeft(doc, " \t\r\n"))
 	if err != nil {
 		return nil, fmt.Errorf("apply JSON patch: %w", err)
 	}
