@@ -352,15 +352,7 @@ func grpcCaller(addr string, pod *corev1.Pod, labelled bool) func(context.Contex
 		if err != nil {
 			return err
 		}
-		if res.GetMutated() {
-			if err := json.Unmarshal([]byte(res.GetObject()), obj); err != nil {
-				return err
-			}
-		}
-		if labelled && obj.Labels[sdkLabel] != sdkValue {
-			return fmt.Errorf("%s: the answer lacks the label", addr)
-		}
-		return nil
+		return readAnswer(obj, res.GetMutated(), res.GetObject(), labelled)
 	}
 }
 

@@ -170,14 +170,21 @@ func (p *pluginV2) caller(pod *corev1.Pod, labelled bool) func(context.Context) 
 		if err != nil {
 			return err
 		}
-		if res.GetMutated() {
-			if err := json.Unmarshal([]byte(res.GetObject()), obj); err != nil {
-				return err
-			}
-		}
-		if labelled && obj.Labels[sdkLabel] != sdkValue {
-			return errors.New("the answer lacks the label")
-		}
-		return nil
+		return readAnswer(obj, res.GetMutated(), res.GetObject(), labelled)
 	}
+}
+
+// readAnswer reads a plugin's answer as vcluster's managers do (both protocols): a mutated
+// answer is decoded INTO obj, the object that was sent. labelled says the result must carry
+// the bench label.
+func readAnswer(obj *corev1.Pod, mutated bool, answer string, labelled bool) error {
+	if mutated {
+		if err := json.Unmarshal([]byte(answer), obj); err != nil {
+			return err
+		}
+	}
+	if labelled && obj.Labels[sdkLabel] != sdkValue {
+		return errors.New("the answer lacks the label")
+	}
+	return nil
 }

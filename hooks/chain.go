@@ -172,10 +172,28 @@ func (r *Registry) runOps(ctx context.Context, rn *Runner, gvk schema.GroupVersi
 	if c == nil {
 		return nil, 0, nil, nil
 	}
+	return r.runChainOps(ctx, rn, c, raw)
+}
+
+// runChainOps is runOps for the chain c.
+func (r *Registry) runChainOps(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
 	if c.undoRead {
 		return r.runUndoRead(ctx, rn, c, raw)
 	}
 	return r.runChain(ctx, rn, c, raw)
+}
+
+// applyChain runs the chain c on doc and returns the hooked object and the number of hooks run.
+func (r *Registry) applyChain(ctx context.Context, rn *Runner, c *chain, doc []byte) ([]byte, int, error) {
+	ops, n, _, err := r.runChainOps(ctx, rn, c, doc)
+	if err != nil || len(ops) == 0 {
+		return doc, n, err
+	}
+	out, err := applyOps(doc, ops...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", c.key, err)
+	}
+	return out, n, nil
 }
 
 // runChain is runOps for a chain without an undo to apply first.
@@ -201,7 +219,7 @@ func (r *Registry) runChain(ctx context.Context, rn *Runner, c *chain, raw []byt
 	if undo {
 		base := raw
 		if optedOut != nil {
-			if base, err = r.runAlone(ctx, rn, optedOut, raw); err != nil {
+			if base, _, err = r.applyChain(ctx, rn, optedOut, raw); err != nil {
 				return nil, 0, nil, err
 			}
 		}
@@ -212,15 +230,6 @@ func (r *Registry) runChain(ctx context.Context, rn *Runner, c *chain, raw []byt
 		return ops, n, nil, nil
 	}
 	return ops, n, after, nil
-}
-
-// runAlone runs the chain c (no undo) on raw and returns the hooked object.
-func (r *Registry) runAlone(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]byte, error) {
-	ops, _, _, err := runTyped(ctx, rn, c, raw)
-	if err != nil || len(ops) == 0 {
-		return raw, err
-	}
-	return applyOps(raw, ops...)
 }
 
 // withUndo returns ops (a patch of raw) followed by the operation that records, in
@@ -237,25 +246,21 @@ func (r *Registry) withUndo(c *chain, base, raw []byte, ops []patch.Operation, f
 			return nil, fmt.Errorf("%s: %w", c.key, err)
 		}
 	}
-	entries, err := undoEntries(forward, base, hooked)
-	if err != nil {
-		return nil, err
-	}
+	entries := undoEntries(forward, base, hooked)
 	if len(entries) == 0 {
 		return ops, nil
 	}
-	annotations, hasAnnotations := lookupPointer(hooked, "/metadata/annotations")
-	if !hasAnnotations || string(annotations) == "null" {
+	annotations, _ := lookupPointer(hooked, "/metadata/annotations")
+	isMap := len(annotations) > 0 && annotations[0] == '{'
+	if len(annotations) == 0 || string(annotations) == "null" {
 		entries = append([]UndoEntry{emptyMapEntry("/metadata/annotations")}, entries...)
 	}
 	value, err := encodeUndo(entries, r.opts.MaxUndoBytes)
 	if err != nil {
 		return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 	}
-	if _, ok := lookupPointer(hooked, "/metadata/annotations"); ok {
-		if v, _ := lookupPointer(hooked, "/metadata/annotations"); len(v) > 0 && v[0] == '{' {
-			return append(ops, patch.Operation{Operation: "add", Path: "/metadata/annotations/synchook.io~1undo", Value: value}), nil
-		}
+	if isMap {
+		return append(ops, patch.Operation{Operation: "add", Path: "/metadata/annotations/synchook.io~1undo", Value: value}), nil
 	}
 	if v, ok := lookupPointer(hooked, "/metadata"); !ok || len(v) == 0 || v[0] != '{' {
 		return append(ops, patch.Operation{Operation: "add", Path: "/metadata", Value: map[string]any{"annotations": map[string]string{UndoAnnotation: value}}}), nil
@@ -266,23 +271,26 @@ func (r *Registry) withUndo(c *chain, base, raw []byte, ops []patch.Operation, f
 // runUndoRead is runOps for a read chain that first applies the undo recorded by its kind's
 // write chains (RegistryOptions.Undo), then runs its own hooks on the restored object. The
 // patch goes from raw to the final object in one diff.
+// An object without the annotation goes to the hooks as it is, which validate it; one with it
+// is validated by the undo's patch apply and the final diff.
 func (r *Registry) runUndoRead(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
-	if !json.Valid(raw) {
-		var v any
-		return nil, 0, nil, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
-	}
 	undone, had, err := applyUndo(raw)
-	if err != nil {
-		return nil, 0, nil, &DecodeError{GVK: c.key.GVK, Err: err}
-	}
 	if !had {
 		if len(c.hooks) == 0 {
+			if !json.Valid(raw) {
+				var v any
+				return nil, 0, nil, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
+			}
 			return nil, 0, nil, nil
 		}
 		return r.runChain(ctx, rn, c, raw)
 	}
+	if err != nil {
+		return nil, 0, nil, &DecodeError{GVK: c.key.GVK, Err: err}
+	}
 	final, n := undone, 0
 	if len(c.hooks) > 0 {
+		// The same hooks without the undo step: runChain, not runChainOps.
 		ops, hooksRun, _, err := r.runChain(ctx, rn, c, undone)
 		if err != nil {
 			return nil, 0, nil, err

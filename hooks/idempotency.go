@@ -38,12 +38,12 @@ func (r *Registry) CheckIdempotent(ctx context.Context, samples func(schema.Grou
 			continue
 		}
 		for _, x := range samples(key.GVK) {
-			once, ok := r.applyOnce(ctx, key, x)
-			if !ok {
+			once, _, err := r.applyChain(ctx, r.plain, c, x)
+			if err != nil {
 				continue
 			}
-			twice, ok := r.applyOnce(ctx, key, once)
-			if !ok {
+			twice, _, err := r.applyChain(ctx, r.plain, c, once)
+			if err != nil {
 				continue
 			}
 			ops, err := patch.Diff(once, twice)
@@ -76,23 +76,12 @@ func (r *Registry) culprit(ctx context.Context, c *chain, x []byte) string {
 	}
 	for _, h := range c.hooks {
 		alone := &chain{key: c.key, hooks: []namedFunc{h}, newObject: c.newObject}
-		run := func(doc []byte) ([]byte, bool) {
-			ops, _, _, err := r.runChain(ctx, r.plain, alone, doc)
-			if err != nil {
-				return nil, false
-			}
-			if len(ops) == 0 {
-				return doc, true
-			}
-			out, err := applyOps(doc, ops...)
-			return out, err == nil
-		}
-		once, ok := run(x)
-		if !ok {
+		once, _, err := r.applyChain(ctx, r.plain, alone, x)
+		if err != nil {
 			continue
 		}
-		twice, ok := run(once)
-		if !ok {
+		twice, _, err := r.applyChain(ctx, r.plain, alone, once)
+		if err != nil {
 			continue
 		}
 		if ops, err := patch.Diff(once, twice); err == nil && changedPath(ops) != "" {
@@ -100,15 +89,4 @@ func (r *Registry) culprit(ctx context.Context, c *chain, x []byte) string {
 		}
 	}
 	return c.names()
-}
-
-// applyOnce runs the chain of key on x and returns the hooked object; ok is false when the
-// chain fails on x.
-func (r *Registry) applyOnce(ctx context.Context, key Key, x []byte) ([]byte, bool) {
-	res, err := r.Mutate(ctx, key.GVK, key.Type, x)
-	if err != nil {
-		return nil, false
-	}
-	out, err := res.Object()
-	return out, err == nil
 }

@@ -50,7 +50,7 @@ type Undoer interface {
 // undoEntries returns the entries that take the change from before to after back, for the
 // forward operations ops (computed between the two documents, which must be valid JSON), the
 // undo annotation's own path excluded.
-func undoEntries(ops []patch.Operation, before, after []byte) ([]UndoEntry, error) {
+func undoEntries(ops []patch.Operation, before, after []byte) []UndoEntry {
 	entries := make([]UndoEntry, 0, len(ops))
 	for _, op := range ops {
 		if isUndoPath(op.Path) {
@@ -65,7 +65,7 @@ func undoEntries(ops []patch.Operation, before, after []byte) ([]UndoEntry, erro
 		}
 		entries = append(entries, e)
 	}
-	return entries, nil
+	return entries
 }
 
 // emptyMapEntry is the first entry of an undo whose change created the map at path (labels or
@@ -168,41 +168,7 @@ func lookupPointer(doc []byte, path string) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	cur := bytes.TrimSpace(doc)
-	for _, tok := range tokens {
-		switch {
-		case len(cur) > 0 && cur[0] == '{':
-			m, _, ok := jsonscan.Find(cur, tok)
-			if !ok {
-				return nil, false
-			}
-			cur = m.Value
-		case len(cur) > 0 && cur[0] == '[':
-			els, _ := jsonscan.Elements(cur)
-			i, err := indexToken(tok)
-			if err != nil || i >= len(els) {
-				return nil, false
-			}
-			cur = els[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-func indexToken(tok string) (int, error) {
-	n := 0
-	if tok == "" || len(tok) > 1 && tok[0] == '0' {
-		return 0, errors.New("not an index")
-	}
-	for _, c := range tok {
-		if c < '0' || c > '9' {
-			return 0, errors.New("not an index")
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, nil
+	return jsonscan.Lookup(doc, tokens)
 }
 
 // jsonEqual compares two JSON values by meaning (key order and white space aside).

@@ -166,3 +166,47 @@ func decodeKey(lit []byte) string {
 	}
 	return s
 }
+
+// Lookup returns the value at the reference tokens of an RFC 6901 JSON Pointer (unescaped, as
+// patch.ParsePointer gives them; none: doc itself, trimmed) in the JSON document doc: through
+// an object by its last member of that key (the one encoding/json's Unmarshal uses), through an
+// array by a decimal index. ok is false when a token names nothing. (patch keeps its own lookup:
+// its Rebase relies on first-key, untrimmed semantics when it judges a patch sure to apply.)
+func Lookup(doc []byte, tokens []string) (value []byte, ok bool) {
+	cur := bytes.TrimSpace(doc)
+	for _, tok := range tokens {
+		switch {
+		case len(cur) > 0 && cur[0] == '{':
+			m, _, found := Find(cur, tok)
+			if !found {
+				return nil, false
+			}
+			cur = m.Value
+		case len(cur) > 0 && cur[0] == '[':
+			i, isIndex := arrayIndex(tok)
+			els, _ := Elements(cur)
+			if !isIndex || i >= len(els) {
+				return nil, false
+			}
+			cur = els[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// arrayIndex parses an RFC 6901 array index: decimal digits, no leading zero.
+func arrayIndex(tok string) (int, bool) {
+	if tok == "" || len(tok) > 1 && tok[0] == '0' || len(tok) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range tok {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
