@@ -74,6 +74,9 @@ type mapField struct {
 	name       string
 	start, end int
 	value      map[string]string
+	// members are the value's members (offsets relative to start); dups says a key repeats.
+	members []jsonscan.Member
+	dups    bool
 }
 
 // parseMetadata finds metadata.namespace, .labels and .annotations of raw and decodes them the
@@ -158,11 +161,46 @@ func (c *chain) parseMetadata(raw []byte) (*metadataDoc, error) {
 			f = &doc.maps[1]
 		}
 		f.start, f.end = base+offset(metadata.Value, m.Value), base+offset(metadata.Value, m.Value)+len(m.Value)
-		if err := json.Unmarshal(m.Value, &f.value); err != nil {
+		var err error
+		if f.value, f.members, f.dups, err = decodeStringMap(m.Value); err != nil {
 			return nil, fail("metadata.%s: %v", m.Key, err)
 		}
 	}
 	return doc, nil
+}
+
+// decodeStringMap decodes the JSON value into a map[string]string exactly as encoding/json's
+// Unmarshal does (null: a nil map; a member that is null: ""; a repeated key: its last value),
+// and returns the object's members too; dups says a key repeats (or that the members are
+// unknown). It decodes without encoding/json unless a value is no plain string (escapes,
+// non-ASCII text) or the value is refused (then the error is encoding/json's own).
+func decodeStringMap(value []byte) (m map[string]string, members []jsonscan.Member, dups bool, err error) {
+	if string(value) == "null" {
+		return nil, nil, false, nil
+	}
+	decoder := func() (map[string]string, []jsonscan.Member, bool, error) {
+		var into map[string]string
+		err := json.Unmarshal(value, &into)
+		return into, nil, true, err // no members: the answer encodes the map whole
+	}
+	ms, ok := jsonscan.Members(value)
+	if !ok {
+		return decoder()
+	}
+	m = make(map[string]string, len(ms))
+	for _, member := range ms {
+		v, ok := "", string(member.Value) == "null"
+		if !ok {
+			if v, ok = jsonscan.String(member.Value); !ok {
+				return decoder()
+			}
+		}
+		if _, seen := m[member.Key]; seen {
+			dups = true
+		}
+		m[member.Key] = v
+	}
+	return m, ms, dups, nil
 }
 
 // offset returns where sub starts in doc; sub must be a sub-slice of doc.
@@ -213,19 +251,16 @@ func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte, undo bo
 	var metaMembers []string // members to add to metadata (absent before)
 	for i := range doc.maps {
 		f := &doc.maps[i]
-		if maps.Equal(f.value, after[i]) || len(f.value) == 0 && len(after[i]) == 0 {
+		now := after[i]
+		if maps.Equal(f.value, now) || len(f.value) == 0 && len(now) == 0 {
 			continue
 		}
-		encoded, err := json.Marshal(after[i])
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(after[i]) == 0 {
-			encoded = []byte("null")
-		}
 		path := "/metadata/" + f.name
-		switch {
-		case f.start < 0 || f.value == nil: // absent or null: add the whole map
+		if f.start < 0 || f.value == nil { // absent or null: add the whole map
+			encoded, err := json.Marshal(now)
+			if err != nil {
+				return nil, nil, err
+			}
 			if doc.metaStart >= 0 {
 				ops = append(ops, patch.Operation{Operation: "add", Path: path, Value: json.RawMessage(encoded)})
 			}
@@ -234,28 +269,33 @@ func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte, undo bo
 			} else {
 				edits = append(edits, edit{f.start, f.end, encoded})
 			}
-		default:
-			removed := false
-			for _, k := range slices.Sorted(maps.Keys(f.value)) {
-				if _, keep := after[i][k]; !keep {
-					removed = true
-					ops = append(ops, patch.Operation{Operation: "remove", Path: path + "/" + escapeToken(k)})
-				}
-			}
-			for _, k := range slices.Sorted(maps.Keys(after[i])) {
-				v := after[i][k]
-				if old, had := f.value[k]; !had {
-					ops = append(ops, patch.Operation{Operation: "add", Path: path + "/" + escapeToken(k), Value: v})
-				} else if old != v {
-					ops = append(ops, patch.Operation{Operation: "replace", Path: path + "/" + escapeToken(k), Value: v})
-				}
-			}
-			if removed && len(after[i]) > 0 {
-				// A merging decoder keeps map keys the answer lacks: reset the map first.
-				encoded = append([]byte(`null,"`+f.name+`":`), encoded...)
-			}
-			edits = append(edits, edit{f.start, f.end, encoded})
+			continue
 		}
+		removed, set := changedKeys(f.value, now)
+		for _, k := range removed {
+			ops = append(ops, patch.Operation{Operation: "remove", Path: path + "/" + escapeToken(k)})
+		}
+		for _, k := range set {
+			op := "add"
+			if _, had := f.value[k]; had {
+				op = "replace"
+			}
+			ops = append(ops, patch.Operation{Operation: op, Path: path + "/" + escapeToken(k), Value: now[k]})
+		}
+		if len(removed) == 0 && !f.dups {
+			edits = append(edits, f.spliced(now, set)...)
+			continue
+		}
+		// A merging decoder keeps map keys the answer lacks: reset the map first.
+		encoded := []byte("null")
+		if len(now) > 0 {
+			all, err := json.Marshal(now)
+			if err != nil {
+				return nil, nil, err
+			}
+			encoded = append([]byte(`null,"`+f.name+`":`), all...)
+		}
+		edits = append(edits, edit{f.start, f.end, encoded})
 	}
 	if len(ops) == 0 && len(metaMembers) == 0 {
 		return nil, nil, nil
@@ -283,6 +323,57 @@ func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte, undo bo
 		}
 	}
 	return ops, applyEdits(raw, edits), nil
+}
+
+// changedKeys returns, sorted, the keys of before that now lacks and the keys of now that
+// before lacks or holds with another value.
+func changedKeys(before, now map[string]string) (removed, set []string) {
+	for k := range before {
+		if _, ok := now[k]; !ok {
+			removed = append(removed, k)
+		}
+	}
+	for k, v := range now {
+		if old, ok := before[k]; !ok || old != v {
+			set = append(set, k)
+		}
+	}
+	slices.Sort(removed)
+	slices.Sort(set)
+	return removed, set
+}
+
+// spliced returns the edits that turn the map f, which has no repeated key, into now when
+// now only adds or changes the keys set: the changed values replaced where they stand and the
+// new members inserted first, the other members' bytes kept as they are.
+func (f *mapField) spliced(now map[string]string, set []string) []edit {
+	value := f.start // offsets of members are relative to the map's value
+	var edits []edit
+	var added []byte
+	for _, k := range set {
+		if _, had := f.value[k]; had {
+			for _, m := range f.members {
+				if m.Key == k {
+					at := value + m.End - len(m.Value)
+					edits = append(edits, edit{at, value + m.End, jsonString(now[k])})
+				}
+			}
+			continue
+		}
+		if len(added) > 0 {
+			added = append(added, ',')
+		}
+		added = append(added, jsonString(k)...)
+		added = append(added, ':')
+		added = append(added, jsonString(now[k])...)
+	}
+	if len(added) > 0 {
+		if len(f.members) > 0 {
+			added = append(added, ',')
+		}
+		edits = append(edits, edit{value + 1, value + 1, added}) // just past the map's '{'
+	}
+	return edits
 }
 
 // callMetadata calls fn with the registry's per-hook deadline and turns a panic into a
@@ -327,20 +418,28 @@ func recordMetadataUndo(doc *metadataDoc, m *Metadata, maxUndo int) error {
 	for i, after := range []map[string]string{m.Labels, m.Annotations} {
 		before := doc.maps[i].value
 		field := doc.maps[i].name
-		for _, k := range slices.Sorted(maps.Keys(before)) {
+		removed, set := changedKeys(before, after)
+		var added []string
+		for _, k := range set {
+			if _, had := before[k]; had {
+				removed = append(removed, k) // changed: restored like a removed key
+			} else {
+				added = append(added, k)
+			}
+		}
+		slices.Sort(removed)
+		for _, k := range removed {
 			if field == "annotations" && k == UndoAnnotation {
 				continue
 			}
-			if v, ok := after[k]; !ok || v != before[k] {
-				e := UndoEntry{Path: "/metadata/" + field + "/" + escapeToken(k), Original: jsonString(before[k])}
-				if ok {
-					e.Hooked = jsonString(v)
-				}
-				entries = append(entries, e)
+			e := UndoEntry{Path: "/metadata/" + field + "/" + escapeToken(k), Original: jsonString(before[k])}
+			if v, ok := after[k]; ok {
+				e.Hooked = jsonString(v)
 			}
+			entries = append(entries, e)
 		}
-		for _, k := range slices.Sorted(maps.Keys(after)) {
-			if _, had := before[k]; !had && (field != "annotations" || k != UndoAnnotation) {
+		for _, k := range added {
+			if field != "annotations" || k != UndoAnnotation {
 				entries = append(entries, UndoEntry{Path: "/metadata/" + field + "/" + escapeToken(k), Hooked: jsonString(after[k])})
 			}
 		}

@@ -37,6 +37,8 @@ func FuzzMetadataPath(f *testing.F) {
 		`{"metadata":{"labels":{"app":"w"}},"metadata":{"name":"dup"}}`,
 		`{"metadata":{"labels":{"a\u00e9":"\ud83d\ude00","x~/y":"z"}}}`,
 		`{"spec":"not a spec","metadata":{"labels":{"app":"web"}}}`,
+		`{"metadata":{"labels":{"synchook.io/a":"0","app":"w","synchook.io/a":"2"},"annotations":{"x":null}}}`,
+		`{"metadata":{"labels":{ "synchook.io/a" : "\u0030" , "app":"\u00e9"} ,"annotations":{ }}}`,
 		`[1,2]`,
 	} {
 		f.Add([]byte(s))

@@ -8,19 +8,32 @@ import (
 	"github.com/synchook/synchook/internal/jsonscan"
 )
 
-// FuzzScan checks Members, Find and Elements against encoding/json on every valid document:
+// checkString checks String on the string literal lit against encoding/json.
+func checkString(t *testing.T, lit []byte) {
+	t.Helper()
+	var want string
+	if err := json.Unmarshal(lit, &want); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := jsonscan.String(lit); !ok || got != want {
+		t.Fatalf("String(%s) = %q, %v; encoding/json %q", lit, got, ok, want)
+	}
+}
+
+// FuzzScan checks Members, Find, Elements and String against encoding/json on every valid document:
 // the same keys and values in the same order (the last of repeated keys is what Unmarshal
 // keeps), offsets that cut out exactly the member, and never a panic on invalid input.
 func FuzzScan(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `[]`, ` { "a" : 1 , "b":[true,null,{"c":"\"}"}] } `, `{"a":1,"a":2}`, `["x",{"y":[]},-1.5e3]`,
-		`{"\u00e9":"\ud83d\ude00","k\"ey":{}}`, `"str"`, `12`, `{"a":`, `[1,`,
+		`{"\u00e9":"\ud83d\ude00","k\"ey":{}}`, `"str"`, `"a\u0000\tb\"\\\/"`, `"\xff"`, `12`, `{"a":`, `[1,`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		ms, isObject := jsonscan.Members(doc)
 		els, isArray := jsonscan.Elements(doc)
+		str, isString := jsonscan.String(bytes.TrimSpace(doc))
 		if !json.Valid(doc) {
 			return // any answer, no panic
 		}
@@ -49,6 +62,9 @@ func FuzzScan(f *testing.F) {
 					t.Fatalf("member %q offsets cut %q", m.Key, cut)
 				}
 				last[m.Key] = m.Value
+				if m.Value[0] == '"' {
+					checkString(t, m.Value)
+				}
 			}
 			if len(last) != len(want) {
 				t.Fatalf("%s: %d distinct keys, encoding/json %d", doc, len(last), len(want))
@@ -70,8 +86,12 @@ func FuzzScan(f *testing.F) {
 					t.Fatalf("element %d %q is not JSON", i, e)
 				}
 			}
+		case string:
+			if !isString || str != want {
+				t.Fatalf("String(%s) = %q, %v; encoding/json %q", doc, str, isString, want)
+			}
 		default:
-			if isObject || isArray {
+			if isObject || isArray || isString {
 				t.Fatalf("scalar %s: Members ok=%v Elements ok=%v", doc, isObject, isArray)
 			}
 		}

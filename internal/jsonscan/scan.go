@@ -39,7 +39,7 @@ func Members(doc []byte) (ms []Member, ok bool) {
 	for i < len(doc) && doc[i] == '"' {
 		start := i
 		keyEnd := skipString(doc, i)
-		key := decodeKey(doc[i:keyEnd])
+		key, _ := String(doc[i:keyEnd])
 		i = skipSpace(doc, keyEnd)
 		i = skipSpace(doc, i+1) // ':'
 		if i >= len(doc) {
@@ -151,20 +151,29 @@ func skipSpace(data []byte, i int) int {
 	return i
 }
 
-// decodeKey returns the string a JSON string literal denotes; "" for a malformed literal.
-func decodeKey(lit []byte) string {
-	if len(lit) < 2 {
-		return ""
+// String returns the string the JSON string literal lit denotes, exactly as encoding/json
+// decodes it (escapes resolved, invalid UTF-8 replaced by U+FFFD); ok is false when lit is no
+// valid string literal. A literal of printable ASCII without escapes is copied as it is; any
+// other goes through encoding/json.
+func String(lit []byte) (s string, ok bool) {
+	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
+		return "", false
 	}
 	inner := lit[1 : len(lit)-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner)
+	plain := true
+	for _, c := range inner {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			plain = false
+			break
+		}
 	}
-	var s string
+	if plain {
+		return string(inner), true
+	}
 	if err := json.Unmarshal(lit, &s); err != nil {
-		return ""
+		return "", false
 	}
-	return s
+	return s, true
 }
 
 // Lookup returns the value at the reference tokens of an RFC 6901 JSON Pointer (unescaped, as
