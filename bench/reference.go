@@ -98,7 +98,7 @@ func ServeReferencePluginV2(name string) error {
 	default:
 		return fmt.Errorf("%s=%q: want sdk or echo", ReferencePluginEnv, name)
 	}
-	bridgev2.ServePlugin(referencePluginV2{echo: name == "echo"}, bridgev2.ServeOptions{})
+	bridgev2.ServePlugin(referencePluginV2{echo: name == "echo"}, bridgev2.ServeOptions{DefaultServer: true})
 	return nil
 }
 

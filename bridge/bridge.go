@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -180,9 +181,28 @@ func (b *Bridge) Run(ctx context.Context) error {
 // already shares write buffers between connections), the handshake of a connection that never
 // completes it is bounded, and so are messages.
 func serverOptions(o Options) []grpc.ServerOption {
+	return append(ServerOptions(o.MaxMessageBytes), grpc.ConnectionTimeout(o.RequestTimeout))
+}
+
+// WindowBytes is the fixed HTTP/2 flow-control window of synchook's plugin servers (per stream
+// and per connection), larger than any Mutate message.
+const WindowBytes = 8 << 20
+
+// ServerOptions returns the gRPC server options of synchook's plugin servers, protocol v1 and
+// v2: requests up to maxMessageBytes (0: DefaultMaxMessageBytes), a fixed window of WindowBytes
+// and one stream worker per CPU. The fixed window turns off gRPC's bandwidth-delay estimation,
+// which on vcluster's ping-pong traffic (one request, one answer) sends an HTTP/2 PING and
+// reads its ack on almost every call; the stream workers run calls on goroutines that are kept
+// instead of a new goroutine per call. Measured in BENCHMARKS.md ("gRPC server options").
+func ServerOptions(maxMessageBytes int) []grpc.ServerOption {
+	if maxMessageBytes <= 0 {
+		maxMessageBytes = DefaultMaxMessageBytes
+	}
 	return []grpc.ServerOption{
-		grpc.ConnectionTimeout(o.RequestTimeout),
-		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
+		grpc.MaxRecvMsgSize(maxMessageBytes),
+		grpc.InitialWindowSize(WindowBytes),
+		grpc.InitialConnWindowSize(WindowBytes),
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 	}
 }
 

@@ -44,12 +44,14 @@ func (sdkStyle) Mutate(_ context.Context, req *pluginv2.Mutate_Request) (*plugin
 }
 
 // connect serves srv in go-plugin's test mode and dispenses a client, as vcluster's manager.
-func connect(b *testing.B, srv pluginv2.PluginServer) pluginv2.PluginClient {
+func connect(b *testing.B, srv pluginv2.PluginServer, serve bridgev2.ServeOptions) pluginv2.PluginClient {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	reattach := make(chan *goplugin.ReattachConfig, 1)
 	closed := make(chan struct{})
-	go bridgev2.ServePlugin(srv, bridgev2.ServeOptions{Stderr: io.Discard, Test: &goplugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed}})
+	serve.Stderr = io.Discard
+	serve.Test = &goplugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed}
+	go bridgev2.ServePlugin(srv, serve)
 	c := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig: bridgev2.Handshake, Plugins: goplugin.PluginSet{bridgev2.PluginName: bridgev2.ClientPlugin()},
 		Reattach: <-reattach, AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
@@ -93,10 +95,11 @@ func BenchmarkV2Mutate(b *testing.B) {
 	}
 	pod := fixtures.Pod("ns", "web")
 	for _, p := range []struct {
-		name string
-		srv  pluginv2.PluginServer
-	}{{"sdk-style", sdkStyle{}}, {"synchook", ours}} {
-		client := connect(b, p.srv)
+		name  string
+		srv   pluginv2.PluginServer
+		serve bridgev2.ServeOptions
+	}{{"sdk-style", sdkStyle{}, bridgev2.ServeOptions{DefaultServer: true}}, {"synchook", ours, bridgev2.ServeOptions{}}} {
+		client := connect(b, p.srv, p.serve)
 		call := func() {
 			obj := pod.DeepCopy()
 			data, err := json.Marshal(obj)

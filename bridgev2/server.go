@@ -159,6 +159,10 @@ type ServeOptions struct {
 	// MaxMessageBytes bounds a request for ServePlugin (Serve uses the Server's Options).
 	// Default bridge.DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// DefaultServer serves with go-plugin's default gRPC server (goplugin.DefaultGRPCServer),
+	// as a vcluster-sdk plugin does, instead of synchook's options; MaxMessageBytes is then
+	// gRPC's default. For reference plugins in benchmarks.
+	DefaultServer bool
 	// Test, when set, serves in go-plugin's test mode: in process, ended by Test.Context, with
 	// the connection details sent on Test.ReattachConfigCh instead of stdout (for tests).
 	Test *goplugin.ServeTestConfig
@@ -174,24 +178,25 @@ func Serve(s *Server, o ServeOptions) {
 	ServePlugin(s, o)
 }
 
-// ServePlugin is Serve for any implementation of the service, e.g. the reference plugins of
-// the benchmarks.
+// ServePlugin is Serve for any implementation of the service, with synchook's gRPC server
+// options (bridge.ServerOptions) or, with o.DefaultServer, go-plugin's default server as
+// vcluster-sdk plugins use it (the reference plugins of the benchmarks).
 func ServePlugin(srv pluginv2.PluginServer, o ServeOptions) {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
-	maxMsg := o.MaxMessageBytes
-	if maxMsg <= 0 {
-		maxMsg = bridge.DefaultMaxMessageBytes
+	newServer := func(opts []grpc.ServerOption) *grpc.Server {
+		return grpc.NewServer(append(opts, bridge.ServerOptions(o.MaxMessageBytes)...)...)
+	}
+	if o.DefaultServer {
+		newServer = goplugin.DefaultGRPCServer
 	}
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         goplugin.PluginSet{PluginName: &grpcPlugin{server: srv}},
-		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(maxMsg))...)
-		},
-		Logger: hclog.New(&hclog.LoggerOptions{Name: "go-plugin", Level: hclog.Warn, Output: o.Stderr, JSONFormat: true}),
-		Test:   o.Test,
+		GRPCServer:      newServer,
+		Logger:          hclog.New(&hclog.LoggerOptions{Name: "go-plugin", Level: hclog.Warn, Output: o.Stderr, JSONFormat: true}),
+		Test:            o.Test,
 	})
 }
 
