@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/internal/jsonscan"
@@ -116,7 +115,7 @@ func (c *chain) parseMetadata(raw []byte) (*metadataDoc, error) {
 		}
 		*slot = m
 	}
-	if _, ok := c.newObject().(*unstructured.Unstructured); ok {
+	if c.unstructured {
 		want, gvk := c.key.GVK, c.key.GVK
 		var av, k string
 		if apiVersion == nil || kind == nil || json.Unmarshal(apiVersion.Value, &av) != nil || json.Unmarshal(kind.Value, &k) != nil {

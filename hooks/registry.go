@@ -55,6 +55,9 @@ type chain struct {
 	// newObject returns an empty object to decode into: the scheme's typed object for known
 	// kinds, an *unstructured.Unstructured for the rest.
 	newObject func() client.Object
+	// unstructured says newObject returns an *unstructured.Unstructured (a kind the scheme
+	// does not know).
+	unstructured bool
 }
 
 // recordsUndo reports whether the write chain c records an undo: the registry has Undo on,
@@ -83,7 +86,7 @@ func (c *chain) optedOut() *chain {
 	if hs == nil {
 		return nil
 	}
-	return &chain{key: c.key, hooks: hs, newObject: c.newObject}
+	return &chain{key: c.key, hooks: hs, newObject: c.newObject, unstructured: c.unstructured}
 }
 
 // metadataOnly reports whether every hook of c is a MetadataHook: then the chain runs on the
@@ -185,13 +188,14 @@ func (r *Registry) Register(h ClientHook) error {
 		c := r.chains[key]
 		if c == nil {
 			c = &chain{key: key, newObject: func() client.Object { return r.NewObject(gvk) }}
+			_, c.unstructured = c.newObject().(*unstructured.Unstructured)
 			r.chains[key] = c
 		}
 		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn, meta: meta, noUndo: !undo})
 		if read, ok := undoPair[e.typ]; ok && r.opts.Undo && undo {
 			rk := Key{GVK: gvk, Type: read}
 			if r.chains[rk] == nil {
-				r.chains[rk] = &chain{key: rk, newObject: c.newObject}
+				r.chains[rk] = &chain{key: rk, newObject: c.newObject, unstructured: c.unstructured}
 			}
 			r.chains[rk].undoRead = true
 		}
