@@ -1,6 +1,7 @@
 package hookclient_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -38,17 +39,30 @@ func BenchmarkClientRoundTrip(b *testing.B) {
 // split) and one single-pod GetPhysical of the same Pod, and reports list/single (the target
 // is at most 25). It also measures the List's own floor: a typed JSON decode + encode of each
 // of the 1,000 items on one goroutine, the least work that hands every item to a hook as a
-// typed object, and reports list/floor and floor/single.
+// typed object, and reports list/floor and floor/single. The same List with the same label
+// written by a MetadataHook (the config labels hook's fast path: items are never decoded into
+// the typed object) is measured too: metalist/floor.
 func BenchmarkList1000VsSingle(b *testing.B) {
 	reg := hooks.NewRegistry(nil)
 	reg.MustRegister(hooks.NewFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, labelFn("synchook.io/bench", "true")))
 	s := startSidecar(b, reg, "", nil)
 	c := newClient(b, s, hookclient.Options{})
+	metaReg := hooks.NewRegistry(nil)
+	metaReg.MustRegister(hooks.NewMetadataFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, labelFn("synchook.io/bench", "true"),
+		func(_ context.Context, m *hooks.Metadata) error {
+			if m.Labels == nil {
+				m.Labels = map[string]string{}
+			}
+			delete(m.Labels, "drop")
+			m.Labels["synchook.io/bench"] = "true"
+			return nil
+		}))
+	metaClient := newClient(b, startSidecar(b, metaReg, "", nil), hookclient.Options{})
 	list := &corev1.PodList{}
 	for i := range 1000 {
 		list.Items = append(list.Items, *smallPod(fmt.Sprintf("web-%d", i)))
 	}
-	var single, batch, floor time.Duration
+	var single, batch, metaBatch, floor time.Duration
 	n := 0
 	for b.Loop() {
 		t2 := time.Now()
@@ -80,6 +94,15 @@ func BenchmarkList1000VsSingle(b *testing.B) {
 		if l.Items[999].Labels["synchook.io/bench"] != "true" {
 			b.Fatal("label missing on the last item")
 		}
+		l = list.DeepCopy()
+		t3 := time.Now()
+		if err := metaClient.MutateList(b.Context(), hooks.GetPhysical, l); err != nil {
+			b.Fatal(err)
+		}
+		metaBatch += time.Since(t3)
+		if l.Items[999].Labels["synchook.io/bench"] != "true" {
+			b.Fatal("label missing on the last item (metadata hook)")
+		}
 		n++
 	}
 	b.ReportMetric(float64(single.Microseconds())/float64(n), "single-µs")
@@ -87,6 +110,7 @@ func BenchmarkList1000VsSingle(b *testing.B) {
 	b.ReportMetric(float64(batch)/float64(single), "list/single")
 	b.ReportMetric(float64(batch)/float64(floor), "list/floor")
 	b.ReportMetric(float64(floor)/float64(single), "floor/single")
+	b.ReportMetric(float64(metaBatch)/float64(floor), "metalist/floor")
 }
 
 // smallPod is a ~2 KiB Pod: labels, one container with env, resources and a probe.

@@ -79,13 +79,13 @@ type mapField struct {
 }
 
 // parseMetadata finds metadata.namespace, .labels and .annotations of raw and decodes them the
-// way the typed decoder would; *DecodeError for a value it would refuse, errNotMetadataPath for
+// way the typed decoder would (valid says raw is known to be valid JSON: it is not checked); *DecodeError for a value it would refuse, errNotMetadataPath for
 // a repeated key. wantGVK, when set, is checked against apiVersion and kind (Unstructured).
-func (c *chain) parseMetadata(raw []byte) (*metadataDoc, error) {
+func (c *chain) parseMetadata(raw []byte, valid bool) (*metadataDoc, error) {
 	fail := func(format string, a ...any) error {
 		return &DecodeError{GVK: c.key.GVK, Err: fmt.Errorf(format, a...)}
 	}
-	if !json.Valid(raw) {
+	if !valid && !json.Valid(raw) {
 		var v any
 		return nil, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
 	}
@@ -213,7 +213,7 @@ func offset(doc, sub []byte) int {
 // runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
 // operations on raw, the merge answer (see Result.MergeObject) and the number of hooks run.
 func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte, undo bool, maxUndo int) ([]patch.Operation, []byte, error) {
-	doc, err := c.parseMetadata(raw)
+	doc, err := c.parseMetadata(raw, rn.validJSON)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -80,6 +80,9 @@ type Runner struct {
 	// pending, when set, replaces the slots: the items of a List run under the List's one slot
 	// and count their running chains here, so the slot is released after the last returns.
 	pending *sync.WaitGroup
+	// validJSON is set on a List's item runner: its requests are parts of a document that was
+	// checked whole, so the label/annotation fast path does not check them again.
+	validJSON bool
 }
 
 // NewRunner returns a Runner for reg with o. reg must have all its hooks: it must not change
