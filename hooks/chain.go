@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -277,7 +278,7 @@ func (r *Registry) runUndoRead(ctx context.Context, rn *Runner, c *chain, raw []
 	undone, had, err := applyUndo(raw)
 	if !had {
 		if len(c.hooks) == 0 {
-			if !json.Valid(raw) {
+			if !jsonscan.Valid(raw) {
 				var v any
 				return nil, 0, nil, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
 			}

@@ -153,7 +153,7 @@ func (r *Registry) runList(ctx context.Context, rn *Runner, gvk schema.GroupVers
 // raw, then a split that does not decode. As in a decode, a repeated "items" counts with its
 // last value, and null or no "items" is an empty list.
 func listItems(raw []byte) ([][]byte, error) {
-	if !json.Valid(raw) {
+	if !jsonscan.Valid(raw) {
 		var v any
 		return nil, kjson.UnmarshalCaseSensitivePreserveInts(raw, &v) // names the syntax error
 	}

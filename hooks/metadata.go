@@ -85,7 +85,7 @@ func (c *chain) parseMetadata(raw []byte, valid bool) (*metadataDoc, error) {
 	fail := func(format string, a ...any) error {
 		return &DecodeError{GVK: c.key.GVK, Err: fmt.Errorf(format, a...)}
 	}
-	if !valid && !json.Valid(raw) {
+	if !valid && !jsonscan.Valid(raw) {
 		var v any
 		return nil, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
 	}

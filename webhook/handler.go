@@ -130,7 +130,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int,
 // value by value. A body that is not valid JSON is decoded with json.Unmarshal only to name the
 // syntax error.
 func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
-	if !json.Valid(body) {
+	if !jsonscan.Valid(body) {
 		var review admissionv1.AdmissionReview
 		err := json.Unmarshal(body, &review)
 		if err == nil { // unreachable: json.Valid and json.Unmarshal agree on validity

@@ -26,7 +26,7 @@ func checkString(t *testing.T, lit []byte) {
 func FuzzScan(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `[]`, ` { "a" : 1 , "b":[true,null,{"c":"\"}"}] } `, `{"a":1,"a":2}`, `["x",{"y":[]},-1.5e3]`,
-		`{"\u00e9":"\ud83d\ude00","k\"ey":{}}`, `"str"`, `"a\u0000\tb\"\\\/"`, `"\xff"`, `12`, `{"a":`, `[1,`,
+		`{"\u00e9":"\ud83d\ude00","k\"ey":{}}`, `"str"`, `"a\u0000\tb\"\\\/"`, `"\xff"`, "\"\xff\"", `{"a":1,"a":2,}`, `01`, `1.`, `-0e+1`, `"\ud800"`, `12`, `{"a":`, `[1,`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -34,7 +34,9 @@ func FuzzScan(f *testing.F) {
 		ms, isObject := jsonscan.Members(doc)
 		els, isArray := jsonscan.Elements(doc)
 		str, isString := jsonscan.String(bytes.TrimSpace(doc))
-		if !json.Valid(doc) {
+		if valid := json.Valid(doc); jsonscan.Valid(doc) != valid {
+			t.Fatalf("Valid(%q) = %v, encoding/json %v", doc, !valid, valid)
+		} else if !valid {
 			return // any answer, no panic
 		}
 		var v any

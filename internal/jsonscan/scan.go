@@ -4,7 +4,7 @@
 // batch and the label/annotation fast path use it where a profile showed that decoding whole
 // objects cost more than the work itself.
 //
-// Every function here expects valid JSON (check with json.Valid first) and never panics on
+// Every function here but Valid expects valid JSON (check with Valid first) and never panics on
 // invalid input, but its answer for invalid input is undefined. It does not unescape values
 // (only keys), build trees or know about Kubernetes.
 package jsonscan
@@ -13,7 +13,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
+
+// Valid reports whether doc is one valid JSON value, exactly as encoding/json's Valid does
+// (strings with invalid UTF-8 and objects with repeated names are valid, as there), with
+// jsontext (the JSON v2 prototype of the Go team), which checks about twice as fast. FuzzScan
+// checks the two agree.
+func Valid(doc []byte) bool {
+	return jsontext.Value(doc).IsValid(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+}
 
 // Member is one member of a JSON object: its key, decoded, and its value as a trimmed sub-slice
 // of the document. Start and End are the offsets in the object of the member's first byte (the
