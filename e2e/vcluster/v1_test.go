@@ -3,7 +3,6 @@ package vcluster
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -18,9 +17,6 @@ import (
 	"github.com/loft-sh/vcluster/config/legacyconfig"
 	plugintypes "github.com/loft-sh/vcluster/pkg/plugin/types"
 	v1 "github.com/loft-sh/vcluster/pkg/plugin/v1"
-	"github.com/loft-sh/vcluster/pkg/plugin/v1/remote"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -66,27 +62,40 @@ func startV1Synchook(tb testing.TB, y string) *v1Synchook {
 		"--plugin-address", s.pluginAddr, "--plugin-name", "synchook",
 		"--vcluster-address", managerAddr)
 	s.cmd.Env = append(environWithout("VCLUSTER_PLUGIN", "SYNCHOOK_CONFIG"), "SYNCHOOK_CONFIG="+y)
-	s.cmd.Stderr = s.stderr
-	if err := s.cmd.Start(); err != nil {
-		tb.Fatalf("start %s: %v", bin, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- s.cmd.Wait() }()
-	tb.Cleanup(func() {
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-exited
-		}
-		if tb.Failed() {
-			tb.Logf("synchook's stderr:\n%s", s.stderr.String())
-		}
-	})
+	exited := startSidecar(tb, s.cmd, "synchook", s.stderr)
 
 	s.m = startV1Manager(tb, managerAddr, []string{"synchook"}, exited, s.stderr)
 	return s
+}
+
+// startSidecar starts cmd, a plugin v1 process called name, with its stderr in stderr. When
+// tb ends the process gets SIGTERM (SIGKILL after 10 s) and, if tb failed, its stderr is
+// logged. The returned channel yields cmd.Wait's result once the process exited and is closed
+// after it, so that the cleanup does not wait for a result someone else received.
+func startSidecar(tb testing.TB, cmd *exec.Cmd, name string, stderr *syncBuffer) <-chan error {
+	tb.Helper()
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	exited := make(chan error, 1)
+	go func() {
+		exited <- cmd.Wait()
+		close(exited)
+	}()
+	tb.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if tb.Failed() {
+			tb.Logf("%s's stderr:\n%s", name, stderr.String())
+		}
+	})
+	return exited
 }
 
 // startV1Manager runs vcluster's v1 Manager.Start listening on addr and waiting for plugins,
@@ -416,78 +425,31 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// sdkV1Plugin is an in-process plugin v1 as the vcluster SDK's v1 plugins work per call:
-// decode the object into a typed Pod, set a label, encode it, answer mutated=true. It serves
-// remote.Plugin on a loopback port and registers with a v1 manager through
-// remote.VClusterClient.RegisterPlugin.
-type sdkV1Plugin struct {
-	remote.UnimplementedPluginServer
-	addr string
-}
+// binSDKV1 is the sdk-style plugin v1 of TestV1Throughput, built from ./internal/sdkpluginv1
+// by the harness like the plugin v2 reference binaries.
+const binSDKV1 = "sdkpluginv1"
 
-func (p *sdkV1Plugin) Mutate(_ context.Context, req *remote.MutateRequest) (*remote.MutateResult, error) {
-	pod := &corev1.Pod{}
-	if err := json.Unmarshal([]byte(req.GetObject()), pod); err != nil {
-		return nil, err
-	}
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
-	pod.Labels["vcluster.example.com/tenant"] = "team-a"
-	out, err := json.Marshal(pod)
-	if err != nil {
-		return nil, err
-	}
-	return &remote.MutateResult{Object: string(out), Mutated: true}, nil
-}
+func init() { builds[binSDKV1] = &buildResult{} }
 
-// startSDKV1Plugin serves an sdkV1Plugin and registers it under name with a v1 manager
-// started on a free port, which it returns.
-func startSDKV1Plugin(tb testing.TB, name string) *v1.Manager {
+// startSDKV1Plugin starts the sdkpluginv1 binary as a process that registers under name with a
+// v1 manager started on a free port, and returns the manager and the process, which gets
+// SIGTERM when tb ends.
+func startSDKV1Plugin(tb testing.TB, name string) (*v1.Manager, *exec.Cmd) {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p := &sdkV1Plugin{addr: ln.Addr().String()}
-	srv := grpc.NewServer()
-	remote.RegisterPluginServer(srv, p)
-	go func() { _ = srv.Serve(ln) }()
-	tb.Cleanup(srv.Stop)
-
+	bin := binary(tb, binSDKV1)
 	managerAddr := fmt.Sprintf("127.0.0.1:%d", freePorts(tb, 1)[0])
-	ctx, cancel := context.WithCancel(context.Background())
-	tb.Cleanup(cancel)
-	go func() {
-		conn, err := grpc.NewClient(managerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		c := remote.NewVClusterClient(conn)
-		req := &remote.RegisterPluginRequest{
-			Version: "v1", Name: name, Address: p.addr,
-			ClientHooks: []*remote.ClientHook{{ApiVersion: "v1", Kind: "Pod", Types: []string{createPhysical}}},
-		}
-		for ctx.Err() == nil { // until the manager listens
-			callCtx, callCancel := context.WithTimeout(ctx, time.Second)
-			_, err := c.RegisterPlugin(callCtx, req)
-			callCancel()
-			if err == nil {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-	return startV1Manager(tb, managerAddr, []string{name}, nil, &syncBuffer{})
+	cmd := exec.Command(bin, "-vcluster-address", managerAddr, "-name", name)
+	stderr := &syncBuffer{}
+	exited := startSidecar(tb, cmd, name, stderr)
+	return startV1Manager(tb, managerAddr, []string{name}, exited, stderr), cmd
 }
 
-// TestV1Throughput compares synchook's plugin v1 bridge (a separate process) with an
-// sdk-style v1 plugin (in this process) under vcluster's plugin v1 manager, which opens a new
-// gRPC connection per call, interleaved in short slices; it logs ops/s and the ratio
-// synchook/sdk with one caller and with benchCallers callers, and synchook's CPU per call.
-// The sdk-style plugin's CPU is this process's, together with vcluster's side. It never
-// asserts timings. Linux only (/proc).
+// TestV1Throughput compares synchook's plugin v1 bridge with an sdk-style v1 plugin
+// (internal/sdkpluginv1), each a separate process registered with its own vcluster plugin v1
+// manager, which opens a new gRPC connection per call, interleaved in short slices; it logs
+// ops/s and the ratio synchook/sdk with one caller and with benchCallers callers, and the CPU
+// time per call of each plugin process (vcluster's side, this process, is not counted). It
+// never asserts timings. Linux only (/proc).
 //
 //	SYNCHOOK_BENCH=1 [SYNCHOOK_BENCH_SECONDS=6] go test -run TestV1Throughput -v
 func TestV1Throughput(t *testing.T) {
@@ -507,13 +469,14 @@ func TestV1Throughput(t *testing.T) {
 	ctx := t.Context()
 	pod := benchPod()
 	shk := startV1Synchook(t, synchookConfig)
+	sdkManager, sdk := startSDKV1Plugin(t, "sdk-style")
 	plugins := []struct {
 		name string
 		m    *v1.Manager
 		pid  int // the plugin's process
 	}{
 		{"synchook", shk.m, shk.cmd.Process.Pid},
-		{"sdk-style", startSDKV1Plugin(t, "sdk-style"), os.Getpid()},
+		{"sdk-style", sdkManager, sdk.Process.Pid},
 	}
 	for _, p := range plugins {
 		got := pod.DeepCopy()
@@ -530,8 +493,9 @@ func TestV1Throughput(t *testing.T) {
 	for _, callers := range []int{1, benchCallers} {
 		ops := make([]int64, len(plugins))
 		elapsed := make([]time.Duration, len(plugins))
-		var shkCPU time.Duration
-		for _, p := range plugins { // warm up
+		cpu := make([]time.Duration, len(plugins)) // the plugin process
+		// warm up both plugins untimed
+		for _, p := range plugins {
 			if _, _, err := runSlice(ctx, p.m, pod, callers, slice); err != nil {
 				t.Fatalf("%s: %v", p.name, err)
 			}
@@ -539,22 +503,20 @@ func TestV1Throughput(t *testing.T) {
 		rounds := max(1, int(perPlugin/slice))
 		for r := range rounds {
 			for k := range plugins {
-				i := (r + k) % len(plugins)
-				before := processCPU(t, plugins[0].pid)
+				i := (r + k) % len(plugins) // rotate who goes first
+				before := processCPU(t, plugins[i].pid)
 				n, d, err := runSlice(ctx, plugins[i].m, pod, callers, slice)
 				if err != nil {
 					t.Fatalf("%s: %v", plugins[i].name, err)
 				}
-				if i == 0 {
-					shkCPU += processCPU(t, plugins[0].pid) - before
-				}
+				cpu[i] += processCPU(t, plugins[i].pid) - before
 				ops[i] += n
 				elapsed[i] += d
 			}
 		}
 		rate := func(i int) float64 { return float64(ops[i]) / elapsed[i].Seconds() }
-		fmt.Fprintf(&report, "\n%2d caller(s): synchook %8.0f ops/s   sdk-style %8.0f ops/s   synchook/sdk %.2f   synchook CPU per call %6.1f µs (%d calls)",
-			callers, rate(0), rate(1), rate(0)/rate(1), perCall(shkCPU, ops[0]), ops[0])
+		fmt.Fprintf(&report, "\n%2d caller(s): synchook %8.0f ops/s   sdk-style %8.0f ops/s   synchook/sdk %.2f   synchook CPU per call %6.1f µs (%d calls)   sdk-style CPU per call %6.1f µs (%d calls)",
+			callers, rate(0), rate(1), rate(0)/rate(1), perCall(cpu[0], ops[0]), ops[0], perCall(cpu[1], ops[1]), ops[1])
 	}
 	t.Log(report.String())
 }

@@ -141,15 +141,20 @@ func SkipValue(data []byte, i int) int {
 	}
 }
 
-// skipString returns the index just past the string literal that starts at data[i] ('"').
+// skipString returns the index just past the string literal that starts at data[i] ('"'). It
+// jumps from quote to quote (bytes.IndexByte) and only looks closer when a backslash comes
+// before the next quote.
 func skipString(data []byte, i int) int {
-	for i++; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+	for i++; i < len(data); {
+		q := bytes.IndexByte(data[i:], '"')
+		if q < 0 {
+			return len(data)
 		}
+		b := bytes.IndexByte(data[i:i+q], '\\')
+		if b < 0 {
+			return i + q + 1
+		}
+		i += b + 2 // past the backslash and the byte it escapes
 	}
 	return len(data)
 }
