@@ -16,7 +16,8 @@
 // synchook runs as a sidecar process (`synchook serve --plugin-address ... --vcluster-address
 // ...`, hook config in SYNCHOOK_CONFIG) and registers with it. MutateObject then dials the
 // registered address for every call and json.Unmarshals the answer into the object it sent.
-// TestV1Throughput compares it with an in-process sdk-style v1 plugin.
+// TestV1Throughput compares it with the sdk-style v1 plugin internal/sdkpluginv1, also a
+// process of its own.
 //
 // This is a separate module on purpose: vcluster's dependency graph clashes with synchook's,
 // so it never imports github.com/synchook/synchook; the tests build the repository root with

@@ -26,6 +26,7 @@ const (
 	binSynchook = "synchook" // the repository root, github.com/synchook/synchook
 	binSDK      = "sdkplugin"
 	binEcho     = "echoplugin"
+	binSDKV1    = "sdkpluginv1" // the sdk-style plugin v1 of TestV1Throughput
 )
 
 // Environment variables of the harness.
@@ -58,7 +59,7 @@ type buildResult struct {
 	err  error
 }
 
-var builds = map[string]*buildResult{binSynchook: {}, binSDK: {}, binEcho: {}}
+var builds = map[string]*buildResult{binSynchook: {}, binSDK: {}, binEcho: {}, binSDKV1: {}}
 
 // binary returns the path of the named binary, building it on first use (once per test binary
 // run; a failed build fails every caller with the same error).

@@ -425,12 +425,6 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// binSDKV1 is the sdk-style plugin v1 of TestV1Throughput, built from ./internal/sdkpluginv1
-// by the harness like the plugin v2 reference binaries.
-const binSDKV1 = "sdkpluginv1"
-
-func init() { builds[binSDKV1] = &buildResult{} }
-
 // startSDKV1Plugin starts the sdkpluginv1 binary as a process that registers under name with a
 // v1 manager started on a free port, and returns the manager and the process, which gets
 // SIGTERM when tb ends.
