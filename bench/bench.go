@@ -90,8 +90,9 @@ type Cell struct {
 	Elapsed     time.Duration
 	P50, P99    time.Duration
 	P999        time.Duration
-	// SidecarCPU is the sidecar's CPU time (user+system) spent during the cell; zero for floors.
-	SidecarCPU time.Duration
+	// ServerCPU is the CPU time (user+system) that the process serving the workload (the
+	// sidecar, a plugin v2, or the floors' process) spent during the cell.
+	ServerCPU time.Duration
 }
 
 // Throughput is requests per second.
@@ -183,15 +184,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	workloads := []struct {
 		name string
 		call func(context.Context) error
-		cpu  func() (time.Duration, error) // CPU of the server under test; nil for floors
+		cpu  func() (time.Duration, error) // CPU of the process that serves the workload
 	}{
-		{FloorHTTPS, floorHTTPS, nil},
+		{FloorHTTPS, floorHTTPS, floors.cpu},
 		{AdmissionHTTPS, admission, sidecarCPU},
 		{AdmissionUnix, unix, sidecarCPU},
-		{FloorGRPC, floorGRPC, nil},
-		{SDKGRPC, sdkGRPC, nil},
+		{FloorGRPC, floorGRPC, floors.cpu},
+		{SDKGRPC, sdkGRPC, floors.cpu},
 		{BridgeGRPC, bridge, sidecarCPU},
-		{EchoV2, v2[0].caller(typed, false), nil},
+		{EchoV2, v2[0].caller(typed, false), v2[0].cpu},
 		{SDKV2, v2[1].caller(typed, true), v2[1].cpu},
 		{SynchookV2, v2[2].caller(typed, true), v2[2].cpu},
 	}
@@ -211,7 +212,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				runs[i].add(measure(ctx, c, opts.MaxRequests/opts.Rounds, opts.MaxDuration/time.Duration(opts.Rounds), w.call))
 				if w.cpu != nil {
 					cpu1, _ := w.cpu()
-					runs[i].sidecarCPU += cpu1 - cpu0
+					runs[i].serverCPU += cpu1 - cpu0
 				}
 			}
 		}
@@ -236,10 +237,10 @@ func reviewFor(obj []byte) []byte {
 
 // run accumulates the slices of one cell.
 type run struct {
-	latencies  []time.Duration
-	errors     int
-	elapsed    time.Duration
-	sidecarCPU time.Duration
+	latencies []time.Duration
+	errors    int
+	elapsed   time.Duration
+	serverCPU time.Duration
 }
 
 func (r *run) add(slice run) {
@@ -260,7 +261,7 @@ func (r *run) cell(name string, c int) Cell {
 	}
 	return Cell{
 		Workload: name, Concurrency: c, Requests: len(r.latencies), Errors: r.errors, Elapsed: r.elapsed,
-		P50: pct(0.50), P99: pct(0.99), P999: pct(0.999), SidecarCPU: r.sidecarCPU,
+		P50: pct(0.50), P99: pct(0.99), P999: pct(0.999), ServerCPU: r.serverCPU,
 	}
 }
 

@@ -84,6 +84,10 @@ type floorProcess struct {
 	caFile               string
 }
 
+// cpu is the floors' process CPU time so far (the workloads take turns, so the CPU spent
+// during a floor's cell is that floor's).
+func (f *floorProcess) cpu() (time.Duration, error) { return processCPU(f.cmd.Process.Pid) }
+
 func startFloors(ctx context.Context, binary string) (*floorProcess, error) {
 	cmd := exec.CommandContext(ctx, binary, FloorsCommand)
 	stdout, err := cmd.StdoutPipe()

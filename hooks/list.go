@@ -87,7 +87,7 @@ func (e *ItemError) Unwrap() error { return e.Err }
 // operations of the combined patch.
 func (r *Registry) runList(ctx context.Context, rn *Runner, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
 	itemGVK, _ := ListItemGVK(gvk)
-	items, err := listItems(raw)
+	items, err := listItems(raw, rn.validJSON)
 	if err != nil {
 		return Result{}, &DecodeError{GVK: gvk, Err: err}
 	}
@@ -150,10 +150,10 @@ func (r *Registry) runList(ctx context.Context, rn *Runner, gvk schema.GroupVers
 }
 
 // listItems returns the items of the list raw, without copying them: one validating scan of
-// raw, then a split that does not decode. As in a decode, a repeated "items" counts with its
+// raw (none when valid says it was checked), then a split that does not decode. As in a decode, a repeated "items" counts with its
 // last value, and null or no "items" is an empty list.
-func listItems(raw []byte) ([][]byte, error) {
-	if !jsonscan.Valid(raw) {
+func listItems(raw []byte, valid bool) ([][]byte, error) {
+	if !valid && !jsonscan.Valid(raw) {
 		var v any
 		return nil, kjson.UnmarshalCaseSensitivePreserveInts(raw, &v) // names the syntax error
 	}

@@ -80,8 +80,8 @@ type Runner struct {
 	// pending, when set, replaces the slots: the items of a List run under the List's one slot
 	// and count their running chains here, so the slot is released after the last returns.
 	pending *sync.WaitGroup
-	// validJSON is set on a List's item runner: its requests are parts of a document that was
-	// checked whole, so the label/annotation fast path does not check them again.
+	// validJSON is set for requests known to be valid JSON (MutateValidJSON, a List's items):
+	// the label/annotation fast path and the List split do not check them again.
 	validJSON bool
 }
 
@@ -120,6 +120,16 @@ func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t Hook
 		r.capture(t, gvk, raw, res, err)
 	}
 	return res, err
+}
+
+// MutateValidJSON is Mutate for a raw that the caller has already checked is valid JSON, e.g.
+// an object cut out of a request body that was checked whole: the label/annotation fast path
+// and the List split then do not check it again. Passing invalid JSON is a bug of the caller;
+// the answer is then undefined (no panic).
+func (r *Runner) MutateValidJSON(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
+	valid := *r
+	valid.validJSON = true
+	return valid.Mutate(ctx, gvk, t, raw)
 }
 
 // acquire takes a slot of MaxConcurrent without waiting; ok is false when none is free.

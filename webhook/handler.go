@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,7 +66,7 @@ func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		done := m.Start(metrics.TransportAdmission, hookType, gvk, start)
 		defer func() { done(res, runErr) }()
 	}
-	res, runErr = h.s.runner.Mutate(ctx, gvk, hookType, object)
+	res, runErr = h.s.runner.MutateValidJSON(ctx, gvk, hookType, object) // decodeReview checked the body whole
 	if errors.Is(runErr, hooks.ErrOverloaded) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, runErr.Error(), http.StatusTooManyRequests)
@@ -109,7 +110,18 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int,
 		return nil, http.StatusRequestEntityTooLarge,
 			fmt.Errorf("request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	reader := http.MaxBytesReader(w, r.Body, limit)
+	var body []byte
+	var err error
+	if n := r.ContentLength; n > 0 {
+		// A buffer of the announced size at once: io.ReadAll grows one from 512 bytes, copying
+		// the body several times. A body longer than announced still grows it.
+		buf := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
+		_, err = buf.ReadFrom(reader)
+		body = buf.Bytes()
+	} else {
+		body, err = io.ReadAll(reader)
+	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
