@@ -378,3 +378,48 @@ func TestABatchedListTakesOneConcurrencySlot(t *testing.T) {
 		t.Fatalf("the list with every item sharing its one slot: %v", err)
 	}
 }
+
+// MutateValidJSON skips only the JSON checks: on valid requests, a single object and a List,
+// through the label fast path and the typed path, it answers exactly as Mutate.
+func TestMutateValidJSONAnswersAsMutate(t *testing.T) {
+	setTenant := func(_ context.Context, m *hooks.Metadata) error {
+		if m.Labels == nil {
+			m.Labels = map[string]string{}
+		}
+		m.Labels["tenant"] = "a"
+		delete(m.Labels, "host")
+		return nil
+	}
+	typed := func(_ context.Context, o client.Object) (client.Object, error) {
+		m := &hooks.Metadata{Labels: o.GetLabels()}
+		_ = setTenant(context.Background(), m)
+		o.SetLabels(m.Labels)
+		return o, nil
+	}
+	for name, hook := range map[string]hooks.ClientHook{
+		"label fast path": hooks.NewMetadataFunc("tenant", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, typed, setTenant),
+		"typed path":      stripHostLabel,
+	} {
+		rn := hooks.NewRunner(listRegistry(t, hook), hooks.RunnerOptions{})
+		for _, req := range []struct {
+			gvk schema.GroupVersionKind
+			raw string
+		}{
+			{corev1.SchemeGroupVersion.WithKind("Pod"), `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"host":"h","app":"x"}}}`},
+			{podListGVK, `{"apiVersion":"v1","kind":"PodList","items":[{"metadata":{"name":"a","labels":{"host":"h"}}},{"metadata":{"name":"b"}}]}`},
+		} {
+			want, err := rn.Mutate(t.Context(), req.gvk, hooks.GetPhysical, []byte(req.raw))
+			if err != nil {
+				t.Fatalf("%s %s: Mutate: %v", name, req.gvk.Kind, err)
+			}
+			got, err := rn.MutateValidJSON(t.Context(), req.gvk, hooks.GetPhysical, []byte(req.raw))
+			if err != nil {
+				t.Fatalf("%s %s: MutateValidJSON: %v", name, req.gvk.Kind, err)
+			}
+			if string(got.Patch) != string(want.Patch) || string(got.MergeObject()) != string(want.MergeObject()) || want.Patch == nil {
+				t.Errorf("%s %s: MutateValidJSON patch %s merge %s, Mutate patch %s merge %s", name, req.gvk.Kind,
+					got.Patch, got.MergeObject(), want.Patch, want.MergeObject())
+			}
+		}
+	}
+}
