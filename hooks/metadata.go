@@ -79,8 +79,9 @@ type mapField struct {
 }
 
 // parseMetadata finds metadata.namespace, .labels and .annotations of raw and decodes them the
-// way the typed decoder would (valid says raw is known to be valid JSON: it is not checked); *DecodeError for a value it would refuse, errNotMetadataPath for
-// a repeated key. wantGVK, when set, is checked against apiVersion and kind (Unstructured).
+// way the typed decoder would; *DecodeError for a value it would refuse, errNotMetadataPath for
+// a repeated key. valid says raw is known to be valid JSON (it is then not checked again). The
+// chain's kind is checked against apiVersion and kind when it is unstructured.
 func (c *chain) parseMetadata(raw []byte, valid bool) (*metadataDoc, error) {
 	fail := func(format string, a ...any) error {
 		return &DecodeError{GVK: c.key.GVK, Err: fmt.Errorf(format, a...)}
