@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"runtime/debug"
@@ -346,15 +347,23 @@ func runTyped(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Op
 	if err := decode(raw, obj); err != nil {
 		return nil, 0, nil, &DecodeError{GVK: gvk, Err: err}
 	}
-	// The object before the hooks: a deep copy of a typed object (cheaper than its encoding,
-	// which metadataOps mostly makes unnecessary), else its encoding.
+	// The object before the hooks, for a typed object: its labels and annotations alone while
+	// the chain's last run changed nothing else (metadataOps needs no more), else a deep copy
+	// (cheaper than an encoding); an unstructured object: its encoding.
 	var (
 		snapshot client.Object
+		light    bool // snapshot holds only labels and annotations
 		before   []byte
 		err      error
 	)
 	if _, ok := obj.(runtime.Unstructured); !ok {
-		snapshot, _ = obj.DeepCopyObject().(client.Object)
+		if light = !c.changedMore.Load(); light {
+			snapshot = c.newObject()
+			snapshot.SetLabels(maps.Clone(obj.GetLabels()))
+			snapshot.SetAnnotations(maps.Clone(obj.GetAnnotations()))
+		} else {
+			snapshot, _ = obj.DeepCopyObject().(client.Object)
+		}
 	}
 	if snapshot == nil {
 		if before, err = json.Marshal(obj); err != nil {
@@ -371,8 +380,18 @@ func runTyped(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Op
 		return nil, 0, nil, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
 	}
 	if snapshot != nil {
-		if ops, ok := metadataOps(raw, after, snapshot, out); ok {
+		ops, ok := metadataOps(raw, after, snapshot, out)
+		if ok != !c.changedMore.Load() {
+			c.changedMore.Store(!ok)
+		}
+		if ok {
 			return ops, len(c.hooks), after, nil
+		}
+		if light { // the whole object before the hooks is the typed round trip of raw
+			snapshot = c.newObject()
+			if err := decode(raw, snapshot); err != nil {
+				return nil, 0, nil, fmt.Errorf("decode %s again: %w", gvk.Kind, err)
+			}
 		}
 		if before, err = json.Marshal(snapshot); err != nil {
 			return nil, 0, nil, fmt.Errorf("encode %s: %w", gvk.Kind, err)

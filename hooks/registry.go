@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -58,6 +59,10 @@ type chain struct {
 	// unstructured says newObject returns an *unstructured.Unstructured (a kind the scheme
 	// does not know).
 	unstructured bool
+	// changedMore says the typed path's last run of this chain changed more than labels and
+	// annotations: the next run keeps a deep copy of the object before the hooks, not only
+	// its labels and annotations. Only the cost of a run depends on it, never its result.
+	changedMore atomic.Bool
 }
 
 // recordsUndo reports whether the write chain c records an undo: the registry has Undo on,
