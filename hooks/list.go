@@ -230,9 +230,11 @@ func decodeStrings(ms []jsonscan.Member, prefix string, fields map[string]*strin
 		case m.Value[0] != '"':
 			return fmt.Errorf("%s%s is %s, want a string", prefix, m.Key, m.Value)
 		default:
-			if err := json.Unmarshal(m.Value, dst); err != nil {
-				return fmt.Errorf("%s%s: %w", prefix, m.Key, err)
+			v, ok := jsonscan.String(m.Value)
+			if !ok {
+				return fmt.Errorf("%s%s is %s, want a string", prefix, m.Key, m.Value)
 			}
+			*dst = v
 		}
 	}
 	return nil
