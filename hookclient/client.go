@@ -160,19 +160,25 @@ func (c *Client) mutateList(ctx context.Context, t hooks.HookType, gvk schema.Gr
 		return &Error{Type: t, GVK: gvk, Object: ref, Err: err}
 	}
 	out := slices.Clone(items)
+	var changes []itemChange // label/annotation changes, made once every batch has succeeded
 	patched := 0
 	for _, b := range batches {
 		p, code, err := c.review(ctx, t, gvk, "", "", b.json)
 		if err == nil && p != nil {
 			var n int
-			if n, err = b.patchItems(p, out); err != nil {
+			var more []itemChange
+			if n, more, err = b.patchItems(p, out); err != nil {
 				code, err = 0, fmt.Errorf("%w: patch from the sidecar: %w", ErrUnavailable, err)
 			}
 			patched += n
+			changes = append(changes, more...)
 		}
 		if err != nil {
 			return c.onFailure(ctx, &Error{Type: t, GVK: gvk, Object: ref, Code: code, Err: err})
 		}
+	}
+	for _, ch := range changes {
+		ch.change.apply(ch.item)
 	}
 	if patched > 0 {
 		if err := meta.SetList(list, out); err != nil {
@@ -245,26 +251,35 @@ type itemOperation struct {
 	Value json.RawMessage `json:"value,omitempty"`
 }
 
+// itemChange is a label/annotation change to make to one item of the caller's list.
+type itemChange struct {
+	item   metav1.Object
+	change metaChange
+}
+
 // patchItems applies the list patch p to the batch: the operations of each item (paths
-// /items/N/...) are applied to that item's own JSON, which is decoded into a fresh object of
-// the item's type and put into out. It returns the number of items patched. Applying per item
-// keeps the cost proportional to the items that changed, not to the whole list.
-func (b batch) patchItems(p []byte, out []runtime.Object) (int, error) {
+// /items/N/...) that only change its labels and annotations are returned as changes to make to
+// the item in out (the caller's own object) once every batch has succeeded; the other items'
+// operations are applied to that item's own JSON, which is decoded into a fresh object of the
+// item's type and put into out. It returns the number of items patched. Applying per item
+// keeps the cost proportional to the items that changed, not to the whole list, and neither
+// path copies an item whose labels alone change.
+func (b batch) patchItems(p []byte, out []runtime.Object) (int, []itemChange, error) {
 	var ops []itemOperation
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(p, &ops); err != nil {
-		return 0, fmt.Errorf("decode JSON patch: %w", err)
+		return 0, nil, fmt.Errorf("decode JSON patch: %w", err)
 	}
 	byItem := map[int][]itemOperation{}
 	for _, op := range ops {
 		i, rest, err := splitItemPath(op.Path, len(b.items))
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		op.Path = rest
 		if op.From != "" {
 			j, from, err := splitItemPath(op.From, len(b.items))
 			if err != nil || j != i {
-				return 0, fmt.Errorf("operation %s from %q to %q crosses items", op.Op, op.From, op.Path)
+				return 0, nil, fmt.Errorf("operation %s from %q to %q crosses items", op.Op, op.From, op.Path)
 			}
 			op.From = from
 		}
@@ -272,11 +287,14 @@ func (b batch) patchItems(p []byte, out []runtime.Object) (int, error) {
 	}
 	touched := slices.Sorted(maps.Keys(byItem))
 	fresh := make([]runtime.Object, len(touched))
+	changes := make([]itemChange, len(touched))
 	err := parallel.For(len(touched), func(k int) error {
 		i := touched[k]
-		if item, ok := out[b.start+i].DeepCopyObject().(client.Object); ok && applyToMetadata(item, byItem[i]) {
-			fresh[k] = item
-			return nil
+		if item, ok := out[b.start+i].(metav1.Object); ok {
+			if change, ok := metadataChange(item, byItem[i]); ok {
+				changes[k] = itemChange{item: item, change: change}
+				return nil
+			}
 		}
 		itemPatch, err := json.Marshal(byItem[i])
 		if err != nil {
@@ -294,12 +312,17 @@ func (b batch) patchItems(p []byte, out []runtime.Object) (int, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, err // out is untouched: no item is half-patched
+		return 0, nil, err // out is untouched: no item is half-patched
 	}
+	kept := changes[:0]
 	for k, i := range touched {
-		out[b.start+i] = fresh[k]
+		if fresh[k] != nil {
+			out[b.start+i] = fresh[k]
+		} else {
+			kept = append(kept, changes[k])
+		}
 	}
-	return len(touched), nil
+	return len(touched), kept, nil
 }
 
 // splitItemPath splits the JSON Pointer "/items/N/rest" into N and "/rest". N must be below n

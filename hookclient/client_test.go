@@ -9,6 +9,7 @@ import (
 	"os"
 	goruntime "runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -517,5 +518,45 @@ func TestAListPatchOutsideTheItemsSentIsASidecarFailure(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A List sent in several requests changes no item unless every request succeeds: the items of
+// the first batch are not left relabelled when a later batch fails.
+func TestAListFailingInALaterBatchChangesNoItem(t *testing.T) {
+	strip := hooks.NewFunc("strip", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, labelFn("seen", "yes"))
+	var mu sync.Mutex
+	calls := 0
+	failLater := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/mutate/") {
+				mu.Lock()
+				calls++
+				n := calls
+				mu.Unlock()
+				if n > 1 {
+					http.Error(w, "sidecar trouble", http.StatusInternalServerError)
+					return
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	s := startSidecar(t, registry(t, strip), "", failLater)
+	c := newClient(t, s, hookclient.Options{MaxBatchBytes: 4000, FailurePolicies: map[hooks.HookType]hookclient.FailurePolicy{hooks.GetPhysical: hookclient.Fail}})
+	list := &corev1.PodList{}
+	for i := range 60 { // several batches of MaxBatchBytes; a label change the client makes in place
+		list.Items = append(list.Items, *pod(fmt.Sprintf("p%03d", i), map[string]string{"drop": "x", "app": "a"}))
+	}
+	if err := c.MutateList(t.Context(), hooks.GetPhysical, list); err == nil {
+		t.Fatalf("MutateList succeeded after %d requests, want the later batch's failure; items[0] %v", calls, list.Items[0].Labels)
+	}
+	if calls < 2 {
+		t.Fatalf("%d requests, want the list split into several", calls)
+	}
+	for _, p := range list.Items {
+		if fmt.Sprint(p.Labels) != "map[app:a drop:x]" {
+			t.Errorf("item %s changed to %v although a later batch failed", p.Name, p.Labels)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/metamap"
 )
 
@@ -21,15 +22,41 @@ import (
 // When it cannot, obj is untouched and the caller applies the patch to the JSON (patch.Apply):
 // nothing is ever half-applied.
 func applyToMetadata(obj metav1.Object, ops []itemOperation) bool {
+	change, ok := metadataChange(obj, ops)
+	if ok {
+		change.apply(obj)
+	}
+	return ok
+}
+
+// metaChange is a change of the labels and annotations of an object, made by apply: the maps
+// set says are replaced by the new maps in maps (indexed by metamap.Map).
+type metaChange struct {
+	maps [2]map[string]string
+	set  [2]bool
+}
+
+// apply sets the changed maps on obj.
+func (c metaChange) apply(obj metav1.Object) {
+	for _, m := range []metamap.Map{metamap.Labels, metamap.Annotations} {
+		if c.set[m] {
+			m.Set(obj, c.maps[m])
+		}
+	}
+}
+
+// metadataChange returns what applyToMetadata would do to obj, without touching obj (its maps
+// are copied before they change); ok is false when applyToMetadata could not.
+func metadataChange(obj metav1.Object, ops []itemOperation) (metaChange, bool) {
 	if _, ok := obj.(runtime.Unstructured); ok {
-		return false // its maps may hold what GetLabels drops; the JSON path keeps it
+		return metaChange{}, false // its maps may hold what GetLabels drops; the JSON path keeps it
 	}
 	targets := [2]map[string]string{metamap.Labels.Get(obj), metamap.Annotations.Get(obj)}
 	cloned := [2]bool{}
 	for _, op := range ops {
 		which, key, whole, ok := metamap.Target(op.Path)
 		if !ok || op.From != "" {
-			return false
+			return metaChange{}, false
 		}
 		m := targets[which]
 		present := len(m) > 0
@@ -40,11 +67,11 @@ func applyToMetadata(obj metav1.Object, ops []itemOperation) bool {
 			case op.Op == "add" || op.Op == "replace" && present:
 				var v map[string]string
 				if !isObject(op.Value) || json.Unmarshal(op.Value, &v) != nil {
-					return false
+					return metaChange{}, false
 				}
 				targets[which] = v
 			default:
-				return false
+				return metaChange{}, false
 			}
 			cloned[which] = true // a map of its own now
 			continue
@@ -54,11 +81,11 @@ func applyToMetadata(obj metav1.Object, ops []itemOperation) bool {
 		switch {
 		case op.Op == "remove" && has:
 		case (op.Op == "add" && present || op.Op == "replace" && has) && isString(op.Value):
-			if json.Unmarshal(op.Value, &value) != nil {
-				return false
+			if value, ok = jsonscan.String(op.Value); !ok {
+				return metaChange{}, false
 			}
 		default:
-			return false
+			return metaChange{}, false
 		}
 		if !cloned[which] {
 			m = cloneMap(m)
@@ -70,12 +97,7 @@ func applyToMetadata(obj metav1.Object, ops []itemOperation) bool {
 			m[key] = value
 		}
 	}
-	for _, m := range []metamap.Map{metamap.Labels, metamap.Annotations} {
-		if cloned[m] {
-			m.Set(obj, targets[m])
-		}
-	}
-	return true
+	return metaChange{maps: targets, set: cloned}, true
 }
 
 func isString(v json.RawMessage) bool { return len(v) > 0 && v[0] == '"' }
