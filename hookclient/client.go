@@ -101,10 +101,11 @@ func (c *Client) Mutate(ctx context.Context, t hooks.HookType, obj client.Object
 
 // MutateList runs the hooks of type t on every item of list (a typed list such as
 // *corev1.PodList, or an *unstructured.UnstructuredList) in one request, and replaces the
-// items with the patched ones as Mutate does. Lists whose JSON is longer than
-// Options.MaxBatchBytes are sent in several requests of whole items. Failure handling is that
-// of Mutate, for the list as a whole: under Ignore a failed request leaves every item
-// unmutated.
+// items with the patched ones as Mutate does; an item whose labels or annotations alone
+// change keeps its object and gets new maps (never the old maps changed in place). Lists
+// whose JSON is longer than Options.MaxBatchBytes are sent in several requests of whole items,
+// and no item changes unless every request succeeded. Failure handling is that of Mutate, for
+// the list as a whole: under Ignore a failed request leaves every item unmutated.
 func (c *Client) MutateList(ctx context.Context, t hooks.HookType, list client.ObjectList) error {
 	gvk, err := apiutil.GVKForObject(list, c.opts.Scheme)
 	if err != nil {
