@@ -193,7 +193,7 @@ const WindowBytes = 8 << 20
 // and one stream worker per CPU. The fixed window turns off gRPC's bandwidth-delay estimation,
 // which on vcluster's ping-pong traffic (one request, one answer) sends an HTTP/2 PING and
 // reads its ack on almost every call; the stream workers run calls on goroutines that are kept
-// instead of a new goroutine per call. Measured in BENCHMARKS.md ("gRPC server options").
+// instead of a new goroutine per call. Measured in BENCHMARKS.md (issue 13, "What changed").
 func ServerOptions(maxMessageBytes int) []grpc.ServerOption {
 	if maxMessageBytes <= 0 {
 		maxMessageBytes = DefaultMaxMessageBytes

@@ -381,7 +381,7 @@ func runTyped(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Op
 	}
 	if snapshot != nil {
 		ops, ok := metadataOps(raw, after, snapshot, out)
-		if ok != !c.changedMore.Load() {
+		if c.changedMore.Load() == ok { // written only when it flips
 			c.changedMore.Store(!ok)
 		}
 		if ok {

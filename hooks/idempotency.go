@@ -75,7 +75,7 @@ func (r *Registry) culprit(ctx context.Context, c *chain, x []byte) string {
 		return c.names()
 	}
 	for _, h := range c.hooks {
-		alone := &chain{key: c.key, hooks: []namedFunc{h}, newObject: c.newObject, unstructured: c.unstructured}
+		alone := c.of(c.key, []namedFunc{h})
 		once, _, err := r.applyChain(ctx, r.plain, alone, x)
 		if err != nil {
 			continue

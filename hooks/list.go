@@ -150,8 +150,9 @@ func (r *Registry) runList(ctx context.Context, rn *Runner, gvk schema.GroupVers
 }
 
 // listItems returns the items of the list raw, without copying them: one validating scan of
-// raw (none when valid says it was checked), then a split that does not decode. As in a decode, a repeated "items" counts with its
-// last value, and null or no "items" is an empty list.
+// raw (none when valid says it was checked), then a split that does not decode. As in a
+// decode, a repeated "items" counts with its last value, and null or no "items" is an empty
+// list.
 func listItems(raw []byte, valid bool) ([][]byte, error) {
 	if !valid && !jsonscan.Valid(raw) {
 		var v any

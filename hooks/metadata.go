@@ -252,11 +252,11 @@ func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte, undo bo
 	for i := range doc.maps {
 		f := &doc.maps[i]
 		now := after[i]
-		if maps.Equal(f.value, now) || len(f.value) == 0 && len(now) == 0 {
+		if len(f.value) == 0 && len(now) == 0 {
 			continue
 		}
 		path := "/metadata/" + f.name
-		if f.start < 0 || f.value == nil { // absent or null: add the whole map
+		if f.start < 0 || f.value == nil { // absent or null (so now has keys): add the whole map
 			encoded, err := json.Marshal(now)
 			if err != nil {
 				return nil, nil, err
@@ -272,6 +272,9 @@ func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte, undo bo
 			continue
 		}
 		removed, set := changedKeys(f.value, now)
+		if len(removed) == 0 && len(set) == 0 {
+			continue // the same keys and values
+		}
 		for _, k := range removed {
 			ops = append(ops, patch.Operation{Operation: "remove", Path: path + "/" + escapeToken(k)})
 		}

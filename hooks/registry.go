@@ -65,6 +65,11 @@ type chain struct {
 	changedMore atomic.Bool
 }
 
+// of returns a chain of c's kind (the same object to decode into) for key with hooks hs.
+func (c *chain) of(key Key, hs []namedFunc) *chain {
+	return &chain{key: key, hooks: hs, newObject: c.newObject, unstructured: c.unstructured}
+}
+
 // recordsUndo reports whether the write chain c records an undo: the registry has Undo on,
 // c's hook type has a read pair and at least one hook of c did not opt out.
 func (r *Registry) recordsUndo(c *chain) bool {
@@ -91,7 +96,7 @@ func (c *chain) optedOut() *chain {
 	if hs == nil {
 		return nil
 	}
-	return &chain{key: c.key, hooks: hs, newObject: c.newObject, unstructured: c.unstructured}
+	return c.of(c.key, hs)
 }
 
 // metadataOnly reports whether every hook of c is a MetadataHook: then the chain runs on the
@@ -200,7 +205,7 @@ func (r *Registry) Register(h ClientHook) error {
 		if read, ok := undoPair[e.typ]; ok && r.opts.Undo && undo {
 			rk := Key{GVK: gvk, Type: read}
 			if r.chains[rk] == nil {
-				r.chains[rk] = &chain{key: rk, newObject: c.newObject, unstructured: c.unstructured}
+				r.chains[rk] = c.of(rk, nil)
 			}
 			r.chains[rk].undoRead = true
 		}
