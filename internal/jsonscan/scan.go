@@ -66,6 +66,38 @@ func Members(doc []byte) (ms []Member, ok bool) {
 	return ms, true
 }
 
+// EachMember calls fn with every member of the JSON object doc, in document order and
+// duplicates included, until fn returns false: key is the key's string literal as written
+// (quotes and escapes included: PlainText or String gives its text) and value the member's
+// value, trimmed; both are sub-slices of doc. It sees the members Members sees, without
+// allocating. ok is false when doc (after leading white space) is not an object.
+func EachMember(doc []byte, fn func(key, value []byte) bool) (ok bool) {
+	i := skipSpace(doc, 0)
+	if i >= len(doc) || doc[i] != '{' {
+		return false
+	}
+	i = skipSpace(doc, i+1)
+	for i < len(doc) && doc[i] == '"' {
+		keyEnd := skipString(doc, i)
+		key := doc[i:keyEnd]
+		i = skipSpace(doc, keyEnd)
+		i = skipSpace(doc, i+1) // ':'
+		if i >= len(doc) {
+			break
+		}
+		end := SkipValue(doc, i)
+		if !fn(key, doc[i:end]) {
+			break
+		}
+		i = skipSpace(doc, end)
+		if i >= len(doc) || doc[i] != ',' {
+			break
+		}
+		i = skipSpace(doc, i+1)
+	}
+	return true
+}
+
 // Find returns the value of the last member named key of the object doc (the one
 // encoding/json's Unmarshal uses) and how many members have that name; found is false when doc
 // is not an object or has no such member.
@@ -174,21 +206,29 @@ func String(lit []byte) (s string, ok bool) {
 	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
 		return "", false
 	}
-	inner := lit[1 : len(lit)-1]
-	plain := true
-	for _, c := range inner {
-		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return string(inner), true
+	if text, plain := PlainText(lit); plain {
+		return string(text), true
 	}
 	if err := json.Unmarshal(lit, &s); err != nil {
 		return "", false
 	}
 	return s, true
+}
+
+// PlainText returns the text of the JSON string literal lit when it is printable ASCII without
+// escapes, as a sub-slice of lit (the literal between its quotes, which is then exactly the
+// string it denotes); plain is false for any other literal (decode it with String).
+func PlainText(lit []byte) (text []byte, plain bool) {
+	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
+		return nil, false
+	}
+	inner := lit[1 : len(lit)-1]
+	for _, c := range inner {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return nil, false
+		}
+	}
+	return inner, true
 }
 
 // Lookup returns the value at the reference tokens of an RFC 6901 JSON Pointer (unescaped, as
