@@ -3,9 +3,17 @@
 // change (synchook serve --capture DIR, synchook replay DIR).
 //
 // Secret values never reach the disk: in a v1 Secret (or each item of a v1 SecretList) every
-// value of data and stringData, in the object and in the patch's values, and the Secret values
-// recorded in the synchook.io/undo annotation are replaced by "sha256:<hex>", the SHA-256 of
-// the value (for data: of the decoded bytes). Error messages have those values scrubbed.
+// value of data and stringData, in the object and in the patch's values, the Secret values
+// recorded in the synchook.io/undo annotation and the kubectl.kubernetes.io/last-applied-
+// configuration annotation are replaced by "hmac-sha256:<hex>", the HMAC-SHA256 of the value
+// (for data: of the decoded bytes) under a key that each process makes at random when it
+// starts and never writes anywhere. Without the key, a capture file does not let anyone check
+// a guess of a value (as an unkeyed hash of a weak password would); the price is that the
+// same value captured by two processes (or before and after a restart) has two different
+// texts, so replay in another process reports a hook that writes a new Secret value as
+// different. Within one process, equal values have equal texts. A hook's error on a Secret
+// reaches capture already withheld (hooks.WithheldError); error messages also have the
+// values that appear as they are or Go-quoted scrubbed.
 package capture
 
 import (
@@ -49,8 +57,8 @@ type Record struct {
 	// Patch is the JSON Patch answered, Secret values redacted; null when nothing changed or
 	// the chain failed.
 	Patch json.RawMessage `json:"patch"`
-	// Error is the chain's error message when it failed (Secret values scrubbed); empty on
-	// success.
+	// Error is the chain's error message when it failed (for a Secret, a hook's own message
+	// withheld); empty on success.
 	Error string `json:"error,omitempty"`
 }
 

@@ -2,6 +2,8 @@ package capture
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -12,24 +14,39 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/patch"
 )
 
-// HashPrefix starts every redacted Secret value: "sha256:" followed by the lower-case hex
-// SHA-256 of the value's bytes (for data, the decoded bytes; for stringData, the string).
-const HashPrefix = "sha256:"
+// MACPrefix starts every redacted Secret value: "hmac-sha256:" followed by the lower-case hex
+// HMAC-SHA256 of the value's bytes (for data, the decoded bytes; for stringData, the string)
+// under the process's capture key (see the package doc).
+const MACPrefix = "hmac-sha256:"
 
-// hashed matches a redacted value.
-var hashed = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+// hashed matches a redacted value: this package's, or the unkeyed "sha256:<hex>" of files
+// written before values were keyed (replay still reads them).
+var hashed = regexp.MustCompile(`^(hmac-)?sha256:[0-9a-f]{64}$`)
 
-// hashOf returns the redacted form of the value b.
-func hashOf(b []byte) string {
-	sum := sha256.Sum256(b)
-	return HashPrefix + hex.EncodeToString(sum[:])
+// macKey is the key of the redacted values: made at random once per process and written
+// nowhere, so that the capture files alone do not let anyone test a guess of a value.
+var macKey = func() []byte {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k) // crypto/rand.Read never fails (it crashes the program instead)
+	return k
+}()
+
+// macOf returns the redacted form of the value b.
+func macOf(b []byte) string {
+	m := hmac.New(sha256.New, macKey)
+	m.Write(b)
+	return MACPrefix + hex.EncodeToString(m.Sum(nil))
 }
+
+// redactedText replaces a Secret value found in an error message.
+const redactedText = "[redacted]"
 
 // secretKind tells whether gvk is a v1 Secret (item) or a v1 SecretList (list); neither for
 // any other kind.
@@ -46,20 +63,20 @@ type mapper struct {
 	data, str func(string) string
 }
 
-// redactMapper replaces every value by its hash, whatever it holds: what capture writes.
+// redactMapper replaces every value by its MAC, whatever it holds: what capture writes.
 var redactMapper = mapper{
 	data: func(v string) string {
 		if b, err := base64.StdEncoding.DecodeString(v); err == nil {
-			return hashOf(b)
+			return macOf(b)
 		}
-		return hashOf([]byte(v))
+		return macOf([]byte(v))
 	},
-	str: func(v string) string { return hashOf([]byte(v)) },
+	str: func(v string) string { return macOf([]byte(v)) },
 }
 
-// placeholderMapper turns the hashes of a captured Secret into values a typed Secret decodes:
-// a data hash becomes the base64 of the hash text (data must be base64), so that the hooks see
-// "sha256:<hex>" as the value. What replay runs the chain on.
+// placeholderMapper turns the MACs of a captured Secret into values a typed Secret decodes:
+// a data MAC becomes the base64 of the MAC text (data must be base64), so that the hooks see
+// "hmac-sha256:<hex>" as the value. What replay runs the chain on.
 var placeholderMapper = mapper{
 	data: func(v string) string {
 		if hashed.MatchString(v) {
@@ -71,23 +88,24 @@ var placeholderMapper = mapper{
 }
 
 // rehashMapper redacts a replayed result like capture did, keeping the placeholders (values
-// that are, or decode to, a hash) as the hash they stand for.
+// that are, or decode to, a MAC) as the MAC they stand for. A value a hook writes anew gets
+// this process's MAC, which differs from the capturing process's.
 var rehashMapper = mapper{
 	data: func(v string) string {
 		b, err := base64.StdEncoding.DecodeString(v)
 		if err != nil {
-			return hashOf([]byte(v))
+			return macOf([]byte(v))
 		}
 		if hashed.Match(b) {
 			return string(b)
 		}
-		return hashOf(b)
+		return macOf(b)
 	},
 	str: func(v string) string {
 		if hashed.MatchString(v) {
 			return v
 		}
-		return hashOf([]byte(v))
+		return macOf([]byte(v))
 	},
 }
 
@@ -117,8 +135,9 @@ func encodeJSON(v any) ([]byte, error) {
 }
 
 // mapObject returns the JSON object obj of kind gvk with every Secret value mapped by m: the
-// values of data and stringData and the Secret values recorded in the undo annotation, of a
-// Secret or of each item of a SecretList. Any other kind is returned as it is.
+// values of data and stringData, the Secret values recorded in the undo annotation and the
+// whole kubectl.kubernetes.io/last-applied-configuration annotation (a copy of the Secret), of
+// a Secret or of each item of a SecretList. Any other kind is returned as it is.
 func mapObject(gvk schema.GroupVersionKind, obj []byte, m mapper) ([]byte, error) {
 	item, list := secretKind(gvk)
 	if !item && !list {
@@ -236,10 +255,18 @@ func mapAt(tokens []string, v any, m mapper, list bool) any {
 				if u, ok := a[hooks.UndoAnnotation].(string); ok {
 					a[hooks.UndoAnnotation] = mapUndo(u, m)
 				}
+				if l, ok := a[corev1.LastAppliedConfigAnnotation].(string); ok {
+					a[corev1.LastAppliedConfigAnnotation] = m.str(l)
+				}
 			}
 		case len(tokens) == 3 && tokens[2] == hooks.UndoAnnotation:
 			if u, ok := v.(string); ok {
 				return mapUndo(u, m)
+			}
+		case len(tokens) == 3 && tokens[2] == corev1.LastAppliedConfigAnnotation:
+			// kubectl apply's copy of the whole Secret, its data included: mapped whole.
+			if l, ok := v.(string); ok {
+				return m.str(l)
 			}
 		}
 	}
@@ -358,13 +385,14 @@ func secretTexts(gvk schema.GroupVersionKind, obj []byte) []string {
 	return out
 }
 
-// scrub replaces every text in texts in s by hooks.Redacted, also in its Go-quoted form (as
-// %q prints it).
+// scrub replaces every text in texts in s by redactedText, also in its Go-quoted form (as %q
+// prints it). It is a second line only: the hooks' messages on Secrets never reach capture
+// (hooks.WithheldError), and the rest of an error's text is synchook's own.
 func scrub(s string, texts []string) string {
 	for _, t := range texts {
-		s = strings.ReplaceAll(s, t, hooks.Redacted)
+		s = strings.ReplaceAll(s, t, redactedText)
 		if q := strconv.Quote(t); len(q) > 2 {
-			s = strings.ReplaceAll(s, q[1:len(q)-1], hooks.Redacted)
+			s = strings.ReplaceAll(s, q[1:len(q)-1], redactedText)
 		}
 	}
 	return s

@@ -54,9 +54,13 @@ type Outcome struct {
 // results compared as JSON values, so that two patches that write the same object in another
 // way (operation order, add vs replace) are equal.
 //
-// In a Secret the hooks see "sha256:<hex>" where the real value was (the capture holds no
-// more); a hook whose result depends on a Secret value is reported different. An error is
-// returned when the record cannot be replayed: its patch does not apply to its object.
+// In a Secret the hooks see "hmac-sha256:<hex>" where the real value was (the capture holds
+// no more); a hook whose result depends on a Secret value, or that writes a new Secret value,
+// is reported different (a value is keyed by the process that redacts it, so the capturing
+// and the replaying process never give one value the same text). A hook's failure on a Secret
+// is compared without its detail (hooks.WithheldError), which is keyed per process too. An
+// error is returned when the record cannot be replayed: its patch does not apply to its
+// object.
 func (p *Replayer) Replay(ctx context.Context, rec *Record) (*Outcome, error) {
 	gvk, err := rec.GVK()
 	if err != nil {
@@ -109,14 +113,21 @@ func (p *Replayer) Replay(ctx context.Context, rec *Record) (*Outcome, error) {
 // redactedRun is a scrubbed Secret value and what follows it up to a delimiter: the capture
 // scrubbed real values, replay scrubs placeholders, and a real value that began with another
 // one may have been scrubbed only in part ("[redacted]-token").
-var redactedRun = regexp.MustCompile(regexp.QuoteMeta(hooks.Redacted) + `[A-Za-z0-9+/=_.-]*`)
+var redactedRun = regexp.MustCompile(regexp.QuoteMeta(redactedText) + `[A-Za-z0-9+/=_.-]*`)
 
-// sameError compares two error messages, scrubbed Secret values alike whatever their length.
+// withheldDetail is the detail of a hooks.WithheldError in a message: keyed per process.
+var withheldDetail = regexp.MustCompile(`\(detail [0-9a-z]+\)`)
+
+// sameError compares two error messages, scrubbed Secret values alike whatever their length
+// and the details of withheld messages left out.
 func sameError(a, b string) bool {
 	if a == "" || b == "" {
 		return a == b
 	}
-	return redactedRun.ReplaceAllString(a, hooks.Redacted) == redactedRun.ReplaceAllString(b, hooks.Redacted)
+	norm := func(s string) string {
+		return withheldDetail.ReplaceAllString(redactedRun.ReplaceAllString(s, redactedText), "(detail)")
+	}
+	return norm(a) == norm(b)
 }
 
 // sameJSON compares two JSON documents as values (numbers by their text), with the build

@@ -65,7 +65,8 @@ type HookError struct {
 	Type HookType
 	GVK  schema.GroupVersionKind
 	// Err is the cause: the hook's own error, a *PanicError, context.DeadlineExceeded (or
-	// Canceled), ErrWrongKind or a *patch.ForbiddenPathError.
+	// Canceled), ErrWrongKind or a *patch.ForbiddenPathError. For a Secret or SecretList, a
+	// *WithheldError stands in for the hook's own error and panic.
 	Err error
 }
 
@@ -370,10 +371,9 @@ func runTyped(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Op
 			return nil, 0, nil, fmt.Errorf("encode %s: %w", gvk.Kind, err)
 		}
 	}
-	secrets := secretValues(obj) // before the hooks run: an abandoned hook may still hold obj
-	out, err := c.exec(ctx, rn, obj)
+	out, err := c.exec(ctx, rn, obj) // a hook's error on a Secret is withheld already (hookFailure)
 	if err != nil {
-		return nil, 0, nil, redactError(err, secrets)
+		return nil, 0, nil, err
 	}
 	after, err := json.Marshal(out)
 	if err != nil {
@@ -491,6 +491,7 @@ func (c *chain) runHooks(ctx context.Context, rn *Runner, obj client.Object, run
 			pre, _ = json.Marshal(obj) // the hook may change obj in place
 		}
 		out, err := callHook(ctx, rn.hookTimeout, h.fn, obj)
+		err = hookFailure(c.key.GVK, err) // before anything sees it: a Secret's hook text stays here
 		if prov && err == nil && out != nil {
 			if post, perr := json.Marshal(out); perr == nil && !bytes.Equal(pre, post) {
 				marks = append(marks, provenanceMark(h.name, rn.reg.opts.Version, pre, post))

@@ -232,7 +232,7 @@ func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte, undo bo
 		if rn.observer != nil {
 			start = time.Now()
 		}
-		err := callMetadata(ctx, h.meta, m)
+		err := hookFailure(c.key.GVK, callMetadata(ctx, h.meta, m))
 		if rn.observer != nil {
 			rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
 		}

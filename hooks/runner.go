@@ -12,7 +12,8 @@ import (
 // Observer is told about every hook call, for metrics and for noticing a hook that keeps
 // failing. ObserveHook runs on the hook's goroutine right after the hook returns (also for a
 // hook abandoned at its deadline, when it finally returns); err is the hook's error, a
-// *PanicError, or nil. It must be safe for concurrent use and fast.
+// *PanicError, or nil (for a Secret or SecretList, a *WithheldError in place of the hook's
+// error or panic). It must be safe for concurrent use and fast.
 type Observer interface {
 	ObserveHook(hook string, t HookType, gvk schema.GroupVersionKind, d time.Duration, err error)
 }
