@@ -59,10 +59,17 @@ func dispense(t *testing.T, reg *hooks.Registry) pluginv2.PluginClient {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dispenseServer(t, srv, io.Discard)
+}
+
+// dispenseServer is dispense for a Server made by the caller, go-plugin's own log going to
+// stderr.
+func dispenseServer(t *testing.T, srv *bridgev2.Server, stderr io.Writer) pluginv2.PluginClient {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	reattach := make(chan *goplugin.ReattachConfig, 1)
 	closed := make(chan struct{})
-	go bridgev2.Serve(srv, bridgev2.ServeOptions{Stderr: io.Discard, Test: &goplugin.ServeTestConfig{
+	go bridgev2.Serve(srv, bridgev2.ServeOptions{Stderr: stderr, Test: &goplugin.ServeTestConfig{
 		Context: ctx, ReattachConfigCh: reattach, CloseCh: closed,
 	}})
 	var cfg *goplugin.ReattachConfig
