@@ -157,7 +157,7 @@ func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
 	fs.StringVar(&opts.Bridge.Address, "plugin-address", os.Getenv("VCLUSTER_PLUGIN_ADDRESS"), "host:port of the vcluster plugin v1 gRPC bridge (registered with vcluster as an IP, localhost = 127.0.0.1); default: the VCLUSTER_PLUGIN_ADDRESS env var the vcluster chart sets; empty disables the bridge")
 	fs.StringVar(&opts.Bridge.Name, "plugin-name", envOr("VCLUSTER_PLUGIN_NAME", bridge.DefaultName), "plugin name registered with vcluster (its key under the chart's plugin: values); default: the VCLUSTER_PLUGIN_NAME env var, else synchook")
 	fs.StringVar(&opts.Bridge.VClusterAddress, "vcluster-address", bridge.DefaultVClusterAddress, "host:port of vcluster's plugin server, where the bridge registers")
-	fs.StringVar(&opts.CaptureDir, "capture", "", "write a sample of the requests to this directory (created 0700), one JSON file each (0600, Secret values replaced by their SHA-256), for synchook replay; empty: no capture")
+	fs.StringVar(&opts.CaptureDir, "capture", "", "write a sample of the requests to this directory (created 0700), one JSON file each (0600, Secret values replaced by an HMAC-SHA256 under a key random per process), for synchook replay; empty: no capture")
 	fs.Float64Var(&opts.CaptureSample, "capture-sample", capture.DefaultSample, "fraction of the requests --capture writes, in (0, 1]")
 	fs.Int64Var(&opts.CaptureMaxBytes, "capture-max-bytes", capture.DefaultMaxBytes, "bound of the total size of the --capture files; the oldest are deleted first")
 	zopts.BindFlags(fs)

@@ -4,8 +4,9 @@
 //
 //	go build -o secret-hook . && ./secret-hook mutate --type CreatePhysical -f secret.yaml
 //
-// synchook itself never logs object data, and it redacts a Secret's values from a hook's error
-// message; this hook also keeps them out of its own errors and logs.
+// synchook itself never logs object data, and it never lets a hook's error or panic message on
+// a Secret out (it answers with the hook's name and a keyed hash of the message instead); this
+// hook also keeps the values out of its own errors and logs.
 package main
 
 import (
