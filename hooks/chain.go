@@ -446,10 +446,10 @@ func (c *chain) exec(ctx context.Context, rn *Runner, obj client.Object) (client
 	if !ok {
 		return nil, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
 	}
-	var running atomic.Int32
+	run := &hookRun{}
 	if ctx.Done() == nil {
 		defer release()
-		return c.runHooks(ctx, rn, obj, &running)
+		return c.runHooks(ctx, rn, obj, &run.running)
 	}
 	type outcome struct {
 		obj client.Object
@@ -457,15 +457,18 @@ func (c *chain) exec(ctx context.Context, rn *Runner, obj client.Object) (client
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		defer release() // held until the hooks really return, even when abandoned
-		o, err := c.runHooks(ctx, rn, obj, &running)
-		done <- outcome{o, err}
+		var o outcome
+		// The slot is held until the hooks really return, even when abandoned, and freed
+		// before the answer, so that a caller's next request finds it free.
+		defer func() { run.end(); release(); done <- o }()
+		o.obj, o.err = c.runHooks(ctx, rn, obj, &run.running)
 	}()
 	select {
 	case o := <-done:
 		return o.obj, o.err
 	case <-ctx.Done():
-		h := c.hooks[running.Load()]
+		run.abandon(rn.slots, c) // Runner.Stuck names the hook until it returns
+		h := c.hooks[run.running.Load()]
 		return nil, &HookError{
 			Hook: h.name, Type: c.key.Type, GVK: c.key.GVK,
 			Err: fmt.Errorf("abandoned, still running when the request ended: %w", ctx.Err()),

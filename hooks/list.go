@@ -102,7 +102,7 @@ func (r *Registry) runList(ctx context.Context, rn *Runner, gvk schema.GroupVers
 		return Result{}, fmt.Errorf("%s: %w", gvk.Kind, ErrOverloaded)
 	}
 	var pending sync.WaitGroup
-	itemRunner := &Runner{reg: rn.reg, hookTimeout: rn.hookTimeout, observer: rn.observer, pending: &pending, validJSON: true}
+	itemRunner := &Runner{reg: rn.reg, slots: rn.slots, hookTimeout: rn.hookTimeout, observer: rn.observer, pending: &pending, validJSON: true}
 	defer func() { go func() { pending.Wait(); release() }() }()
 	results := make([]itemResult, len(items))
 	err = parallel.For(len(items), func(i int) error {

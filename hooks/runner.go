@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 )
 
 // Observer is told about every hook call, for metrics and for noticing a hook that keeps
@@ -51,6 +52,9 @@ type RunnerOptions struct {
 	// goroutine: it must be fast, must not block, and must copy raw and res.Patch if it keeps
 	// them (package capture samples, copies and writes on its own goroutine). Default nil.
 	Capture CaptureFunc
+	// Clock tells when each concurrency slot was taken, for Runner.Stuck. Default the real
+	// clock (k8s.io/utils/clock); tests inject a fake one.
+	Clock clock.PassiveClock
 }
 
 // CaptureFunc is the type of RunnerOptions.Capture.
@@ -73,7 +77,7 @@ type LoopObserver interface {
 // the redaction of Secret values from errors. It is safe for concurrent use.
 type Runner struct {
 	reg         *Registry
-	slots       chan struct{} // nil: unlimited
+	slots       *slotTable // nil: unlimited
 	hookTimeout time.Duration
 	observer    Observer
 	loops       *loopDetector // nil: off
@@ -100,7 +104,10 @@ func NewRunner(reg *Registry, o RunnerOptions) *Runner {
 		r.loops = &loopDetector{threshold: o.LoopThreshold, window: o.LoopWindow, observer: lo, seen: map[loopKey]*loopState{}}
 	}
 	if o.MaxConcurrent > 0 {
-		r.slots = make(chan struct{}, o.MaxConcurrent)
+		if o.Clock == nil {
+			o.Clock = clock.RealClock{}
+		}
+		r.slots = newSlotTable(o.MaxConcurrent, o.Clock)
 	}
 	return r
 }
@@ -142,10 +149,5 @@ func (r *Runner) acquire() (release func(), ok bool) {
 	if r.slots == nil {
 		return func() {}, true
 	}
-	select {
-	case r.slots <- struct{}{}:
-		return func() { <-r.slots }, true
-	default:
-		return nil, false
-	}
+	return r.slots.acquire()
 }
