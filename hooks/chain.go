@@ -89,7 +89,8 @@ func (e *PanicError) Error() string { return "panic: " + e.Value }
 // type or GVK than it was given.
 var ErrWrongKind = errors.New("hook returned a different kind of object")
 
-// DecodeError is returned by Run when the request object is not valid JSON for its GVK.
+// DecodeError is returned by Run when the request object is not valid JSON for its GVK, or
+// (Err an *InputError) is of another kind or has keys that readers could take differently.
 type DecodeError struct {
 	GVK schema.GroupVersionKind
 	Err error
@@ -153,6 +154,9 @@ func (r *Registry) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t Ho
 
 // run is Mutate with the Runner rn's limits, deadlines and observer.
 func (r *Registry) run(ctx context.Context, rn *Runner, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
+	if err := r.checkInput(gvk, t, raw, rn.validJSON); err != nil { // before any chain reads it: input.go
+		return Result{}, err
+	}
 	if r.listChain(gvk, t) != nil { // a list of a hooked kind is a batch: list.go
 		return r.runList(ctx, rn, gvk, t, raw)
 	}

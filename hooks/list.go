@@ -74,7 +74,8 @@ func (e *ItemError) Unwrap() error { return e.Err }
 // runList is Run for a list kind: it runs the item chain on every item of raw's "items" and
 // returns one patch whose paths start with /items/N.
 //
-// Each item goes through Run as a single object would: typed round trip, the chain, the diff,
+// Each item goes through Run as a single object would: the input check (checkItem,
+// InputError), typed round trip, the chain, the diff,
 // the guard and the rebase onto the item's own bytes, so unknown fields of items (and of the
 // list) are never touched. Items without apiVersion and kind (the API server leaves them out
 // of list items) are given the item kind first, so hooks always see a complete object and
@@ -108,6 +109,10 @@ func (r *Registry) runList(ctx context.Context, rn *Runner, gvk schema.GroupVers
 	err = parallel.For(len(items), func(i int) error {
 		item := items[i]
 		id, err := itemIdentity(item, itemGVK) // item is valid JSON: raw was validated
+		// The input check (input.go) before itemIdentity's own kind check; id names the item.
+		if inputErr := r.checkItem(itemGVK, item); inputErr != nil {
+			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: inputErr}
+		}
 		if err == nil && ctx.Err() != nil {
 			// The deadline passed while the item waited for a worker: fail it without decoding.
 			err = fmt.Errorf("not started before the request ended: %w", ctx.Err())

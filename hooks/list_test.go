@@ -194,7 +194,7 @@ func TestRunOnAListFailsTheWholeBatchNamingTheItem(t *testing.T) {
 		{
 			"an item of another kind is a decode error naming the item", stripHostLabel,
 			`{"items":[{},{"apiVersion":"v1","kind":"Service","metadata":{"name":"svc"}}]}`,
-			`PodList items[1] (svc): decode Pod object: item is apiVersion "v1" kind "Service", want "v1" "Pod"`, 400, false,
+			`PodList items[1] (svc): decode Pod object: item is v1/Service but the list is of v1/Pod`, 400, false,
 		},
 		{
 			"an item that is not an object is a decode error", stripHostLabel, `{"items":[{},"pod"]}`,

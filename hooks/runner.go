@@ -48,9 +48,11 @@ type RunnerOptions struct {
 	LoopWindow time.Duration
 	// Capture, when set, is called by Mutate once per request after its chain ran (a List is
 	// one request), with the request's hook type, GVK and object and Mutate's result and error
-	// (a failed chain too; not ErrOverloaded, where no hook ran). It runs on the request's
-	// goroutine: it must be fast, must not block, and must copy raw and res.Patch if it keeps
-	// them (package capture samples, copies and writes on its own goroutine). Default nil.
+	// (a failed chain too; not ErrOverloaded, where no hook ran, nor an *InputError: the
+	// object's kind is in doubt, and capture redacts Secret values by kind). It runs on the
+	// request's goroutine: it must be fast, must not block, and must copy raw and res.Patch if
+	// it keeps them (package capture samples, copies and writes on its own goroutine).
+	// Default nil.
 	Capture CaptureFunc
 	// Clock tells when each concurrency slot was taken, for Runner.Stuck. Default the real
 	// clock (k8s.io/utils/clock); tests inject a fake one.
@@ -117,14 +119,15 @@ func (r *Runner) Registry() *Registry { return r.reg }
 
 // Mutate runs the chain of (gvk, t) on the JSON object raw for one request and returns the JSON
 // Patch from raw to the hooked object (see Registry.Mutate for what it does; a list kind of a
-// hooked item kind is a batch). Errors: *DecodeError for malformed input, *HookError naming
+// hooked item kind is a batch). Errors: *DecodeError for malformed input (with an *InputError
+// for an object of another kind or with ambiguous keys: input.go), *HookError naming
 // the hook when one fails, *ItemError for a list item, ErrOverloaded when every slot is busy.
 func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t HookType, raw []byte) (Result, error) {
 	res, err := r.reg.run(ctx, r, gvk, t, raw)
 	if err == nil && r.loops != nil && res.Patch != nil && (t == UpdatePhysical || t == UpdateVirtual) {
 		r.loops.observe(r.reg, gvk, t, raw, res.Patch)
 	}
-	if r.capture != nil && !errors.Is(err, ErrOverloaded) {
+	if r.capture != nil && !errors.Is(err, ErrOverloaded) && !errors.As(err, new(*InputError)) {
 		r.capture(t, gvk, raw, res, err)
 	}
 	return res, err
