@@ -206,11 +206,7 @@ func (r *Registry) applyChain(ctx context.Context, rn *Runner, c *chain, doc []b
 // runChain is runOps for a chain without an undo to apply first.
 func (r *Registry) runChain(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
 	undo := r.recordsUndo(c)
-	var optedOut *chain // hooks whose change stays visible: the undo restores raw plus their change
-	if undo {
-		optedOut = c.optedOut()
-	}
-	if c.metadataOnly() && optedOut == nil && !r.opts.Provenance {
+	if c.metadataOnly() && !r.opts.Provenance {
 		ops, merge, err := c.runMetadata(ctx, rn, raw, undo, r.opts.MaxUndoBytes)
 		if !errors.Is(err, errNotMetadataPath) {
 			if err != nil {
@@ -224,13 +220,7 @@ func (r *Registry) runChain(ctx context.Context, rn *Runner, c *chain, raw []byt
 		return ops, n, nil, err
 	}
 	if undo {
-		base := raw
-		if optedOut != nil {
-			if base, _, err = r.applyChain(ctx, rn, optedOut, raw); err != nil {
-				return nil, 0, nil, err
-			}
-		}
-		ops, err = r.withUndo(c, base, raw, ops, optedOut != nil)
+		ops, err = r.withUndo(c, raw, ops)
 		return ops, n, nil, err
 	}
 	if !mergeSafe(ops) {
@@ -240,20 +230,13 @@ func (r *Registry) runChain(ctx context.Context, rn *Runner, c *chain, raw []byt
 }
 
 // withUndo returns ops (a patch of raw) followed by the operation that records, in
-// UndoAnnotation, how to go back from the hooked object to base (raw, or raw with the change
-// of the hooks that opted out of undo).
-func (r *Registry) withUndo(c *chain, base, raw []byte, ops []patch.Operation, fromBase bool) ([]patch.Operation, error) {
+// UndoAnnotation, how to go back from the hooked object to raw.
+func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation) ([]patch.Operation, error) {
 	hooked, err := applyOps(raw, ops...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.key, err)
 	}
-	forward := ops
-	if fromBase {
-		if forward, err = patch.Diff(base, hooked); err != nil {
-			return nil, fmt.Errorf("%s: %w", c.key, err)
-		}
-	}
-	entries := undoEntries(forward, base, hooked)
+	entries := undoEntries(ops, raw, hooked)
 	if len(entries) == 0 {
 		return ops, nil
 	}
@@ -276,15 +259,16 @@ func (r *Registry) withUndo(c *chain, base, raw []byte, ops []patch.Operation, f
 }
 
 // runUndoRead is runOps for a read chain that first applies the undo recorded by its kind's
-// write chains (RegistryOptions.Undo), then runs its own hooks on the restored object. The
-// patch goes from raw to the final object in one diff.
-// An object without the annotation goes to the hooks as it is, which validate it; one with it
-// is validated by the undo's patch apply and the final diff.
+// write chains (RegistryOptions.Undo), then runs its own hooks on the restored view. The
+// patch goes from raw to the final object in one diff. An undo that cannot be verified is
+// dropped and counted (undo.go), never an error. The undo and the hooks run under one
+// concurrency slot.
+// An object without the annotation goes to the hooks as it is, which validate it.
 func (r *Registry) runUndoRead(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
-	undone, had, err := applyUndo(raw)
+	value, had := undoAnnotation(raw)
 	if !had {
 		if len(c.hooks) == 0 {
-			if !jsonscan.Valid(raw) {
+			if !rn.validJSON && !jsonscan.Valid(raw) {
 				var v any
 				return nil, 0, nil, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
 			}
@@ -292,22 +276,37 @@ func (r *Registry) runUndoRead(ctx context.Context, rn *Runner, c *chain, raw []
 		}
 		return r.runChain(ctx, rn, c, raw)
 	}
-	if err != nil {
-		return nil, 0, nil, &DecodeError{GVK: c.key.GVK, Err: err}
+	inner, done, ok := rn.hold()
+	if !ok {
+		return nil, 0, nil, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
 	}
-	final, n := undone, 0
+	defer done()
+	view, reason, err := r.undoView(ctx, inner.quiet(), c, raw, value)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	changed := reason == ""
+	if !changed {
+		rn.observeUndoRejected(c.key, reason)
+		view = raw
+	}
+	final, n := view, 0
 	if len(c.hooks) > 0 {
 		// The same hooks without the undo step: runChain, not runChainOps.
-		ops, hooksRun, _, err := r.runChain(ctx, rn, c, undone)
+		ops, hooksRun, _, err := r.runChain(ctx, inner, c, view)
 		if err != nil {
 			return nil, 0, nil, err
 		}
 		n = hooksRun
 		if len(ops) > 0 {
-			if final, err = applyOps(undone, ops...); err != nil {
+			changed = true
+			if final, err = applyOps(view, ops...); err != nil {
 				return nil, 0, nil, fmt.Errorf("%s: %w", c.key, err)
 			}
 		}
+	}
+	if !changed {
+		return nil, n, nil, nil // the undo dropped and no change by the hooks
 	}
 	ops, err := patch.Diff(raw, final)
 	if err != nil {
@@ -373,6 +372,11 @@ func runTyped(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Op
 	if snapshot == nil {
 		if before, err = json.Marshal(obj); err != nil {
 			return nil, 0, nil, fmt.Errorf("encode %s: %w", gvk.Kind, err)
+		}
+	}
+	if _, write := undoPair[c.key.Type]; write {
+		if ann := obj.GetAnnotations(); dropReserved(ann) { // after the snapshot: the removal is a change
+			obj.SetAnnotations(ann)
 		}
 	}
 	out, err := c.exec(ctx, rn, obj) // a hook's error on a Secret is withheld already (hookFailure)

@@ -40,7 +40,7 @@ type loopDetector struct {
 
 func (d *loopDetector) observe(reg *Registry, gvk schema.GroupVersionKind, t HookType, raw, p []byte) {
 	uid := objectUID(raw)
-	if uid == "" {
+	if uid == "" || onlyReserved(p) {
 		return
 	}
 	now := time.Now()
@@ -102,4 +102,47 @@ func firstPath(p []byte) string {
 		return ops[0].Path
 	}
 	return ""
+}
+
+// onlyReserved reports whether the JSON Patch p changes nothing but synchook's reserved
+// annotations: the removal of what a tenant wrote there and the undo that records it. That is
+// no change of the hooks, so no loop of theirs either, however often the tenant's object comes.
+func onlyReserved(p []byte) bool {
+	var ops []struct {
+		Path  string          `json:"path"`
+		Value json.RawMessage `json:"value"`
+	}
+	if json.Unmarshal(p, &ops) != nil || len(ops) == 0 {
+		return false
+	}
+	for _, op := range ops {
+		switch op.Path {
+		case "/metadata/annotations/synchook.io~1undo", "/metadata/annotations/synchook.io~1mutated-by":
+		case "/metadata/annotations": // a map made for the undo alone
+			if !reservedKeysOnly(op.Value) {
+				return false
+			}
+		case "/metadata":
+			var meta map[string]json.RawMessage
+			if json.Unmarshal(op.Value, &meta) != nil || len(meta) != 1 || !reservedKeysOnly(meta["annotations"]) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func reservedKeysOnly(v json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(v, &m) != nil {
+		return false
+	}
+	for k := range m {
+		if k != UndoAnnotation && k != ProvenanceAnnotation {
+			return false
+		}
+	}
+	return true
 }

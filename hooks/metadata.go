@@ -219,6 +219,9 @@ func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte, undo bo
 		return nil, nil, err
 	}
 	m := &Metadata{Namespace: doc.namespace, Labels: maps.Clone(doc.maps[0].value), Annotations: maps.Clone(doc.maps[1].value)}
+	if _, write := undoPair[c.key.Type]; write {
+		dropReserved(m.Annotations) // synchook's own: never what the request brings (undo.go)
+	}
 	release, ok := rn.acquire()
 	if !ok {
 		return nil, nil, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
@@ -432,9 +435,6 @@ func recordMetadataUndo(doc *metadataDoc, m *Metadata, maxUndo int) error {
 		}
 		slices.Sort(removed)
 		for _, k := range removed {
-			if field == "annotations" && k == UndoAnnotation {
-				continue
-			}
 			e := UndoEntry{Path: "/metadata/" + field + "/" + escapeToken(k), Original: jsonString(before[k])}
 			if v, ok := after[k]; ok {
 				e.Hooked = jsonString(v)

@@ -71,32 +71,18 @@ func (c *chain) of(key Key, hs []namedFunc) *chain {
 }
 
 // recordsUndo reports whether the write chain c records an undo: the registry has Undo on,
-// c's hook type has a read pair and at least one hook of c did not opt out.
+// c's hook type has a read pair and no hook of c opted out (a chain is undone whole or not at
+// all: a hook whose change the tenant should see makes its whole chain visible).
 func (r *Registry) recordsUndo(c *chain) bool {
 	if _, ok := undoPair[c.key.Type]; !ok || !r.opts.Undo {
 		return false
 	}
 	for _, h := range c.hooks {
-		if !h.noUndo {
-			return true
-		}
-	}
-	return false
-}
-
-// optedOut returns the chain of c's hooks that opted out of undo (Undo() false), nil when
-// there are none.
-func (c *chain) optedOut() *chain {
-	var hs []namedFunc
-	for _, h := range c.hooks {
 		if h.noUndo {
-			hs = append(hs, h)
+			return false
 		}
 	}
-	if hs == nil {
-		return nil
-	}
-	return c.of(c.key, hs)
+	return len(c.hooks) > 0
 }
 
 // metadataOnly reports whether every hook of c is a MetadataHook: then the chain runs on the

@@ -154,3 +154,37 @@ func (r *Runner) acquire() (release func(), ok bool) {
 	}
 	return r.slots.acquire()
 }
+
+// hold takes one slot for a group of chain runs of one request (an undo read's verification
+// and its hooks) and returns a Runner whose chains run under that slot without taking slots of
+// their own, and done, which the caller defers: the slot is freed once every chain run on
+// inner has returned (a hook abandoned at its deadline keeps it until it really returns). A
+// Runner that already runs under a held slot (a List's items) is returned as it is.
+func (r *Runner) hold() (inner *Runner, done func(), ok bool) {
+	if r.pending != nil {
+		return r, func() {}, true
+	}
+	release, ok := r.acquire()
+	if !ok {
+		return nil, nil, false
+	}
+	in := *r
+	in.pending = &sync.WaitGroup{}
+	return &in, func() { go func() { in.pending.Wait(); release() }() }, true
+}
+
+// quiet returns r without its observer: for the runs of a write chain that only verify an
+// undo, which are not the hooks' own calls and must not count as such.
+func (r *Runner) quiet() *Runner {
+	q := *r
+	q.observer = nil
+	return &q
+}
+
+// observeUndoRejected tells the observer, when it is an UndoObserver, that a read of key
+// dropped an undo annotation for reason.
+func (r *Runner) observeUndoRejected(key Key, reason string) {
+	if o, ok := r.observer.(UndoObserver); ok {
+		o.ObserveUndoRejected(key.Type, key.GVK, reason)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,5 +88,37 @@ func TestCheckIdempotentNamesTheHookAndThePathThatKeptChanging(t *testing.T) {
 	var ne *hooks.NotIdempotentError
 	if !errors.As(err, &ne) || ne.Hooks != "append-toleration" || ne.Path != "/spec/tolerations/1" {
 		t.Errorf("error %v, want NotIdempotentError naming append-toleration at /spec/tolerations/1", err)
+	}
+}
+
+// Regression (issue 20): a chain with a hook that opted out of undo used to run the whole
+// chain and then the opted-out hooks again, twice per request.
+func TestAChainWithAnOptedOutHookRunsEachHookOnceAndRecordsNoUndo(t *testing.T) {
+	var calls atomic.Int32
+	count := func(_ context.Context, o client.Object) (client.Object, error) {
+		calls.Add(1)
+		o.SetLabels(map[string]string{"visible": "yes"})
+		return o, nil
+	}
+	label := func(_ context.Context, o client.Object) (client.Object, error) {
+		l := o.GetLabels()
+		l["hidden"] = "yes"
+		o.SetLabels(l)
+		return o, nil
+	}
+	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true})
+	reg.MustRegister(
+		optOut{hooks.NewFunc("visible", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, count)},
+		hooks.NewFunc("hidden", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, label),
+	)
+	res, err := reg.Mutate(t.Context(), corev1.SchemeGroupVersion.WithKind("Pod"), hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the opted-out hook ran %d times for one request, want 1", n)
+	}
+	if strings.Contains(string(res.Patch), "undo") {
+		t.Errorf("patch %s records an undo for a chain with an opted-out hook (undo is per chain)", res.Patch)
 	}
 }

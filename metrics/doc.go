@@ -12,9 +12,18 @@
 //	patch_operations_total{hook_type,gvk}               counter of JSON Patch operations sent
 //	guard_rejections_total{hook_type,gvk}               counter of protected-field changes refused
 //	inflight_requests{transport}                        gauge
+//	undo_rejected_total{reason}                         counter of synchook.io/undo annotations a read
+//	                                                     dropped: too_large, malformed, identity,
+//	                                                     unverified or deadline
 //	certificate_expiry_timestamp_seconds                gauge, Unix time of the serving cert's NotAfter
+//	slots_stuck                                         gauge, hook concurrency slots held longer than
+//	                                                     the request timeout (WatchSlots): by hooks that
+//	                                                     ignore their context, abandoned at the deadline
 //
 // Label values are hook names, hook types and GVKs that the registry serves (any other GVK is
 // "other"), never object data. The package also logs one clear line when a hook has failed
 // FailingHookThreshold times in a row, and again every FailingHookThreshold failures after.
+// SlotCheck is the health check built on the same slots: it fails, and logs one error naming
+// the hooks, while every slot has been held longer than DefaultStuckSlotsFactor (3) × the
+// request timeout, and logs once when a slot is free again.
 package metrics

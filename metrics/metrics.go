@@ -56,13 +56,16 @@ var (
 	loopsDetected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "synchook_loops_detected_total", Help: "Objects that an Update chain patched identically again and again: the syncer keeps undoing the hook.",
 	}, []string{"hook"})
+	undoRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "synchook_undo_rejected_total", Help: "synchook.io/undo annotations a read dropped instead of applying, by reason (too_large, malformed, identity, unverified, deadline).",
+	}, []string{"reason"})
 	certExpiry = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "synchook_certificate_expiry_timestamp_seconds", Help: "NotAfter of the serving certificate, Unix seconds.",
 	})
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(requests, requestDuration, hookDuration, hookFailures, patchOps, guardRejections, inflight, loopsDetected, certExpiry)
+	crmetrics.Registry.MustRegister(requests, requestDuration, hookDuration, hookFailures, patchOps, guardRejections, inflight, loopsDetected, undoRejected, certExpiry)
 }
 
 // Recorder records requests and hook calls for one registry. It implements hooks.Observer:
@@ -116,6 +119,13 @@ func (r *Recorder) ObserveLoop(hookNames string, t hooks.HookType, gvk schema.Gr
 	loopsDetected.WithLabelValues(hookNames).Inc()
 	r.log.Info("WARNING: loop detected: the syncer keeps undoing what the hook changes",
 		"hook", hookNames, "hookType", t, "kind", gvk.Kind, "uid", uid, "path", path)
+}
+
+// ObserveUndoRejected implements hooks.UndoObserver: it counts an undo annotation that a read
+// dropped (a forged, stale or malformed one: tenant input) by reason. It does not log: a
+// tenant could otherwise fill the log.
+func (r *Recorder) ObserveUndoRejected(_ hooks.HookType, _ schema.GroupVersionKind, reason string) {
+	undoRejected.WithLabelValues(reason).Inc()
 }
 
 // Start marks a request that began at start as in flight and returns the function that
