@@ -1,0 +1,308 @@
+// Package tenanttest is the tenant attack suite of the tenant model (README, "Guarantees"):
+// the attacks a tenant can make through what it writes on a virtual object — forged
+// synchook.io/undo and synchook.io/mutated-by annotations, inflated undos, malformed undos in a
+// List — as cases that every transport's tests run through their own wire (admission, v1
+// bridge, v2 via go-plugin, hookclient), so that each guarantee is proven on each transport.
+//
+// A transport test builds its server from Registry (or serves Config the way its binary
+// does), wraps one call in a Mutator and calls Run. Cases that need a List are skipped for a
+// Mutator that says it cannot send one (vcluster's plugin protocols send single objects).
+package tenanttest
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/synchook/synchook/config"
+	"github.com/synchook/synchook/hooks"
+)
+
+// Config is the platform's config the cases assume: a labels hook on Pods for every write
+// type whose undo is read back on GetPhysical and GetVirtual.
+const Config = `hooks:
+  - name: platform-labels
+    resources: [{apiVersion: v1, kind: Pod}]
+    types: [CreatePhysical, UpdatePhysical, CreateVirtual, UpdateVirtual]
+    labels:
+      labels: {platform.example.com/team: a}
+`
+
+// Registry returns a registry with Config's hooks and undo on, as the synchook binary runs.
+func Registry(t testing.TB) *hooks.Registry {
+	t.Helper()
+	cfg, err := config.Parse([]byte(Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true})
+	if err := cfg.Build(reg); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// Mutator sends obj (JSON) to the transport under test for hook type typ and kind gvk, with
+// the request deadline the transport takes, and returns the object after the transport's
+// answer is applied the way its caller applies it (the object itself when nothing changed),
+// or the error the transport answered.
+type Mutator func(t *testing.T, typ hooks.HookType, gvk schema.GroupVersionKind, obj []byte) ([]byte, error)
+
+// Transport describes the transport under test.
+type Transport struct {
+	// Mutate calls it once.
+	Mutate Mutator
+	// Lists says it can send a List (PodList) as one request.
+	Lists bool
+}
+
+// PodGVK is v1 Pod, the kind of every case.
+var PodGVK = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+
+// PodListGVK is v1 PodList.
+var PodListGVK = schema.GroupVersionKind{Version: "v1", Kind: "PodList"}
+
+// Run runs every case against tr, each as a subtest.
+func Run(t *testing.T, tr Transport) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.list && !tr.Lists {
+				t.Skip("the transport sends single objects only (vcluster sends a List one item per call)")
+			}
+			c.run(t, tr.Mutate)
+		})
+	}
+}
+
+type attack struct {
+	name string
+	list bool
+	run  func(t *testing.T, m Mutator)
+}
+
+var cases = []attack{
+	{name: "a forged undo that renames the object to another host object is dropped: identity never changes", run: func(t *testing.T, m Mutator) {
+		for _, read := range []hooks.HookType{hooks.GetPhysical, hooks.GetVirtual} {
+			stored := Pod("web", forged(`[{"path":"/metadata/name","hooked":"web","original":"vcluster-0"},{"path":"/metadata/namespace","hooked":"team-a","original":"vcluster"},{"path":"/metadata/uid","hooked":"u-web","original":"u-cp"}]`))
+			expectView(t, m, read, stored, stored)
+		}
+	}},
+	{name: "a forged undo that adds absent fields (ownerReferences, deletionTimestamp, securityContext) is dropped", run: func(t *testing.T, m Mutator) {
+		stored := Pod("web", forged(`[{"path":"/metadata/ownerReferences","original":[{"apiVersion":"v1","kind":"Node","name":"n1","uid":"u-n1"}]},{"path":"/metadata/deletionTimestamp","original":"2026-01-01T00:00:00Z"},{"path":"/spec/securityContext","original":{"runAsUser":0,"privileged":true}}]`))
+		for _, read := range []hooks.HookType{hooks.GetPhysical, hooks.GetVirtual} {
+			expectView(t, m, read, stored, stored)
+		}
+	}},
+	{name: "a forged undo that rewrites labels is dropped", run: func(t *testing.T, m Mutator) {
+		stored := Pod("web", forged(`[{"path":"/metadata/labels/app","hooked":"web","original":"admin"},{"path":"/metadata/labels/platform.example.com~1team","hooked":"a","original":"b"}]`))
+		expectView(t, m, hooks.GetPhysical, stored, stored)
+	}},
+	{name: "a forged undo of 10,000 entries on a 1 MB object is answered at once and dropped", run: func(t *testing.T, m Mutator) {
+		var b strings.Builder
+		b.WriteString("[")
+		for i := range 10000 {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"path":"/spec/containers/0/env/%d","hooked":{"name":"X","value":"%d"}}`, i, i)
+		}
+		b.WriteString("]")
+		stored := Pod("web", forged(b.String()), withEnv(14000))
+		if len(stored) < 1<<20 {
+			t.Fatalf("object is %d bytes, want at least 1 MB", len(stored))
+		}
+		expectView(t, m, hooks.GetPhysical, stored, stored)
+	}},
+	{name: "an undo of as many entries as fit in the size limit, on a 1 MB object, is applied in one pass and dropped", run: func(t *testing.T, m Mutator) {
+		first := `{"name":"VAR_000000","value":"` + strings.Repeat("v", 48) + `"}`
+		entry := `{"path":"/spec/containers/0/env/0","hooked":` + first + `}`
+		n := (hooks.DefaultMaxUndoBytes - 2) / (len(entry) + 1)
+		stored := Pod("web", forged("["+strings.TrimSuffix(strings.Repeat(entry+",", n), ",")+"]"), withEnv(14000))
+		expectView(t, m, hooks.GetPhysical, stored, stored)
+	}},
+	{name: "a malformed undo in one item of a List does not fail the read of the List", list: true, run: func(t *testing.T, m Mutator) {
+		good := Pod("good", nil)
+		bad := Pod("bad", forged(`{not json`))
+		list := []byte(`{"apiVersion":"v1","kind":"PodList","metadata":{},"items":[` + string(good) + `,` + string(bad) + `]}`)
+		out, err := m(t, hooks.GetPhysical, PodListGVK, list)
+		if err != nil {
+			t.Fatalf("GetPhysical of a PodList with a malformed undo in one item: %v", err)
+		}
+		if !SameJSON(out, list) {
+			t.Errorf("the List changed:\nsent %s\ngot  %s", list, out)
+		}
+	}},
+	{name: "a tenant-set synchook.io/mutated-by never reaches the host as written, even on a no-op chain", run: func(t *testing.T, m Mutator) {
+		sent := Pod("web", map[string]string{hooks.ProvenanceAnnotation: "platform-labels@v9#deadbeef"})
+		for _, write := range []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical} {
+			hooked, err := m(t, write, PodGVK, sent)
+			if err != nil {
+				t.Fatalf("%s: %v", write, err)
+			}
+			if got := Annotation(t, hooked, hooks.ProvenanceAnnotation); got == "platform-labels@v9#deadbeef" {
+				t.Errorf("%s stored the tenant's %s as written", write, hooks.ProvenanceAnnotation)
+			}
+			expectView(t, m, hooks.GetPhysical, hooked, sent)
+		}
+	}},
+	{name: "a tenant-set synchook.io/undo on a no-op chain never reaches the host as written, and reads back as the tenant wrote it", run: func(t *testing.T, m Mutator) {
+		tenant := `[{"path":"/metadata/name","hooked":"web","original":"vcluster-0"}]`
+		sent := Pod("web", forged(tenant))
+		for write, read := range map[hooks.HookType]hooks.HookType{hooks.CreatePhysical: hooks.GetPhysical, hooks.UpdateVirtual: hooks.GetVirtual} {
+			hooked, err := m(t, write, PodGVK, sent)
+			if err != nil {
+				t.Fatalf("%s: %v", write, err)
+			}
+			if got := Annotation(t, hooked, hooks.UndoAnnotation); got == tenant {
+				t.Fatalf("%s stored the tenant's undo as written", write)
+			}
+			// The syncer reads back what it sent: no difference for it to write again.
+			expectView(t, m, read, hooked, sent)
+		}
+	}},
+	{name: "the platform's own undo still works: a write then its read give back what the syncer sent", run: func(t *testing.T, m Mutator) {
+		sent := Pod("web", nil, withoutPlatformLabel)
+		hooked, err := m(t, hooks.CreatePhysical, PodGVK, sent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if SameJSON(hooked, sent) {
+			t.Fatal("the labels hook changed nothing")
+		}
+		expectView(t, m, hooks.GetPhysical, hooked, sent)
+	}},
+}
+
+// expectView reads stored through the read type read and fails unless the view equals want
+// (and has stored's identity).
+func expectView(t *testing.T, m Mutator, read hooks.HookType, stored, want []byte) {
+	t.Helper()
+	view, err := m(t, read, PodGVK, stored)
+	if err != nil {
+		t.Fatalf("%s: %v (a tenant's annotation must never fail a read)", read, err)
+	}
+	if Identity(t, view) != Identity(t, stored) {
+		t.Fatalf("%s changed the identity: %v, stored %v", read, Identity(t, view), Identity(t, stored))
+	}
+	if !SameJSON(view, want) {
+		t.Errorf("%s view differs from what it must be:\nwant %.600s\ngot  %.600s", read, want, view)
+	}
+}
+
+// forged returns annotations holding value as synchook.io/undo.
+func forged(value string) map[string]string {
+	return map[string]string{hooks.UndoAnnotation: value}
+}
+
+type podOption func(map[string]any)
+
+// withoutPlatformLabel leaves the platform's label off, so that the write chain adds it.
+func withoutPlatformLabel(p map[string]any) {
+	delete(p["metadata"].(map[string]any)["labels"].(map[string]any), "platform.example.com/team")
+}
+
+// withEnv gives the first container n environment variables of ~70 bytes each.
+func withEnv(n int) podOption {
+	return func(p map[string]any) {
+		env := make([]any, n)
+		for i := range env {
+			env[i] = map[string]any{"name": fmt.Sprintf("VAR_%06d", i), "value": strings.Repeat("v", 48)}
+		}
+		p["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["env"] = env
+	}
+}
+
+// Pod returns the JSON of a v1 Pod named name in namespace team-a, uid u-<name>, that already
+// carries the platform's label (so the write chain changes nothing else) and the annotations
+// ann.
+func Pod(name string, ann map[string]string, opts ...podOption) []byte {
+	meta := map[string]any{
+		"name": name, "namespace": "team-a", "uid": "u-" + name,
+		"labels": map[string]any{"app": "web", "platform.example.com/team": "a"},
+	}
+	if len(ann) > 0 {
+		meta["annotations"] = ann
+	}
+	p := map[string]any{
+		"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "registry.example.com/web:1"}}},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Annotation returns the annotation key of the JSON object doc ("" when absent).
+func Annotation(t testing.TB, doc []byte, key string) string {
+	t.Helper()
+	var o struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(doc, &o); err != nil {
+		t.Fatal(err)
+	}
+	return o.Metadata.Annotations[key]
+}
+
+// Identity returns apiVersion, kind, name, namespace and uid of the JSON object doc.
+func Identity(t testing.TB, doc []byte) [5]string {
+	t.Helper()
+	var o struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+			UID       string `json:"uid"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(doc, &o); err != nil {
+		t.Fatal(err)
+	}
+	return [5]string{o.APIVersion, o.Kind, o.Metadata.Name, o.Metadata.Namespace, o.Metadata.UID}
+}
+
+// SameJSON compares two JSON documents by meaning; empty labels/annotations maps count as
+// absent (a typed round trip drops them).
+func SameJSON(a, b []byte) bool {
+	norm := func(doc []byte) any {
+		var v any
+		if json.Unmarshal(doc, &v) != nil {
+			return string(doc)
+		}
+		dropEmptyMaps(v)
+		return v
+	}
+	return reflect.DeepEqual(norm(a), norm(b))
+}
+
+func dropEmptyMaps(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		if meta, ok := x["metadata"].(map[string]any); ok {
+			for _, k := range []string{"labels", "annotations"} {
+				if m, ok := meta[k].(map[string]any); ok && len(m) == 0 || meta[k] == nil {
+					delete(meta, k)
+				}
+			}
+		}
+		for _, item := range x {
+			dropEmptyMaps(item)
+		}
+	case []any:
+		for _, item := range x {
+			dropEmptyMaps(item)
+		}
+	}
+}
