@@ -23,6 +23,7 @@ func FuzzMutate(f *testing.F) {
 	f.Add("v1", "Pod", `{`, "CreatePhysical")
 	f.Add("", "", `null`, "ApplyPhysical")
 	f.Add("apps/v1", "Deployment", `{}`, "CreatePhysical")
+	f.Add("v1", "Pod", `{"kind":"Secret","metadata":{"Labels":{},"labels":{"a":"1","a":"2"}}}`, "CreatePhysical")
 	reg := hooks.NewRegistry(nil)
 	reg.MustRegister(
 		podFunc("label", hooks.CreatePhysical, func(_ context.Context, p *corev1.Pod) error {

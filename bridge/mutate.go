@@ -164,7 +164,9 @@ func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, ob
 
 // StatusCode returns the gRPC code Mutate answers for an error of hooks.Runner.Mutate:
 //
-//	InvalidArgument     400  the object is not valid JSON for its kind (hooks.DecodeError)
+//	InvalidArgument     400  the object is not valid JSON for its kind (hooks.DecodeError), or
+//	                         is of another kind or has repeated or case-variant keys
+//	                         (hooks.InputError inside the DecodeError)
 //	PermissionDenied    403  a hook refused the object (returned an error)
 //	FailedPrecondition  422  a hook changed apiVersion, kind, name, namespace or uid
 //	Internal            500  a hook panicked or returned another kind of object

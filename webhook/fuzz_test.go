@@ -22,6 +22,7 @@ func FuzzAdmissionReview(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"kind":"Pod","version":"v1"},"oldObject":{"metadata":{"labels":{"a":1}}}}}`))
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"kind":"PodList","version":"v1"},"object":{"items":[{},null,{"metadata":{}}]}}}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"kind":"Pod","version":"v1"},"object":{"kind":"Secret","metadata":{"Labels":{},"labels":{"a":"1","a":"2"}}}}}`))
 	reg := hooks.NewRegistry(nil)
 	reg.MustRegister(testHook("labels", addLabel))
 	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{MaxRequestBytes: 1 << 16})
