@@ -22,5 +22,8 @@
 // error naming the hook (bridge.StatusCode), and vcluster then does not write.
 //
 // Serve does not start the HTTPS admission endpoint or a metrics listener; a v2 plugin lives
-// inside the syncer container and has no ports of its own.
+// inside the syncer container and has no ports of its own. Hence no health probe either: when
+// hooks that ignore their context hold every concurrency slot longer than
+// Options.StuckSlotsFactor × RequestTimeout, the Server logs one error naming them (and one
+// line when a slot is free again), checked on calls refused as overloaded.
 package bridgev2

@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/synchook/synchook/bridge"
 	"github.com/synchook/synchook/bridgev2/pluginv2"
@@ -52,8 +54,15 @@ type Options struct {
 	MaxMessageBytes int
 	// Metrics records every Mutate call that reaches a hook chain, when set. Default nil.
 	Metrics *metrics.Recorder
-	// Log receives Initialize and SetLeader; its V(1) gets one line per Mutate call (no object
-	// data), failures included. Default logr.Discard().
+	// StuckSlotsFactor is N of the stuck-slots check: a v2 plugin has no health endpoint
+	// (vcluster runs it through go-plugin), so when every concurrency slot of the Runner has
+	// been held longer than N × RequestTimeout, by hooks that ignore their context, it logs one
+	// error naming those hooks (and one line when a slot is free again). It checks when a call
+	// is refused as overloaded and, while stuck, on every call. Default
+	// metrics.DefaultStuckSlotsFactor (3); < 0 turns the check off.
+	StuckSlotsFactor int
+	// Log receives Initialize, SetLeader and the stuck-slots lines; its V(1) gets one line per
+	// Mutate call (no object data), failures included. Default logr.Discard().
 	Log logr.Logger
 }
 
@@ -65,6 +74,7 @@ type Server struct {
 	opts    Options
 	mutator *bridge.Mutator
 	config  string
+	slots   *metrics.SlotCheck // nil: off
 }
 
 // pluginConfig is the JSON that GetPluginConfig answers (vcluster's v2 PluginConfig).
@@ -80,6 +90,9 @@ func New(runner *hooks.Runner, opts Options) (*Server, error) {
 	}
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
+	}
+	if opts.StuckSlotsFactor == 0 {
+		opts.StuckSlotsFactor = metrics.DefaultStuckSlotsFactor
 	}
 	m, err := bridge.NewMutator(runner, bridge.MutatorOptions{
 		RequestTimeout: opts.RequestTimeout, Metrics: opts.Metrics, Transport: metrics.TransportPluginV2,
@@ -99,7 +112,15 @@ func New(runner *hooks.Runner, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vcluster plugin v2: encode plugin config: %w", err)
 	}
-	return &Server{opts: opts, mutator: m, config: string(data)}, nil
+	s := &Server{opts: opts, mutator: m, config: string(data)}
+	if opts.StuckSlotsFactor > 0 {
+		timeout := opts.RequestTimeout
+		if timeout <= 0 {
+			timeout = bridge.DefaultRequestTimeout
+		}
+		s.slots = metrics.NewSlotCheck(runner, time.Duration(opts.StuckSlotsFactor)*timeout, opts.Log)
+	}
+	return s, nil
 }
 
 // PluginConfig returns the JSON that GetPluginConfig answers:
@@ -129,6 +150,9 @@ func (s *Server) SetLeader(context.Context, *pluginv2.SetLeader_Request) (*plugi
 // nothing changed, else the whole object; hook failures are gRPC errors (bridge.StatusCode).
 func (s *Server) Mutate(ctx context.Context, req *pluginv2.Mutate_Request) (*pluginv2.Mutate_Response, error) {
 	object, mutated, err := s.mutator.Mutate(ctx, req.GetApiVersion(), req.GetKind(), req.GetType(), req.GetObject())
+	if s.slots != nil && (s.slots.Stuck() || status.Code(err) == codes.ResourceExhausted) {
+		_ = s.slots.Check() // logs when every slot has just become stuck, or one is free again
+	}
 	if err != nil {
 		return nil, err
 	}

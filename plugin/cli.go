@@ -29,6 +29,7 @@ import (
 	"github.com/synchook/synchook/bridgev2"
 	"github.com/synchook/synchook/capture"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/metrics"
 	"github.com/synchook/synchook/sidecar"
 	"github.com/synchook/synchook/webhook"
 )
@@ -154,6 +155,7 @@ func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
 	fs.BoolVar(&opts.Provenance, "provenance", false, "annotate every object a hook chain changed with synchook.io/mutated-by: hook@version#sha per hook that changed it (taken off again on the way back); config provenance: true does the same")
 	fs.BoolVar(&opts.SkipIdempotencyCheck, "skip-idempotency-check", false, "start even when a hook chain changes its own result again (checked at start on built-in sample objects: such a hook makes the syncer write on every pass); logs a warning")
 	fs.DurationVar(&opts.HookTimeout, "hook-timeout", 0, "each hook call's own deadline within --request-timeout; 0: only the request deadline")
+	fs.IntVar(&opts.Webhook.StuckSlotsFactor, "stuck-slots-factor", metrics.DefaultStuckSlotsFactor, "N: /healthz and /readyz fail (check hook-slots) while every --max-concurrent-hooks slot has been held longer than N × --request-timeout by hooks that ignore their context, so kubelet restarts synchook; logged once; < 0: off")
 	fs.StringVar(&opts.Bridge.Address, "plugin-address", os.Getenv("VCLUSTER_PLUGIN_ADDRESS"), "host:port of the vcluster plugin v1 gRPC bridge (registered with vcluster as an IP, localhost = 127.0.0.1); default: the VCLUSTER_PLUGIN_ADDRESS env var the vcluster chart sets; empty disables the bridge")
 	fs.StringVar(&opts.Bridge.Name, "plugin-name", envOr("VCLUSTER_PLUGIN_NAME", bridge.DefaultName), "plugin name registered with vcluster (its key under the chart's plugin: values); default: the VCLUSTER_PLUGIN_NAME env var, else synchook")
 	fs.StringVar(&opts.Bridge.VClusterAddress, "vcluster-address", bridge.DefaultVClusterAddress, "host:port of vcluster's plugin server, where the bridge registers")

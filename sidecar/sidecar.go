@@ -418,8 +418,8 @@ func watchCertExpiry(ctx context.Context, certFile string, log logr.Logger) {
 // from the YAML in PLUGIN_CONFIG (the values' plugins.<name>.config; empty, "null" or "{}" mean
 // SYNCHOOK_CONFIG or the built-in default, as for Serve) followed by Options.Register's hooks,
 // then serves go-plugin until vcluster ends the plugin. Of opts it uses Getenv, Register,
-// Webhook.RequestTimeout, Webhook.MaxRequestBytes, MaxConcurrentHooks, HookTimeout, Log,
-// Version and the capture options, which the SYNCHOOK_CAPTURE_* env vars fill when unset.
+// Webhook.RequestTimeout, Webhook.MaxRequestBytes, Webhook.StuckSlotsFactor,
+// MaxConcurrentHooks, HookTimeout, Log, Version and the capture options, which the SYNCHOOK_CAPTURE_* env vars fill when unset.
 // It returns an error, before any handshake, when the config is invalid (wrapping ErrConfig):
 // vcluster's Start then fails; the binary logs the reason as hclog JSON, the only stderr form vcluster shows.
 func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
@@ -449,9 +449,10 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 		maxBytes = webhook.DefaultMaxRequestBytes // as for serve's --max-request-bytes
 	}
 	srv, err := bridgev2.New(runner, bridgev2.Options{
-		RequestTimeout:  opts.Webhook.RequestTimeout,
-		MaxMessageBytes: maxBytes,
-		Log:             opts.Log.WithName("pluginv2"),
+		RequestTimeout:   opts.Webhook.RequestTimeout,
+		MaxMessageBytes:  maxBytes,
+		StuckSlotsFactor: opts.Webhook.StuckSlotsFactor,
+		Log:              opts.Log.WithName("pluginv2"),
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)

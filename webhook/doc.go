@@ -5,10 +5,14 @@
 //
 //	POST /mutate/{hookType}  admission.k8s.io/v1 AdmissionReview in, AdmissionReview out
 //	GET  /capabilities       hooks.Capabilities as JSON
-//	GET  /healthz, /readyz   controller-runtime healthz handlers
+//	GET  /healthz, /readyz   controller-runtime healthz handlers: checks ping and hook-slots
 //
 // The same /healthz and /readyz are also served on a separate plain-HTTP probe address, because
-// kubelet probes reach the pod IP and the webhook listens on 127.0.0.1 by default.
+// kubelet probes reach the pod IP and the webhook listens on 127.0.0.1 by default
+// (Server.ProbeHandler). The hook-slots check fails while every concurrency slot of the Runner
+// has been held longer than Options.StuckSlotsFactor × RequestTimeout by hooks that ignore their
+// context (metrics.SlotCheck), so that kubelet restarts the process; /readyz/hook-slots tells how
+// many slots are held, since when and by which hooks.
 //
 // Response codes of /mutate/{hookType}:
 //

@@ -62,7 +62,17 @@ type Options struct {
 	// CA in this PEM file (mutual TLS), for deployments that bind beyond localhost. Default ""
 	// (no client authentication).
 	ClientCAFile string
-	// Metrics records every request, when set. Default nil (no metrics).
+	// StuckSlotsFactor is N of the "hook-slots" health check on /readyz and /healthz (both
+	// listeners): it fails while every concurrency slot of the Runner
+	// (hooks.RunnerOptions.MaxConcurrent) has been held longer than N × RequestTimeout, i.e. by
+	// hooks that ignore their context and were abandoned at their request's deadline; every
+	// write then gets 429, so the liveness probe restarts the container and the readiness probe
+	// takes the pod out of service. It passes again as soon as a slot is free. /readyz/hook-slots
+	// says how many slots are held, since when and by which hooks; the start and the end are
+	// logged once each. Default metrics.DefaultStuckSlotsFactor (3); < 0 turns the check off.
+	StuckSlotsFactor int
+	// Metrics records every request, when set, and while Start runs synchook_slots_stuck counts
+	// the Runner's slots held longer than RequestTimeout. Default nil (no metrics).
 	Metrics *metrics.Recorder
 	// Log receives one line per request and errors. Default logr.Discard().
 	Log logr.Logger
@@ -81,6 +91,9 @@ func (o *Options) setDefaults() {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
 	}
+	if o.StuckSlotsFactor == 0 {
+		o.StuckSlotsFactor = metrics.DefaultStuckSlotsFactor
+	}
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
 	}
@@ -93,6 +106,7 @@ type Server struct {
 	runner *hooks.Runner
 	caps   []byte
 	mux    *http.ServeMux
+	checks map[string]healthz.Checker // of /healthz and /readyz, on every listener
 }
 
 // NewServer returns a Server that runs requests with runner, with opts (defaults applied).
@@ -103,15 +117,28 @@ func NewServer(runner *hooks.Runner, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, runner: runner, caps: caps, mux: http.NewServeMux()}
+	s.checks = map[string]healthz.Checker{"ping": healthz.Ping}
+	if opts.StuckSlotsFactor > 0 {
+		slots := metrics.NewSlotCheck(runner, time.Duration(opts.StuckSlotsFactor)*opts.RequestTimeout, opts.Log)
+		s.checks["hook-slots"] = func(*http.Request) error { return slots.Check() }
+	}
 	s.mux.Handle("/mutate/", &mutateHandler{s: s})
 	s.mux.HandleFunc("/capabilities", s.serveCapabilities)
-	registerHealth(s.mux)
+	registerHealth(s.mux, s.checks)
 	return s, nil
 }
 
 // Handler returns the handler of every HTTPS endpoint, for tests and for serving it on another
 // listener.
 func (s *Server) Handler() http.Handler { return s.mux }
+
+// ProbeHandler returns the handler of the plain-HTTP probe listener: /healthz and /readyz (with
+// their per-check sub-paths) only, the same checks as Handler's.
+func (s *Server) ProbeHandler() http.Handler {
+	mux := http.NewServeMux()
+	registerHealth(mux, s.checks)
+	return mux
+}
 
 // Start serves HTTPS on BindAddress (and the probes on ProbeBindAddress) until ctx ends, then
 // stops accepting connections, lets in-flight requests finish (up to one minute, bounded by
@@ -120,6 +147,9 @@ func (s *Server) Handler() http.Handler { return s.mux }
 func (s *Server) Start(ctx context.Context) error {
 	if s.opts.DisableTCP && s.opts.SocketPath == "" {
 		return errors.New("webhook server: DisableTCP needs a SocketPath")
+	}
+	if s.opts.Metrics != nil {
+		defer metrics.WatchSlots(s.runner, s.opts.RequestTimeout)()
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	if !s.opts.DisableTCP {
@@ -142,9 +172,7 @@ func (s *Server) Start(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("probe listener %q: %w", s.opts.ProbeBindAddress, err)
 			}
-			mux := http.NewServeMux()
-			registerHealth(mux)
-			return serveHTTP(ctx, ln, mux, 5*time.Second, s.opts.Log)
+			return serveHTTP(ctx, ln, s.ProbeHandler(), 5*time.Second, s.opts.Log)
 		})
 	}
 	return g.Wait()
@@ -234,8 +262,7 @@ func listenUnix(path string) (net.Listener, error) {
 }
 
 // registerHealth adds /healthz and /readyz (with their per-check sub-paths) to mux.
-func registerHealth(mux *http.ServeMux) {
-	checks := map[string]healthz.Checker{"ping": healthz.Ping}
+func registerHealth(mux *http.ServeMux, checks map[string]healthz.Checker) {
 	for _, path := range []string{"/healthz", "/readyz"} {
 		h := http.StripPrefix(path, &healthz.Handler{Checks: checks})
 		mux.Handle(path, h)
