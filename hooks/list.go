@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
@@ -98,13 +97,16 @@ func (r *Registry) runList(ctx context.Context, rn *Runner, gvk schema.GroupVers
 	}
 	// The whole list is one request: one slot of the Runner, held until every item's hooks
 	// have returned (also hooks abandoned at the deadline).
-	release, ok := rn.acquire()
+	itemRunner, done, ok := rn.hold()
 	if !ok {
 		return Result{}, fmt.Errorf("%s: %w", gvk.Kind, ErrOverloaded)
 	}
-	var pending sync.WaitGroup
-	itemRunner := &Runner{reg: rn.reg, slots: rn.slots, hookTimeout: rn.hookTimeout, observer: rn.observer, pending: &pending, validJSON: true}
-	defer func() { go func() { pending.Wait(); release() }() }()
+	defer done()
+	if !itemRunner.validJSON {
+		valid := *itemRunner
+		valid.validJSON = true // the list was checked whole
+		itemRunner = &valid
+	}
 	results := make([]itemResult, len(items))
 	err = parallel.For(len(items), func(i int) error {
 		item := items[i]

@@ -218,18 +218,34 @@ func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte, undo bo
 	if err != nil {
 		return nil, nil, err
 	}
-	m := &Metadata{Namespace: doc.namespace, Labels: maps.Clone(doc.maps[0].value), Annotations: maps.Clone(doc.maps[1].value)}
+	m, err := c.metadataHooked(ctx, rn, doc.namespace, [2]map[string]string{doc.maps[0].value, doc.maps[1].value})
+	if err != nil {
+		return nil, nil, err
+	}
+	if undo {
+		if err := recordMetadataUndo(doc, m, maxUndo); err != nil {
+			return nil, nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+		}
+	}
+	return doc.answer([2]map[string]string{m.Labels, m.Annotations})
+}
+
+// metadataHooked runs the MetadataFuncs of c's hooks, in one concurrency slot of rn, on copies
+// of the labels and annotations before (reserved annotations dropped first on a write chain)
+// and returns what they made.
+func (c *chain) metadataHooked(ctx context.Context, rn *Runner, namespace string, before [2]map[string]string) (*Metadata, error) {
+	m := &Metadata{Namespace: namespace, Labels: maps.Clone(before[0]), Annotations: maps.Clone(before[1])}
 	if _, write := undoPair[c.key.Type]; write {
 		dropReserved(m.Annotations) // synchook's own: never what the request brings (undo.go)
 	}
 	release, ok := rn.acquire()
 	if !ok {
-		return nil, nil, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
+		return nil, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
 	}
 	defer release()
 	for _, h := range c.hooks {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+			return nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
 		}
 		var start time.Time
 		if rn.observer != nil {
@@ -240,15 +256,16 @@ func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte, undo bo
 			rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
 		}
 		if err != nil {
-			return nil, nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+			return nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
 		}
 	}
-	if undo {
-		if err := recordMetadataUndo(doc, m, maxUndo); err != nil {
-			return nil, nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
-		}
-	}
-	after := [2]map[string]string{m.Labels, m.Annotations}
+	return m, nil
+}
+
+// answer returns the operations of the patch that gives doc's object the labels and
+// annotations after (nil: none), and the merge answer (see Result.MergeObject).
+func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, []byte, error) {
+	raw := doc.raw
 	var ops []patch.Operation
 	var edits []edit
 	var metaMembers []string // members to add to metadata (absent before)

@@ -3,7 +3,7 @@ package hooks
 import (
 	"context"
 	"errors"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -86,7 +86,7 @@ type Runner struct {
 	capture     CaptureFunc   // nil: off
 	// pending, when set, replaces the slots: the items of a List run under the List's one slot
 	// and count their running chains here, so the slot is released after the last returns.
-	pending *sync.WaitGroup
+	pending *heldSlot
 	// validJSON is set for requests known to be valid JSON (MutateValidJSON, a List's items):
 	// the label/annotation fast path and the List split do not check them again.
 	validJSON bool
@@ -146,8 +146,8 @@ func (r *Runner) MutateValidJSON(ctx context.Context, gvk schema.GroupVersionKin
 // acquire takes a slot of MaxConcurrent without waiting; ok is false when none is free.
 func (r *Runner) acquire() (release func(), ok bool) {
 	if r.pending != nil {
-		r.pending.Add(1)
-		return r.pending.Done, true
+		r.pending.add()
+		return r.pending.done, true
 	}
 	if r.slots == nil {
 		return func() {}, true
@@ -155,11 +155,12 @@ func (r *Runner) acquire() (release func(), ok bool) {
 	return r.slots.acquire()
 }
 
-// hold takes one slot for a group of chain runs of one request (an undo read's verification
-// and its hooks) and returns a Runner whose chains run under that slot without taking slots of
-// their own, and done, which the caller defers: the slot is freed once every chain run on
-// inner has returned (a hook abandoned at its deadline keeps it until it really returns). A
-// Runner that already runs under a held slot (a List's items) is returned as it is.
+// hold takes one slot for a group of chain runs of one request (a List's items, an undo
+// read's verification and its hooks) and returns a Runner whose chains run under that slot
+// without taking slots of their own, and done, which the caller defers: the slot is freed when
+// done has been called and every chain run on inner has returned (a hook abandoned at its
+// deadline keeps it until it really returns). A Runner that already runs under a held slot is
+// returned as it is.
 func (r *Runner) hold() (inner *Runner, done func(), ok bool) {
 	if r.pending != nil {
 		return r, func() {}, true
@@ -169,8 +170,24 @@ func (r *Runner) hold() (inner *Runner, done func(), ok bool) {
 		return nil, nil, false
 	}
 	in := *r
-	in.pending = &sync.WaitGroup{}
-	return &in, func() { go func() { in.pending.Wait(); release() }() }, true
+	in.pending = &heldSlot{release: release}
+	in.pending.add() // the caller's own reference, dropped by done
+	return &in, in.pending.done, true
+}
+
+// heldSlot is one concurrency slot shared by the chain runs of one request (Runner.hold).
+type heldSlot struct {
+	refs    atomic.Int32
+	release func()
+}
+
+func (h *heldSlot) add() { h.refs.Add(1) }
+
+// done drops a reference; the last one frees the slot, at once.
+func (h *heldSlot) done() {
+	if h.refs.Add(-1) == 0 {
+		h.release()
+	}
 }
 
 // quiet returns r without its observer: for the runs of a write chain that only verify an
