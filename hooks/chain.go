@@ -260,9 +260,10 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation) ([]patc
 
 // runUndoRead is runOps for a read chain that first applies the undo recorded by its kind's
 // write chains (RegistryOptions.Undo), then runs its own hooks on the restored view. The
-// patch goes from raw to the final object in one diff. An undo that cannot be verified is
-// dropped and counted (undo.go), never an error. The undo and the hooks run under one
-// concurrency slot.
+// patch goes from raw to the final object. An undo that cannot be verified is dropped and
+// counted (undo.go), never an error. The undo and the hooks run under one concurrency slot;
+// an undo of labels and annotations only, verified by fast-path write chains, works on the
+// two maps alone (undoMetadata).
 // An object without the annotation goes to the hooks as it is, which validate it.
 func (r *Registry) runUndoRead(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
 	value, had := undoAnnotation(raw)
@@ -281,9 +282,25 @@ func (r *Registry) runUndoRead(ctx context.Context, rn *Runner, c *chain, raw []
 		return nil, 0, nil, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
 	}
 	defer done()
-	view, reason, err := r.undoView(ctx, inner.quiet(), c, raw, value)
-	if err != nil {
-		return nil, 0, nil, err
+	steps, reason := r.parseUndo(value)
+	if reason == "" && r.undoOnMetadata(c, steps) {
+		res, err := r.undoMetadata(ctx, inner, c, raw, steps)
+		if !errors.Is(err, errNotMetadataPath) {
+			if err != nil {
+				return nil, 0, nil, err
+			}
+			if res.reason != "" {
+				rn.observeUndoRejected(c.key, res.reason)
+			}
+			return res.ops, res.hooks, res.merge, nil
+		}
+	}
+	var view []byte
+	if reason == "" {
+		var err error
+		if view, reason, err = r.undoView(ctx, inner.quiet(), c, raw, steps); err != nil {
+			return nil, 0, nil, err
+		}
 	}
 	changed := reason == ""
 	if !changed {

@@ -49,7 +49,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -179,27 +178,10 @@ func encodeUndo(entries []UndoEntry, max int) (string, error) {
 // undoView returns the view of the stored object raw that the read chain c hands on: raw with
 // the undo recorded in value (raw's UndoAnnotation) applied and the annotation removed, when
 // that undo is within limits, leaves identity alone and verifies (see the comment at the top
-// of this file). Otherwise view is nil and reason says why the annotation was dropped. err is a
+// of this file). steps are the annotation's entries (parseUndo). Otherwise view is nil and
+// reason says why the annotation was dropped. err is a
 // *DecodeError when raw is not valid JSON. rn runs the verifying write chain.
-func (r *Registry) undoView(ctx context.Context, rn *Runner, c *chain, raw []byte, value string) (view []byte, reason string, err error) {
-	if len(value) > r.opts.MaxUndoBytes {
-		return nil, UndoTooLarge, nil
-	}
-	var entries []UndoEntry
-	if json.Unmarshal([]byte(value), &entries) != nil {
-		return nil, UndoMalformed, nil
-	}
-	steps := make([]undoStep, len(entries))
-	for i, e := range entries {
-		tokens, err := patch.ParsePointer(e.Path)
-		if err != nil || len(tokens) == 0 {
-			return nil, UndoMalformed, nil
-		}
-		if patch.ProtectedField(e.Path) != "" {
-			return nil, UndoIdentity, nil
-		}
-		steps[i] = undoStep{entry: e, tokens: tokens}
-	}
+func (r *Registry) undoView(ctx context.Context, rn *Runner, c *chain, raw []byte, steps []undoStep) (view []byte, reason string, err error) {
 	stored, err := decodeTree(raw)
 	if err != nil {
 		return nil, "", &DecodeError{GVK: c.key.GVK, Err: err}
@@ -219,6 +201,31 @@ func (r *Registry) undoView(ctx context.Context, rn *Runner, c *chain, raw []byt
 		return nil, reason, nil
 	}
 	return view, "", nil
+}
+
+// parseUndo returns the entries of the UndoAnnotation value with their paths parsed, or the
+// reason the annotation must be dropped without looking at the object: too large, malformed,
+// or an entry that addresses identity.
+func (r *Registry) parseUndo(value string) ([]undoStep, string) {
+	if len(value) > r.opts.MaxUndoBytes {
+		return nil, UndoTooLarge
+	}
+	var entries []UndoEntry
+	if json.Unmarshal([]byte(value), &entries) != nil {
+		return nil, UndoMalformed
+	}
+	steps := make([]undoStep, len(entries))
+	for i, e := range entries {
+		tokens, err := patch.ParsePointer(e.Path)
+		if err != nil || len(tokens) == 0 {
+			return nil, UndoMalformed
+		}
+		if patch.ProtectedField(e.Path) != "" {
+			return nil, UndoIdentity
+		}
+		steps[i] = undoStep{entry: e, tokens: tokens}
+	}
+	return steps, ""
 }
 
 // verifyUndo returns "" when one of the write chains that record the undo of read type
@@ -248,36 +255,23 @@ func (r *Registry) verifyUndo(ctx context.Context, rn *Runner, key Key, view []b
 	return UndoUnverified
 }
 
-// canonicalUndo replaces the UndoAnnotation of a decoded object with a canonical form of its
-// entries (each entry's JSON with sorted keys, the entries sorted), so that two undos that
-// differ only in the order of their entries compare equal: the order follows the member order
-// of the document the write chain diffed, which a view need not keep. It reports false when
-// the annotation is there but malformed.
+// canonicalUndo replaces the UndoAnnotation of a decoded object with canonicalEntries of it,
+// so that two undos that differ only in the order of their entries compare equal: the order
+// follows the member order of the document the write chain diffed, which a view need not keep.
+// It reports false when the annotation is there but malformed.
 func canonicalUndo(tree any) bool {
-	ann, ok := lookupTree(tree, []string{"metadata", "annotations"})
+	ann, _ := lookupTree(tree, []string{"metadata", "annotations"})
 	m, isMap := ann.(map[string]any)
-	if !ok || !isMap {
+	if !isMap {
 		return true
 	}
 	value, ok := m[UndoAnnotation].(string)
 	if !ok {
 		return true
 	}
-	var entries []any
-	if json.Unmarshal([]byte(value), &entries) != nil {
-		return false
-	}
-	canon := make([]string, len(entries))
-	for i, e := range entries {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return false
-		}
-		canon[i] = string(b)
-	}
-	slices.Sort(canon)
-	m[UndoAnnotation] = "[" + strings.Join(canon, ",") + "]"
-	return true
+	canon := canonicalEntries(value)
+	m[UndoAnnotation] = canon
+	return canon != ""
 }
 
 // undoStep is an UndoEntry with its path parsed.

@@ -82,73 +82,89 @@ func FuzzUndo(f *testing.F) {
 	for _, v := range forged {
 		f.Add(fixtures.JSON(fixtures.Pod("ns", "web")), v)
 	}
-	reg := undoRegistry(f)
+	// undoRegistry's chains take the general path; labelsOnly's take the label/annotation fast
+	// path on both sides (undoMetadata).
+	labels := builtin.Labels{Labels: map[string]string{"synchook.io/tenant": "a", "app": "overwritten"}, Annotations: map[string]string{"synchook.io/owner": "platform"}}
+	labelsOnly := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true})
+	labelsOnly.MustRegister(hooks.NewMetadataFunc("labels", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical, hooks.CreateVirtual, hooks.UpdateVirtual}, builtin.LabelsFunc(labels), builtin.LabelsMetadataFunc(labels)))
+	registries := []*hooks.Registry{undoRegistry(f), labelsOnly}
 	pairs := map[hooks.HookType]hooks.HookType{
 		hooks.CreatePhysical: hooks.GetPhysical, hooks.UpdatePhysical: hooks.GetPhysical,
 		hooks.CreateVirtual: hooks.GetVirtual, hooks.UpdateVirtual: hooks.GetVirtual,
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, forgedUndo string) {
-		var x corev1.Pod
-		if err := json.Unmarshal(raw, &x); err != nil {
-			return // not a Pod
-		}
-		x.APIVersion, x.Kind = "v1", "Pod"
-		if forgedUndo != "" {
-			if x.Annotations == nil {
-				x.Annotations = map[string]string{}
-			}
-			x.Annotations[hooks.UndoAnnotation] = forgedUndo
-		}
-		sent, err := json.Marshal(&x) // what a syncer sends: its typed object, encoded
-		if err != nil {
-			t.Fatal(err)
-		}
-		for write, read := range pairs {
-			hooked, err := mutated(t, reg, write, sent)
-			if err != nil {
-				continue // e.g. an undo too large: refused, nothing written
-			}
-			if forgedUndo != "" && annotation(t, hooked, hooks.UndoAnnotation) == forgedUndo {
-				t.Fatalf("%s stored the tenant's undo as written: %s", write, hooked)
-			}
-			final, err := mutated(t, reg, read, hooked)
-			if err != nil {
-				t.Fatalf("%s after %s: %v", read, write, err)
-			}
-			var got corev1.Pod
-			if err := json.Unmarshal(final, &got); err != nil {
-				t.Fatal(err)
-			}
-			if !sameObject(&got, &x) {
-				t.Fatalf("%s(%s(x)) != x\nx     %s\nhooked %s\nfinal %s", read, write, sent, hooked, final)
-			}
-		}
-		// The tenant's value stored as it is: the view must be s or a verified pre-image of s.
-		for _, read := range []hooks.HookType{hooks.GetPhysical, hooks.GetVirtual} {
-			view, err := mutated(t, reg, read, sent)
-			if err != nil {
-				t.Fatalf("%s of a stored object with a forged undo: %v (a malformed undo must not fail the read)", read, err)
-			}
-			if identityOf(t, view) != identityOf(t, sent) {
-				t.Fatalf("%s changed identity:\nstored %s\nview   %s", read, sent, view)
-			}
-			if sameJSON(t, view, sent) {
-				continue
-			}
-			mapsBack := false
-			for write, r := range pairs {
-				if r != read {
-					continue
-				}
-				if back, err := mutated(t, reg, write, view); err == nil && sameJSON(t, back, sent) {
-					mapsBack = true
-				}
-			}
-			if !mapsBack {
-				t.Fatalf("%s view is neither the stored object nor mapped back onto it by a write chain:\nstored %s\nview   %s", read, sent, view)
-			}
+		for _, reg := range registries {
+			checkUndo(t, reg, pairs, raw, forgedUndo)
 		}
 	})
+}
+
+// checkUndo is FuzzUndo's property for one registry.
+func checkUndo(t *testing.T, reg *hooks.Registry, pairs map[hooks.HookType]hooks.HookType, raw []byte, forgedUndo string) {
+	var x corev1.Pod
+	if err := json.Unmarshal(raw, &x); err != nil {
+		return // not a Pod
+	}
+	x.APIVersion, x.Kind = "v1", "Pod"
+	if forgedUndo != "" {
+		if x.Annotations == nil {
+			x.Annotations = map[string]string{}
+		}
+		x.Annotations[hooks.UndoAnnotation] = forgedUndo
+	}
+	sent, err := json.Marshal(&x) // what a syncer sends: its typed object, encoded
+	if err != nil {
+		t.Fatal(err)
+	}
+	x = corev1.Pod{} // as sent: invalid UTF-8 in the tenant's value became U+FFFD
+	if err := json.Unmarshal(sent, &x); err != nil {
+		t.Fatal(err)
+	}
+	for write, read := range pairs {
+		hooked, err := mutated(t, reg, write, sent)
+		if err != nil {
+			continue // e.g. an undo too large: refused, nothing written
+		}
+		if forgedUndo != "" && annotation(t, hooked, hooks.UndoAnnotation) == forgedUndo {
+			t.Fatalf("%s stored the tenant's undo as written: %s", write, hooked)
+		}
+		final, err := mutated(t, reg, read, hooked)
+		if err != nil {
+			t.Fatalf("%s after %s: %v", read, write, err)
+		}
+		var got corev1.Pod
+		if err := json.Unmarshal(final, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !sameObject(&got, &x) {
+			t.Fatalf("%s(%s(x)) != x\nx     %s\nhooked %s\nfinal %s", read, write, sent, hooked, final)
+		}
+	}
+	// The tenant's value stored as it is: the view must be s or a verified pre-image of s.
+	for _, read := range []hooks.HookType{hooks.GetPhysical, hooks.GetVirtual} {
+		view, err := mutated(t, reg, read, sent)
+		if err != nil {
+			t.Fatalf("%s of a stored object with a forged undo: %v (a malformed undo must not fail the read)", read, err)
+		}
+		if identityOf(t, view) != identityOf(t, sent) {
+			t.Fatalf("%s changed identity:\nstored %s\nview   %s", read, sent, view)
+		}
+		if sameJSON(t, view, sent) {
+			continue
+		}
+		mapsBack := false
+		for write, r := range pairs {
+			if r != read {
+				continue
+			}
+			if back, err := mutated(t, reg, write, view); err == nil && sameJSON(t, back, sent) {
+				mapsBack = true
+			}
+		}
+		if !mapsBack {
+			t.Fatalf("%s view is neither the stored object nor mapped back onto it by a write chain:\nstored %s\nview   %s", read, sent, view)
+		}
+	}
 }
 
 // mutated runs reg's chain of type t on the Pod doc and returns the object with the patch
