@@ -467,34 +467,44 @@ func (c *chain) names() string {
 // run on their own goroutine so that a hook that does not return is abandoned when ctx ends;
 // the abandoned goroutine owns obj from then on and its result is dropped.
 func (c *chain) exec(ctx context.Context, rn *Runner, obj client.Object) (client.Object, error) {
+	var out client.Object
+	err := c.supervise(ctx, rn, func(running *atomic.Int32) error {
+		o, err := c.runHooks(ctx, rn, obj, running)
+		out = o // read only when supervise did not abandon the run
+		return err
+	})
+	return out, err
+}
+
+// supervise runs work — the chain's hooks in order, setting running to the index of the hook
+// being called — in one concurrency slot of rn. When ctx can end, work runs on its own
+// goroutine and is abandoned when ctx ends: the error then names the hook still running, and
+// the abandoned goroutine keeps the slot (and owns whatever work touches) until it returns.
+func (c *chain) supervise(ctx context.Context, rn *Runner, work func(running *atomic.Int32) error) error {
 	release, ok := rn.acquire()
 	if !ok {
-		return nil, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
+		return fmt.Errorf("%s: %w", c.key, ErrOverloaded)
 	}
 	run := &hookRun{}
 	if ctx.Done() == nil {
 		defer release()
-		return c.runHooks(ctx, rn, obj, &run.running)
+		return work(&run.running)
 	}
-	type outcome struct {
-		obj client.Object
-		err error
-	}
-	done := make(chan outcome, 1)
+	done := make(chan error, 1)
 	go func() {
-		var o outcome
+		var err error
 		// The slot is held until the hooks really return, even when abandoned, and freed
 		// before the answer, so that a caller's next request finds it free.
-		defer func() { run.end(); release(); done <- o }()
-		o.obj, o.err = c.runHooks(ctx, rn, obj, &run.running)
+		defer func() { run.end(); release(); done <- err }()
+		err = work(&run.running)
 	}()
 	select {
-	case o := <-done:
-		return o.obj, o.err
+	case err := <-done:
+		return err
 	case <-ctx.Done():
 		run.abandon(rn.slots, c) // Runner.Stuck names the hook until it returns
 		h := c.hooks[run.running.Load()]
-		return nil, &HookError{
+		return &HookError{
 			Hook: h.name, Type: c.key.Type, GVK: c.key.GVK,
 			Err: fmt.Errorf("abandoned, still running when the request ended: %w", ctx.Err()),
 		}

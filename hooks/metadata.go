@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -238,26 +240,28 @@ func (c *chain) metadataHooked(ctx context.Context, rn *Runner, namespace string
 	if _, write := undoPair[c.key.Type]; write {
 		dropReserved(m.Annotations) // synchook's own: never what the request brings (undo.go)
 	}
-	release, ok := rn.acquire()
-	if !ok {
-		return nil, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
-	}
-	defer release()
-	for _, h := range c.hooks {
-		if err := ctx.Err(); err != nil {
-			return nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+	err := c.supervise(ctx, rn, func(running *atomic.Int32) error {
+		for i, h := range c.hooks {
+			running.Store(int32(i))
+			if err := ctx.Err(); err != nil {
+				return &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+			}
+			var start time.Time
+			if rn.observer != nil {
+				start = time.Now()
+			}
+			err := hookFailure(c.key.GVK, callMetadata(ctx, rn.hookTimeout, h.meta, m))
+			if rn.observer != nil {
+				rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
+			}
+			if err != nil {
+				return &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+			}
 		}
-		var start time.Time
-		if rn.observer != nil {
-			start = time.Now()
-		}
-		err := hookFailure(c.key.GVK, callMetadata(ctx, h.meta, m))
-		if rn.observer != nil {
-			rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
-		}
-		if err != nil {
-			return nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -399,12 +403,17 @@ func (f *mapField) spliced(now map[string]string, set []string) []edit {
 	return edits
 }
 
-// callMetadata calls fn with the registry's per-hook deadline and turns a panic into a
+// callMetadata calls fn with the hook's own deadline d (RunnerOptions.HookTimeout) and turns a panic into a
 // *PanicError, as callHook does for typed hooks.
-func callMetadata(ctx context.Context, fn MetadataFunc, m *Metadata) (err error) {
+func callMetadata(ctx context.Context, d time.Duration, fn MetadataFunc, m *Metadata) (err error) {
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Value: fmt.Sprint(v)}
+			err = &PanicError{Value: fmt.Sprint(v), Stack: debug.Stack()}
 		}
 	}()
 	return fn(ctx, m)
