@@ -20,6 +20,7 @@ import (
 
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/patch"
 )
 
 // Config is the platform's config the cases assume: a labels hook on Pods for every write
@@ -177,6 +178,19 @@ var cases = []attack{
 	}},
 }
 
+// ReadListItemByItem is the List case for a transport that sends single objects (Lists
+// false): vcluster reads a List and calls its plugins with one item at a time, so the read of
+// each item, the one with a malformed synchook.io/undo included, must succeed and give the
+// item back as stored.
+func ReadListItemByItem(t *testing.T, m Mutator) {
+	t.Helper()
+	for _, item := range [][]byte{Pod("good", nil), Pod("bad", forged(`{not json`))} {
+		for _, read := range []hooks.HookType{hooks.GetPhysical, hooks.GetVirtual} {
+			expectView(t, m, read, item, item)
+		}
+	}
+}
+
 // expectView reads stored through the read type read and fails unless the view equals want
 // (and has stored's identity).
 func expectView(t *testing.T, m Mutator, read hooks.HookType, stored, want []byte) {
@@ -271,6 +285,33 @@ func Identity(t testing.TB, doc []byte) [5]string {
 		t.Fatal(err)
 	}
 	return [5]string{o.APIVersion, o.Kind, o.Metadata.Name, o.Metadata.Namespace, o.Metadata.UID}
+}
+
+// Retyped is for a Mutator whose transport works on a typed object (vcluster's plugins decode
+// into *corev1.Pod, hookclient encodes one): it returns sent, the JSON the case gave the
+// Mutator, with exactly the change the transport made to the typed object applied. before is
+// the JSON of the typed object decoded from sent as the transport's caller sends it, after its
+// JSON once the caller applied the transport's answer. A typed round trip adds what the Go type
+// always encodes ("status": {}, "resources": {}) to both before and after, so their difference
+// is the transport's change alone and the case compares as strictly as on a raw JSON transport.
+func Retyped(t testing.TB, sent, before, after []byte) []byte {
+	t.Helper()
+	ops, err := patch.Diff(before, after)
+	if err != nil {
+		t.Fatalf("diff the typed object before and after the answer: %v", err)
+	}
+	if ops, err = patch.Rebase(sent, ops); err != nil {
+		t.Fatalf("rebase the typed change onto what the case sent: %v", err)
+	}
+	p, err := patch.Marshal(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := patch.Apply(sent, p)
+	if err != nil {
+		t.Fatalf("apply the typed change to what the case sent: %v", err)
+	}
+	return out
 }
 
 // SameJSON compares two JSON documents by meaning; empty labels/annotations maps count as

@@ -1,0 +1,6 @@
+//go:build race
+
+package tenanttest
+
+// raceFactor scales CallTimeout under the race detector.
+const raceFactor = 10
