@@ -470,10 +470,13 @@ func (c *chain) exec(ctx context.Context, rn *Runner, obj client.Object) (client
 	var out client.Object
 	err := c.supervise(ctx, rn, func(running *atomic.Int32) error {
 		o, err := c.runHooks(ctx, rn, obj, running)
-		out = o // read only when supervise did not abandon the run
+		out = o
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err // out may still be written by an abandoned run: never read it
+	}
+	return out, nil
 }
 
 // supervise runs work — the chain's hooks in order, setting running to the index of the hook
