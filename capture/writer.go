@@ -30,7 +30,9 @@ const (
 
 // Options configures a Writer.
 type Options struct {
-	// Dir is where the files go; created (mode 0700) when missing. Required.
+	// Dir is where the files go; created (mode 0700) when missing. Required. New refuses a Dir
+	// that is a symbolic link, is writable by group or others, or is owned by another user
+	// than the process's: whoever else can write it could plant or replace capture files.
 	Dir string
 	// Sample is the fraction of requests captured, in (0, 1]. 0 means DefaultSample (1 %).
 	Sample float64
@@ -83,8 +85,9 @@ type Writer struct {
 	last  time.Time
 }
 
-// New checks o, creates Dir (0700) when missing and reads the sizes of the capture files
-// already in it (deleting leftover temporary files). Start the writer with Run.
+// New checks o, creates Dir (0700) when missing, refuses a Dir that others could write (see
+// Options.Dir; the error names its mode and owner and what to do) and reads the sizes of the
+// capture files already in it (deleting leftover temporary files). Start the writer with Run.
 func New(o Options) (*Writer, error) {
 	if o.Dir == "" {
 		return nil, errors.New("capture: no directory")
@@ -107,8 +110,8 @@ func New(o Options) (*Writer, error) {
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
 	}
-	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("capture: %w", err)
+	if err := prepareDir(o.Dir); err != nil {
+		return nil, err
 	}
 	w := &Writer{
 		opts: o, names: chainNames(o.Registry),

@@ -159,7 +159,7 @@ func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
 	fs.StringVar(&opts.Bridge.Address, "plugin-address", os.Getenv("VCLUSTER_PLUGIN_ADDRESS"), "host:port of the vcluster plugin v1 gRPC bridge (registered with vcluster as an IP, localhost = 127.0.0.1); default: the VCLUSTER_PLUGIN_ADDRESS env var the vcluster chart sets; empty disables the bridge")
 	fs.StringVar(&opts.Bridge.Name, "plugin-name", envOr("VCLUSTER_PLUGIN_NAME", bridge.DefaultName), "plugin name registered with vcluster (its key under the chart's plugin: values); default: the VCLUSTER_PLUGIN_NAME env var, else synchook")
 	fs.StringVar(&opts.Bridge.VClusterAddress, "vcluster-address", bridge.DefaultVClusterAddress, "host:port of vcluster's plugin server, where the bridge registers")
-	fs.StringVar(&opts.CaptureDir, "capture", "", "write a sample of the requests to this directory (created 0700), one JSON file each (0600, Secret values replaced by an HMAC-SHA256 under a key random per process), for synchook replay; empty: no capture")
+	fs.StringVar(&opts.CaptureDir, "capture", "", "write a sample of the requests to this directory (created 0700; refused when it is a symbolic link, writable by group or others, or another user's), one JSON file each (0600, Secret values replaced by an HMAC-SHA256 under a key random per process), for synchook replay; empty: no capture")
 	fs.Float64Var(&opts.CaptureSample, "capture-sample", capture.DefaultSample, "fraction of the requests --capture writes, in (0, 1]")
 	fs.Int64Var(&opts.CaptureMaxBytes, "capture-max-bytes", capture.DefaultMaxBytes, "bound of the total size of the --capture files; the oldest are deleted first")
 	zopts.BindFlags(fs)
@@ -313,8 +313,9 @@ func (t *replayTally) add(equal, failed bool) {
 // replay runs every request captured in DIR (serve --capture DIR) through this build's hooks
 // and the config, and prints per request whether the outcome is the captured one and, when it
 // is not, a diff of the resulting objects; then a summary, overall and per hook. Exit 0: all
-// equal; 1: some differ or could not be replayed; 2: bad flags, no DIR or capture files, an
-// invalid config.
+// equal; 1: some differ or could not be replayed (symbolic links and files of other users are
+// skipped, each named on stderr); 2: bad flags, no DIR or capture files, a DIR that is a
+// symbolic link or writable by group or others, an invalid config.
 func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 	fs, o := replayFlags()
 	fs.SetOutput(stderr)
@@ -341,12 +342,17 @@ func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 	} else if !info.IsDir() {
 		return fail(exitUsage, "%s is not a directory", dir)
 	}
-	files, err := capture.Files(dir)
+	// Only files of this user, and no symbolic links, in a directory that no one else can
+	// write: anything else may have been planted.
+	files, skipped, err := capture.ReplayFiles(dir)
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
+	for _, s := range skipped {
+		fmt.Fprintf(stderr, "synchook replay: skipped %s: %s\n", filepath.Base(s.Path), s.Reason)
+	}
 	if len(files) == 0 {
-		return fail(exitUsage, "no capture files (*.json) in %s", dir)
+		return fail(exitUsage, "no capture files (*.json) to replay in %s", dir)
 	}
 	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{
 		ConfigFile: o.configFile, Register: p.registerHooks, Log: ctrl.Log, Version: Version(),
@@ -376,7 +382,7 @@ func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 	for i, path := range files {
 		progress.set(i)
 		name := filepath.Base(path)
-		rec, err := capture.ReadFile(path)
+		rec, err := capture.ReadOwnFile(path)
 		if err != nil {
 			progress.clear()
 			fmt.Fprintf(stdout, "FAILED     %s: %v\n", name, err)
@@ -403,6 +409,9 @@ func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 	progress.done(len(files))
 
 	fmt.Fprintf(stdout, "\n%d requests: %d equal, %d different, %d failed\n", len(files), total.equal, total.different, total.failed)
+	if len(skipped) > 0 {
+		fmt.Fprintf(stdout, "%d files skipped (symbolic links or files of other users; see stderr)\n", len(skipped))
+	}
 	if len(order) > 0 {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "hook\tequal\tdifferent\tfailed")
@@ -412,7 +421,7 @@ func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 		}
 		_ = tw.Flush()
 	}
-	if total.different > 0 || total.failed > 0 {
+	if total.different > 0 || total.failed > 0 || len(skipped) > 0 {
 		return exitFailed
 	}
 	return exitOK
