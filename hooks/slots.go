@@ -47,9 +47,9 @@ func (t *slotTable) acquire() (release func(), ok bool) {
 	}
 }
 
-// hookRun is what chain.exec shares with the goroutine that calls the chain's hooks: the index
-// of the hook being called and, once the request has given up on the hooks (abandon), the slot
-// table that names the hook as holding a slot until the hooks return (end).
+// hookRun is what chain.supervise shares with the goroutine that calls the chain's hooks: the
+// index of the hook being called and, once the request has given up on the hooks (abandon), the
+// slot table that names the hook as holding a slot until the hooks return (end).
 type hookRun struct {
 	running atomic.Int32 // index of the hook being called
 
@@ -118,9 +118,8 @@ type StuckSlots struct {
 	Since time.Time
 	// Hooks names, each once and sorted, the hooks that were still running when their request
 	// ended and have not returned yet (hooks that ignore their context): what holds slots past
-	// the requests' deadlines. Empty when Held is 0. A metadata hook (MetadataHook) runs on its
-	// request's own goroutine and is never abandoned, so a slot that one holds is counted but
-	// not named here.
+	// the requests' deadlines. Empty when Held is 0. A slot held past the threshold by a chain
+	// whose request has not ended yet (one without a deadline) is counted but not named.
 	Hooks []string
 }
 
