@@ -135,6 +135,22 @@ func TestStuckSlotsAreCountedNamedAndFreedWhenTheHookReturns(t *testing.T) {
 				t.Errorf("stuck List: %+v, want its one slot held by list-item-hook", s)
 			}
 		}},
+		{"a label/annotation hook that ignores its context is abandoned and named too", func(t *testing.T, clk *clocktesting.FakePassiveClock) {
+			b := newBlockingHooks(t, "meta")
+			reg := hooks.NewRegistry(nil)
+			reg.MustRegister(hooks.NewMetadataFunc("meta-ignores-context", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, b.fn,
+				func(context.Context, *hooks.Metadata) error {
+					b.entered <- "meta"
+					<-b.releases["meta"] // the context is ignored
+					return nil
+				}))
+			runner := hooks.NewRunner(reg, hooks.RunnerOptions{MaxConcurrent: 1, Clock: clk})
+			startAbandoned(t, runner, podNamed("meta"), b, "meta")
+			clk.SetTime(t0.Add(timeout + time.Second))
+			if s := runner.Stuck(timeout); !s.All() || !slices.Equal(s.Hooks, []string{"meta-ignores-context"}) {
+				t.Errorf("stuck metadata hook: %+v, want its one slot held by meta-ignores-context", s)
+			}
+		}},
 		{"slots held for less than the threshold are not stuck", func(t *testing.T, clk *clocktesting.FakePassiveClock) {
 			b := newBlockingHooks(t, "slow")
 			reg := hooks.NewRegistry(nil)
