@@ -26,7 +26,7 @@ fmt: ## gofmt the tree
 vet: ## go vet
 	go vet ./...
 
-generate: ## regenerate bridge/remote's Go code from remote.proto (protoc from apt, plugins pinned into ./bin)
+generate: ## regenerate internal/bridge/remote's Go code from remote.proto (protoc from apt, plugins pinned into ./bin)
 	hack/generate.sh
 
 envtest-assets: ## build (or find cached) kube-apiserver and etcd, print KUBEBUILDER_ASSETS

@@ -13,7 +13,7 @@ import (
 
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/policy"
+	"github.com/synchook/synchook/internal/policy"
 )
 
 // ErrInvalid is wrapped by every error about the content of a config (syntax, unknown keys,

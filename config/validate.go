@@ -21,7 +21,7 @@ import (
 
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/policy"
+	"github.com/synchook/synchook/internal/policy"
 )
 
 // Validate checks c against client-go's scheme (all built-in Kubernetes kinds) and returns

@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/synchook/synchook/bridge/remote"
+	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/internal/testenv"
 	"github.com/synchook/synchook/internal/vclusterstub"
 	"github.com/synchook/synchook/patch"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# generate.sh regenerates the committed Go code of bridge/remote/remote.proto (the vcluster
+# generate.sh regenerates the committed Go code of internal/bridge/remote/remote.proto (the vcluster
 # plugin v1 wire protocol: remote.pb.go, remote_grpc.pb.go) and of
-# bridgev2/pluginv2/pluginv2.proto (plugin v2: pluginv2.pb.go, pluginv2_grpc.pb.go). The normal build and test path
+# internal/bridgev2/pluginv2/pluginv2.proto (plugin v2: pluginv2.pb.go, pluginv2_grpc.pb.go). The normal build and test path
 # never needs it; run it (`make generate`) after changing the .proto.
 #
 # Reproducible: protoc is Debian's protobuf-compiler (installed with apt-get when protoc is
@@ -34,12 +34,12 @@ if ! "$BIN/protoc-gen-go-grpc" --version 2>/dev/null | grep -q "${PROTOC_GEN_GO_
   GOBIN="$BIN" go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC_VERSION"
 fi
 
-PATH="$BIN:$PATH" protoc -I bridge/remote \
-  --go_out=bridge/remote --go_opt=paths=source_relative \
-  --go-grpc_out=bridge/remote --go-grpc_opt=paths=source_relative \
-  bridge/remote/remote.proto
-PATH="$BIN:$PATH" protoc -I bridgev2/pluginv2 \
-  --go_out=bridgev2/pluginv2 --go_opt=paths=source_relative \
-  --go-grpc_out=bridgev2/pluginv2 --go-grpc_opt=paths=source_relative \
-  bridgev2/pluginv2/pluginv2.proto
-echo "generated bridge/remote/*.pb.go and bridgev2/pluginv2/*.pb.go" >&2
+PATH="$BIN:$PATH" protoc -I internal/bridge/remote \
+  --go_out=internal/bridge/remote --go_opt=paths=source_relative \
+  --go-grpc_out=internal/bridge/remote --go-grpc_opt=paths=source_relative \
+  internal/bridge/remote/remote.proto
+PATH="$BIN:$PATH" protoc -I internal/bridgev2/pluginv2 \
+  --go_out=internal/bridgev2/pluginv2 --go_opt=paths=source_relative \
+  --go-grpc_out=internal/bridgev2/pluginv2 --go-grpc_opt=paths=source_relative \
+  internal/bridgev2/pluginv2/pluginv2.proto
+echo "generated internal/bridge/remote/*.pb.go and internal/bridgev2/pluginv2/*.pb.go" >&2

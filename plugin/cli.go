@@ -25,12 +25,12 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/synchook/synchook/bridge"
-	"github.com/synchook/synchook/bridgev2"
-	"github.com/synchook/synchook/capture"
+	"github.com/synchook/synchook/internal/bridge"
+	"github.com/synchook/synchook/internal/bridgev2"
+	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/metrics"
-	"github.com/synchook/synchook/sidecar"
+	"github.com/synchook/synchook/internal/metrics"
+	"github.com/synchook/synchook/internal/sidecar"
 	"github.com/synchook/synchook/webhook"
 )
 

@@ -7,7 +7,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/synchook/synchook/bridgev2"
+	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/hooks"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/synchook/synchook/capture"
+	"github.com/synchook/synchook/internal/capture"
 )
 
 // replay refuses a capture directory that others can write, and skips, each with one line

@@ -12,10 +12,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/synchook/synchook/capture"
+	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/fixtures"
-	"github.com/synchook/synchook/sidecar"
+	"github.com/synchook/synchook/internal/sidecar"
 )
 
 func teamConfig(t *testing.T, dir, team string) string {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonscan"
-	"github.com/synchook/synchook/metrics"
+	"github.com/synchook/synchook/internal/metrics"
 )
 
 var admissionGVK = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")

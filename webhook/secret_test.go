@@ -17,7 +17,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/testenv"
-	"github.com/synchook/synchook/metrics"
+	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/webhook"
 )
 

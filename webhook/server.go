@@ -21,7 +21,7 @@ import (
 
 	"github.com/synchook/synchook/certs"
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/metrics"
+	"github.com/synchook/synchook/internal/metrics"
 )
 
 // Default values of Options.

@@ -14,7 +14,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/metrics"
+	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/webhook"
 )
 

@@ -21,8 +21,8 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/synchook/synchook/bench"
-	"github.com/synchook/synchook/bridgev2"
+	"github.com/synchook/synchook/internal/bench"
+	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/plugin"
 )
 

@@ -31,7 +31,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/sidecar"
+	"github.com/synchook/synchook/internal/sidecar"
 	"github.com/synchook/synchook/webhook"
 )
 

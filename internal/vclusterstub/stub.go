@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	"github.com/synchook/synchook/bridge/remote"
+	"github.com/synchook/synchook/internal/bridge/remote"
 )
 
 // MutateTimeout is the deadline vcluster gives every Mutate call.

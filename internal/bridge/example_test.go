@@ -1,0 +1,31 @@
+package bridge_test
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/synchook/synchook/internal/bridge"
+)
+
+// A hook removed the label "host" and the pod's nodeName. vcluster decodes the answer into the
+// pod it sent, so the answer resets the labels map before giving the new one, and sets
+// nodeName to "" explicitly.
+func ExampleAnswer() {
+	request := []byte(`{"metadata":{"name":"web","labels":{"app":"web","host":"blue"}},"spec":{"nodeName":"node-7","containers":null}}`)
+	hooked := []byte(`{"metadata":{"name":"web","labels":{"app":"web"}},"spec":{"containers":null}}`)
+	answer, err := bridge.Answer(&corev1.Pod{}, request, hooked)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(answer))
+
+	var pod corev1.Pod // as vcluster holds it
+	_ = json.Unmarshal(request, &pod)
+	_ = json.Unmarshal(answer, &pod)
+	fmt.Printf("labels %v, nodeName %q\n", pod.Labels, pod.Spec.NodeName)
+	// Output:
+	// {"metadata":{"labels":null,"labels":{"app":"web"},"name":"web"},"spec":{"containers":null,"nodeName":""}}
+	// labels map[app:web], nodeName ""
+}

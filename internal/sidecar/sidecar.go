@@ -1,0 +1,463 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/synchook/synchook/internal/bridge"
+	"github.com/synchook/synchook/internal/bridgev2"
+	"github.com/synchook/synchook/internal/capture"
+	"github.com/synchook/synchook/certs"
+	"github.com/synchook/synchook/config"
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/fixtures"
+	"github.com/synchook/synchook/internal/metrics"
+	"github.com/synchook/synchook/webhook"
+)
+
+// RegisterFunc adds compiled Go hooks to a registry after the config's hooks. It may be nil.
+type RegisterFunc func(*hooks.Registry) error
+
+// Options configures Serve. Zero fields take the defaults named on each.
+type Options struct {
+	// ConfigFile is the path of the YAML hook config. Empty means the SYNCHOOK_CONFIG env var,
+	// or config.Default() when that is empty too.
+	ConfigFile string
+	// Getenv reads environment variables. Default os.Getenv.
+	Getenv func(string) string
+	// Register adds compiled Go hooks after the config's hooks.
+	Register RegisterFunc
+	// Webhook configures the HTTPS server; its CertFile and KeyFile are filled from the
+	// certificate options below.
+	Webhook webhook.Options
+	// CertDir is where the generated CA and serving cert live (tls.crt, tls.key, ca.crt).
+	// Default "/tmp/synchook/certs". Ignored when TLSCertFile is set.
+	CertDir string
+	// CertDNSNames are extra SANs of the generated serving cert, on top of localhost,
+	// 127.0.0.1 and ::1.
+	CertDNSNames []string
+	// TLSCertFile and TLSKeyFile name a user-supplied serving cert and key, used as they are.
+	TLSCertFile, TLSKeyFile string
+	// Bridge configures the vcluster plugin v1 bridge (gRPC, for real vcluster's legacy
+	// plugin: sidecars). It runs next to the HTTPS server when Bridge.Address is set and is
+	// off when it is empty. Its RequestTimeout and MaxMessageBytes default to
+	// Webhook.RequestTimeout and Webhook.MaxRequestBytes; its Log is Log.WithName("bridge").
+	Bridge bridge.Options
+	// MetricsBindAddress is the host:port of the plain-HTTP /metrics listener. Default
+	// DefaultMetricsBindAddress (":9441"); "0" disables it (metrics are still recorded).
+	MetricsBindAddress string
+	// MaxConcurrentHooks bounds the hook chains running at once, counting chains abandoned at
+	// their deadline whose hook has not returned; past it requests get 429 / ResourceExhausted.
+	// Default DefaultMaxConcurrentHooks (256).
+	MaxConcurrentHooks int
+	// Provenance turns on the synchook.io/mutated-by annotation (config provenance: true does
+	// too); in plugin v2 mode also SYNCHOOK_PROVENANCE=true.
+	Provenance bool
+	// SkipIdempotencyCheck starts even when a chain changes its own result again (see
+	// BuildRegistry); a warning is logged. In plugin v2 mode also SYNCHOOK_SKIP_IDEMPOTENCY_CHECK=true.
+	SkipIdempotencyCheck bool
+	// HookTimeout is each hook call's own deadline within the request's budget. Default 0 (only
+	// the request deadline applies).
+	HookTimeout time.Duration
+	// Log is the root logger. Default logr.Discard().
+	Log logr.Logger
+	// CaptureDir, when set, makes the server write a sample of its requests there, one JSON
+	// file each (package capture), for synchook replay. In plugin v2 mode also the
+	// SYNCHOOK_CAPTURE_DIR env var. Default empty: no capture.
+	CaptureDir string
+	// CaptureSample is the fraction of requests captured, in (0, 1]. Default
+	// capture.DefaultSample (0.01); in plugin v2 mode also SYNCHOOK_CAPTURE_SAMPLE.
+	CaptureSample float64
+	// CaptureMaxBytes bounds the total size of CaptureDir's files; the oldest are deleted first.
+	// Default capture.DefaultMaxBytes (100 MiB); in plugin v2 mode also SYNCHOOK_CAPTURE_MAX_BYTES.
+	CaptureMaxBytes int64
+	// Version is the synchook version written in capture records (plugin.Version()).
+	Version string
+}
+
+// Defaults of Options.
+const (
+	DefaultMetricsBindAddress = ":9441"
+	DefaultMaxConcurrentHooks = 256
+)
+
+// ProvenanceEnvVar set to "true" turns provenance on in plugin v2 mode (no arguments there).
+const ProvenanceEnvVar = "SYNCHOOK_PROVENANCE"
+
+// SkipIdempotencyCheckEnvVar set to "true" skips the idempotency check in plugin v2 mode,
+// where vcluster passes no arguments (plugins.<name> values can set env through the syncer).
+const SkipIdempotencyCheckEnvVar = "SYNCHOOK_SKIP_IDEMPOTENCY_CHECK"
+
+// The environment variables that turn capture on in plugin v2 mode (Options.CaptureDir,
+// CaptureSample, CaptureMaxBytes), where vcluster passes no arguments.
+const (
+	CaptureDirEnvVar      = "SYNCHOOK_CAPTURE_DIR"
+	CaptureSampleEnvVar   = "SYNCHOOK_CAPTURE_SAMPLE"
+	CaptureMaxBytesEnvVar = "SYNCHOOK_CAPTURE_MAX_BYTES"
+)
+
+// DefaultCertDir is the default Options.CertDir.
+const DefaultCertDir = "/tmp/synchook/certs"
+
+// ErrConfig is wrapped by errors caused by bad configuration (exit code 2 in main).
+var ErrConfig = errors.New("invalid configuration")
+
+func (o *Options) setDefaults() {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.CertDir == "" {
+		o.CertDir = DefaultCertDir
+	}
+	if o.Log.GetSink() == nil {
+		o.Log = logr.Discard()
+	}
+	if o.MetricsBindAddress == "" {
+		o.MetricsBindAddress = DefaultMetricsBindAddress
+	}
+	if o.MaxConcurrentHooks <= 0 {
+		o.MaxConcurrentHooks = DefaultMaxConcurrentHooks
+	}
+}
+
+// RegistryConfig says where BuildRegistry finds hooks and how it checks them.
+type RegistryConfig struct {
+	// ConfigFile is the YAML hook config's path; empty: EnvVars in order, else the default.
+	ConfigFile string
+	// EnvVars are the environment variables that may hold the config, in order. Default
+	// [SYNCHOOK_CONFIG].
+	EnvVars []string
+	// Getenv reads them. Default os.Getenv.
+	Getenv func(string) string
+	// Register adds compiled Go hooks after the config's hooks. It may be nil.
+	Register RegisterFunc
+	// SkipIdempotencyCheck skips running every chain twice on sample objects (a warning is
+	// logged). Default false: a chain that changes its own result again stops the start.
+	SkipIdempotencyCheck bool
+	// Provenance turns on the synchook.io/mutated-by annotation even when the config's
+	// provenance key does not (hooks.RegistryOptions.Provenance).
+	Provenance bool
+	// Version is the build's version in that annotation. Default "dev".
+	Version string
+	// Samples are extra objects (JSON) to check idempotency on, next to the built-in ones
+	// (mutate adds the object it was given).
+	Samples [][]byte
+	// Log receives "hooks loaded". Default logr.Discard().
+	Log logr.Logger
+}
+
+// BuildRegistry loads the config (file, env or default) and returns a registry, with automatic
+// undo on, holding its hooks followed by those of Register, after checking that every chain is
+// idempotent on sample objects (realistic Pods, Services and Secrets, a minimal object of any
+// other kind, and c.Samples). Config errors and a chain that is not idempotent wrap ErrConfig.
+func BuildRegistry(ctx context.Context, c RegistryConfig) (*hooks.Registry, error) {
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
+	if len(c.EnvVars) == 0 {
+		c.EnvVars = []string{config.EnvVar}
+	}
+	if c.Log.GetSink() == nil {
+		c.Log = logr.Discard()
+	}
+	cfg, source, err := config.LoadFrom(c.ConfigFile, c.Getenv, c.EnvVars...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	// Automatic undo is on: what the hooks add on the way down comes off on the way up, so the
+	// syncer never sees it as a difference (hooks opt out with undo: false / Undo() false).
+	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true, Provenance: c.Provenance || cfg.Provenance, Version: c.Version})
+	if err := cfg.Build(reg); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if c.Register != nil {
+		if err := c.Register(reg); err != nil {
+			return nil, fmt.Errorf("%w: register Go hooks: %w", ErrConfig, err)
+		}
+	}
+	if c.SkipIdempotencyCheck {
+		c.Log.Info("WARNING: idempotency check skipped: a hook that changes its own result again makes the syncer write on every pass")
+	} else if err := reg.CheckIdempotent(ctx, sampleObjects(c.Samples)); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c.Log.Info("hooks loaded", "config", source, "chains", len(reg.Keys()))
+	return reg, nil
+}
+
+// sampleObjects returns the objects to check a GVK's chains on: the realistic fixtures for Pods,
+// Services and Secrets, a minimal object of any other kind, and the extra objects of that GVK.
+func sampleObjects(extra [][]byte) func(schema.GroupVersionKind) [][]byte {
+	return func(gvk schema.GroupVersionKind) [][]byte {
+		var out [][]byte
+		switch gvk {
+		case corev1.SchemeGroupVersion.WithKind("Pod"):
+			out = append(out, fixtures.JSON(fixtures.Pod("default", "sample")))
+		case corev1.SchemeGroupVersion.WithKind("Service"):
+			out = append(out, fixtures.JSON(fixtures.Service("default", "sample")))
+		case corev1.SchemeGroupVersion.WithKind("Secret"):
+			out = append(out, fixtures.JSON(fixtures.Secret("default", "sample", "sample-value")))
+		default:
+			apiVersion, kind := gvk.ToAPIVersionAndKind()
+			out = append(out, fixtures.JSON(map[string]any{
+				"apiVersion": apiVersion, "kind": kind,
+				"metadata": map[string]any{"name": "sample", "namespace": "default", "labels": map[string]string{"app": "sample"}},
+			}))
+		}
+		for _, x := range extra {
+			if got, err := hooks.ObjectGVK(x); err == nil && got == gvk {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+}
+
+// Serve runs the sidecar until ctx ends: it builds the registry, makes sure a serving cert
+// exists (generating and renewing it unless user-supplied), serves HTTPS and, when
+// Bridge.Address is set, the vcluster plugin v1 bridge (registering with vcluster). When ctx
+// ends it drains in-flight requests and returns nil. Config errors wrap ErrConfig.
+func Serve(ctx context.Context, opts Options) error {
+	opts.setDefaults()
+	log := opts.Log
+	reg, err := BuildRegistry(ctx, RegistryConfig{
+		ConfigFile: opts.ConfigFile, Getenv: opts.Getenv, Register: opts.Register,
+		SkipIdempotencyCheck: opts.SkipIdempotencyCheck, Log: log,
+		Provenance: opts.Provenance, Version: opts.Version,
+	})
+	if err != nil {
+		return err
+	}
+	rec := metrics.New(reg, log.WithName("hooks"))
+	ropts := hooks.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec}
+	cw, err := startCapture(&opts, reg, &ropts)
+	if err != nil {
+		return err
+	}
+	if cw != nil {
+		defer cw.Close() // after every server has stopped: writes the samples still waiting
+	}
+	runner := hooks.NewRunner(reg, ropts)
+	opts.Bridge.Metrics = rec
+	var plugin *bridge.Bridge
+	if opts.Bridge.Address != "" {
+		if plugin, err = newBridge(runner, opts.Bridge, opts.Webhook, log); err != nil {
+			return err
+		}
+	}
+
+	// Everything that can fail on bad options happens before any listener or loop starts.
+	wopts := opts.Webhook
+	wopts.Log = log.WithName("webhook")
+	wopts.Metrics = rec
+	if wopts.DisableTCP && wopts.SocketPath == "" {
+		return fmt.Errorf("%w: the HTTPS listener is off (--bind-address=0) and there is no --socket-path", ErrConfig)
+	}
+	var renew func(context.Context) error // the generated cert's renewal loop, when there is one
+	if opts.TLSCertFile != "" || opts.TLSKeyFile != "" {
+		if opts.TLSCertFile == "" || opts.TLSKeyFile == "" {
+			return fmt.Errorf("%w: --tls-cert-file and --tls-key-file go together", ErrConfig)
+		}
+		wopts.CertFile, wopts.KeyFile = opts.TLSCertFile, opts.TLSKeyFile
+		log.Info("using user-supplied serving certificate", "cert", opts.TLSCertFile)
+	} else {
+		ca, err := certs.New(certs.Options{Dir: opts.CertDir, DNSNames: opts.CertDNSNames, Log: log.WithName("certs")})
+		if err != nil {
+			return err
+		}
+		if err := ca.Ensure(); err != nil {
+			return err
+		}
+		wopts.CertFile, wopts.KeyFile = ca.CertFile(), ca.KeyFile()
+		if ca.UserSupplied() {
+			log.Info("using user-supplied serving certificate from the cert dir", "dir", opts.CertDir)
+		} else {
+			log.Info("serving certificate ready", "dir", opts.CertDir, "ca", ca.CAFile())
+			renew = ca.Run
+		}
+	}
+	srv, err := webhook.NewServer(runner, wopts)
+	if err != nil {
+		return err
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	if opts.MetricsBindAddress != "0" {
+		g.Go(func() error { return metrics.Serve(ctx, opts.MetricsBindAddress, log.WithName("metrics")) })
+	}
+	if renew != nil {
+		g.Go(func() error { return renew(ctx) })
+	}
+	if !wopts.DisableTCP {
+		g.Go(func() error { watchCertExpiry(ctx, wopts.CertFile, log); return nil })
+	}
+	if plugin != nil {
+		g.Go(func() error { return plugin.Run(ctx) })
+	}
+	g.Go(func() error { return srv.Start(ctx) })
+	log.Info("serving", "address", wopts.BindAddress, "probes", wopts.ProbeBindAddress)
+	return g.Wait()
+}
+
+// startCapture starts the capture writer when opts.CaptureDir is set and hooks it into ro; it
+// returns nil when capture is off. The caller closes the writer.
+func startCapture(opts *Options, reg *hooks.Registry, ro *hooks.RunnerOptions) (*capture.Writer, error) {
+	if opts.CaptureDir == "" {
+		return nil, nil
+	}
+	cw, err := capture.New(capture.Options{
+		Dir: opts.CaptureDir, Sample: opts.CaptureSample, MaxBytes: opts.CaptureMaxBytes,
+		Version: opts.Version, Registry: reg, Log: opts.Log.WithName("capture"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	ro.Capture = cw.Capture
+	go cw.Run(context.Background())
+	sample := opts.CaptureSample
+	if sample == 0 {
+		sample = capture.DefaultSample
+	}
+	opts.Log.Info("capturing a sample of the requests", "dir", opts.CaptureDir, "sample", sample)
+	return cw, nil
+}
+
+// captureFromEnv fills the capture options from the environment where they are unset.
+func captureFromEnv(opts *Options) error {
+	if opts.CaptureDir == "" {
+		opts.CaptureDir = opts.Getenv(CaptureDirEnvVar)
+	}
+	if v := opts.Getenv(CaptureSampleEnvVar); v != "" && opts.CaptureSample == 0 {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%w: %s=%q: %w", ErrConfig, CaptureSampleEnvVar, v, err)
+		}
+		opts.CaptureSample = f
+	}
+	if v := opts.Getenv(CaptureMaxBytesEnvVar); v != "" && opts.CaptureMaxBytes == 0 {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: %s=%q: %w", ErrConfig, CaptureMaxBytesEnvVar, v, err)
+		}
+		opts.CaptureMaxBytes = n
+	}
+	return nil
+}
+
+// newBridge returns the vcluster plugin bridge for runner, with the request limits of the
+// webhook where bopts leaves them unset.
+func newBridge(runner *hooks.Runner, bopts bridge.Options, wopts webhook.Options, log logr.Logger) (*bridge.Bridge, error) {
+	if bopts.RequestTimeout <= 0 {
+		bopts.RequestTimeout = wopts.RequestTimeout
+	}
+	if bopts.MaxMessageBytes <= 0 {
+		bopts.MaxMessageBytes = int(wopts.MaxRequestBytes)
+	}
+	bopts.Log = log.WithName("bridge")
+	b, err := bridge.New(runner, bopts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return b, nil
+}
+
+// MutateResult is the outcome of a dry run.
+type MutateResult struct {
+	// Patch is the JSON Patch (nil when nothing changed) and Object the resulting object JSON.
+	Patch, Object []byte
+	// Hooks is the number of hooks that ran.
+	Hooks int
+}
+
+// Mutate runs the chain of hookType on one object offline, exactly as the server would, and
+// returns the patch and the resulting object. objectJSON must carry apiVersion and kind.
+func Mutate(ctx context.Context, reg *hooks.Registry, hookType hooks.HookType, objectJSON []byte, timeout time.Duration) (*MutateResult, error) {
+	gvk, err := hooks.ObjectGVK(objectJSON)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := reg.Mutate(ctx, gvk, hookType, objectJSON)
+	if err != nil {
+		return nil, err
+	}
+	object, err := res.Object()
+	if err != nil {
+		return nil, err
+	}
+	return &MutateResult{Patch: res.Patch, Object: object, Hooks: res.Hooks}, nil
+}
+
+// watchCertExpiry keeps the certificate expiry metric at the NotAfter of certFile, read now and
+// every minute until ctx ends.
+func watchCertExpiry(ctx context.Context, certFile string, log logr.Logger) {
+	for {
+		if notAfter, err := certs.NotAfter(certFile); err == nil {
+			metrics.SetCertificateExpiry(notAfter)
+		} else {
+			log.V(1).Info("cannot read the serving certificate's expiry", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Minute):
+		}
+	}
+}
+
+// ServePluginV2 runs synchook as a vcluster plugin v2 (package bridgev2): it builds the registry
+// from the YAML in PLUGIN_CONFIG (the values' plugins.<name>.config; empty, "null" or "{}" mean
+// SYNCHOOK_CONFIG or the built-in default, as for Serve) followed by Options.Register's hooks,
+// then serves go-plugin until vcluster ends the plugin. Of opts it uses Getenv, Register,
+// Webhook.RequestTimeout, Webhook.MaxRequestBytes, Webhook.StuckSlotsFactor,
+// MaxConcurrentHooks, HookTimeout, Log, Version and the capture options, which the SYNCHOOK_CAPTURE_* env vars fill when unset.
+// It returns an error, before any handshake, when the config is invalid (wrapping ErrConfig):
+// vcluster's Start then fails; the binary logs the reason as hclog JSON, the only stderr form vcluster shows.
+func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
+	opts.setDefaults()
+	reg, err := BuildRegistry(context.Background(), RegistryConfig{
+		EnvVars: []string{bridgev2.ConfigEnvVar, config.EnvVar}, Getenv: opts.Getenv, Register: opts.Register,
+		SkipIdempotencyCheck: opts.SkipIdempotencyCheck || opts.Getenv(SkipIdempotencyCheckEnvVar) == "true", Log: opts.Log,
+		Provenance: opts.Provenance || opts.Getenv(ProvenanceEnvVar) == "true", Version: opts.Version,
+	})
+	if err != nil {
+		return err
+	}
+	if err := captureFromEnv(&opts); err != nil {
+		return err
+	}
+	ropts := hooks.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout}
+	cw, err := startCapture(&opts, reg, &ropts)
+	if err != nil {
+		return err
+	}
+	if cw != nil {
+		defer cw.Close()
+	}
+	runner := hooks.NewRunner(reg, ropts)
+	maxBytes := int(opts.Webhook.MaxRequestBytes)
+	if maxBytes <= 0 {
+		maxBytes = webhook.DefaultMaxRequestBytes // as for serve's --max-request-bytes
+	}
+	srv, err := bridgev2.New(runner, bridgev2.Options{
+		RequestTimeout:   opts.Webhook.RequestTimeout,
+		MaxMessageBytes:  maxBytes,
+		StuckSlotsFactor: opts.Webhook.StuckSlotsFactor,
+		Log:              opts.Log.WithName("pluginv2"),
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	opts.Log.Info("serving vcluster plugin v2", "clientHooks", srv.PluginConfig())
+	bridgev2.Serve(srv, serve)
+	return nil
+}
