@@ -25,10 +25,10 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/capture"
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/internal/sidecar"
 	"github.com/synchook/synchook/webhook"

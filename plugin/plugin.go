@@ -7,8 +7,8 @@ import (
 	"os"
 	"sync"
 
-	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/bridgev2"
 )
 
 // version is the build's version, set with -ldflags "-X github.com/synchook/synchook/plugin.version=v1.2.3".

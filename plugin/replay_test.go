@@ -12,8 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/internal/sidecar"
 )

@@ -16,9 +16,9 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/canary"
+	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/webhook"
 )

@@ -17,8 +17,8 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/certs"
+	"github.com/synchook/synchook/internal/bridge/remote"
 )
 
 // FloorsCommand is the hidden subcommand that ServeFloors runs under, so that the floors live

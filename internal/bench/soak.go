@@ -29,10 +29,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/synchook/synchook/internal/bridge"
-	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/certs"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/bridge"
+	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/patch"
 	"github.com/synchook/synchook/webhook"

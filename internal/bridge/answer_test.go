@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kjson "sigs.k8s.io/json"
 
-	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/bridge"
 )
 
 // examplePod returns a Pod with every kind of field the decoding rules care about set: label

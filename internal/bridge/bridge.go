@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
-	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/internal/metrics"
 )
 

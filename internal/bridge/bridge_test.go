@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridge/remote"
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/testenv"
 	"github.com/synchook/synchook/internal/vclusterstub"
 	"github.com/synchook/synchook/patch"

@@ -9,9 +9,9 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridge/remote"
-	"github.com/synchook/synchook/hooks"
 )
 
 // FuzzMutate calls Mutate with arbitrary input (apiVersion, kind, object JSON, hook type). It

@@ -6,9 +6,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridge/remote"
-	"github.com/synchook/synchook/hooks"
 )
 
 // TestMutateRefusesAmbiguousObjects: an object of another kind than the request, or with keys

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/internal/metrics"
 )
 

@@ -3,10 +3,10 @@ package bridge_test
 import (
 	"testing"
 
-	"github.com/synchook/synchook/internal/bridge"
-	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/bridge"
+	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/internal/fixtures"
 )
 

@@ -7,12 +7,12 @@ import (
 
 	"google.golang.org/grpc/status"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridge/remote"
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/canary"
-	"github.com/synchook/synchook/internal/vclusterstub"
 	"github.com/synchook/synchook/internal/metrics"
+	"github.com/synchook/synchook/internal/vclusterstub"
 )
 
 // TestASecretCanaryLeavesTheV1BridgeInNoForm sends a Secret whose hook fails in every way

@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridge/remote"
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/tenanttest"
 	"github.com/synchook/synchook/internal/vclusterstub"
 	"github.com/synchook/synchook/webhook"

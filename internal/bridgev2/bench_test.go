@@ -11,10 +11,10 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/synchook/synchook/internal/bridgev2"
-	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/bridgev2"
+	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
 	"github.com/synchook/synchook/internal/fixtures"
 )
 

@@ -7,10 +7,10 @@ import (
 
 	"google.golang.org/grpc/status"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/canary"
 	"github.com/synchook/synchook/internal/metrics"
 )

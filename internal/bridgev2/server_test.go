@@ -16,9 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
-	"github.com/synchook/synchook/hooks"
 )
 
 // testRegistry labels pods on CreatePhysical (and deletes the label host-only), strips

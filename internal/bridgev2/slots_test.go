@@ -18,9 +18,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
-	"github.com/synchook/synchook/hooks"
 )
 
 // levelLog is a logr.LogSink that keeps every line with its level, "error" or "info".

@@ -9,9 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/tenanttest"
 	"github.com/synchook/synchook/webhook"
 )

@@ -6,9 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/internal/fixtures"
 )
 

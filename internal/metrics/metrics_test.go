@@ -13,8 +13,8 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/internal/testenv"
 	"github.com/synchook/synchook/internal/metrics"
+	"github.com/synchook/synchook/internal/testenv"
 )
 
 type failing struct{ n *int }
