@@ -19,6 +19,20 @@
 // TestV1Throughput compares it with the sdk-style v1 plugin internal/sdkpluginv1, also a
 // process of its own.
 //
+// syncer_test.go goes further: vcluster's real syncer (its start sequence from setup, the
+// chart's default values plus plugins: from the repository's plugin.yaml) runs between two
+// envtest kube-apiservers, "host" and "virtual", in a copy of the test binary, and loads the
+// built synchook from its plugin folder; the tests assert on both apiservers (translation with
+// the hooks' changes, undo under vcluster's bidirectional metadata sync, strip and policy:
+// hooks, no loop, a failing hook and recovery, tenant-forged annotations).
+// TestVClusterSyncerThroughput measures synced pods per second and CPU per synced pod against
+// no plugin and the sdk-style plugin. They need KUBEBUILDER_ASSETS (hack/envtest-assets.sh) and
+// are skipped without it.
+//
+//	KUBEBUILDER_ASSETS=$(../../hack/envtest-assets.sh | tail -n 1) go test -run TestVClusterSyncer -v
+//	SYNCHOOK_NO_LOOP_WINDOW=30s ...                                       # the issue's 30 s window
+//	SYNCHOOK_BENCH=1 go test -run TestVClusterSyncerThroughput -v -timeout 30m
+//
 // This is a separate module on purpose: vcluster's dependency graph clashes with synchook's,
 // so it never imports github.com/synchook/synchook; the tests build the repository root with
 // `go build` (CGO_ENABLED=0, -buildvcs=false) once per test binary run, or load the binary

@@ -42,6 +42,10 @@ const (
 var buildDir string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envSyncerProcess) != "" {
+		// a copy of this binary started by startSyncer: be vcluster's syncer
+		os.Exit(runSyncerProcess())
+	}
 	dir, err := os.MkdirTemp("", "synchook-e2e-vcluster-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
