@@ -35,6 +35,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -72,24 +73,15 @@ func TestPodHookExample(t *testing.T) {
 		}
 	})
 
-	t.Run("mutate on GetPhysical prints a JSON Patch that removes the tenant label", func(t *testing.T) {
-		pod := newPod()
-		pod.Labels[TenantLabel] = tenant
-		data, err := yaml.Marshal(pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		file := filepath.Join(t.TempDir(), "labelled-pod.yaml")
-		if err := os.WriteFile(file, data, 0o600); err != nil {
+	t.Run("mutate on GetPhysical of the CreatePhysical result gives examples/pod.yaml back (automatic undo, no Get hook)", func(t *testing.T) {
+		hooked := runMutate(t, bin, "CreatePhysical", "../../examples/pod.yaml", "-o", "yaml")
+		file := filepath.Join(t.TempDir(), "hooked-pod.yaml")
+		if err := os.WriteFile(file, []byte(hooked), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		patch, result := parseMutateOutput(t, runMutate(t, bin, "GetPhysical", file))
-		if want := []jsonOp{{Op: "remove", Path: "/metadata/labels/example.com~1tenant"}}; !reflect.DeepEqual(patch, want) {
-			t.Errorf("patch %v, want %v", patch, want)
-		}
-		if want := map[string]string{"app": "web"}; !maps.Equal(result.Labels, want) {
-			t.Errorf("result labels %v, want %v", result.Labels, want)
-		}
+		wantOp(t, patch, jsonOp{Op: "remove", Path: "/metadata/labels/example.com~1tenant"})
+		wantPodBack(t, "GetPhysical of the hooked pod", result)
 	})
 
 	t.Run("serve mutates a pod through the admission endpoint and the v1 bridge and stops on SIGTERM", func(t *testing.T) {
@@ -214,12 +206,10 @@ func TestPodHookExample(t *testing.T) {
 				t.Errorf("CreatePhysical: labels %v, want %v", pod.Labels, want)
 			}
 
-			pod = newPod()
-			pod.Labels[TenantLabel] = tenant
+			// The hooked pod, synchook.io/undo included, read back: automatic undo gives the
+			// syncer the pod it sent, decoded into the hooked one as vcluster does.
 			mutate(t, "GetPhysical", pod)
-			if want := map[string]string{"app": "web"}; !maps.Equal(pod.Labels, want) {
-				t.Errorf("GetPhysical: labels %v, want %v (the label must be gone after decode-into-existing)", pod.Labels, want)
-			}
+			wantPodBack(t, "GetPhysical of the hooked pod", pod)
 		})
 
 		if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -295,6 +285,7 @@ func TestPodHookExample(t *testing.T) {
 		if err := json.Unmarshal([]byte(cfgRes.GetConfig()), &cfg); err != nil {
 			t.Fatalf("plugin config %s: %v", cfgRes.GetConfig(), err)
 		}
+		// GetPhysical is announced although the example has no Get hook: automatic undo runs on it.
 		found := false
 		for _, h := range cfg.ClientHooks {
 			if h.APIVersion == "v1" && h.Kind == "Pod" {
@@ -325,12 +316,8 @@ func TestPodHookExample(t *testing.T) {
 		if want := map[string]string{"app": "web", TenantLabel: tenant, hookedLabel: "true"}; !maps.Equal(pod.Labels, want) {
 			t.Errorf("CreatePhysical: labels %v, want %v", pod.Labels, want)
 		}
-		pod = newPod()
-		pod.Labels[TenantLabel] = tenant
 		mutate(t, "GetPhysical", pod)
-		if want := map[string]string{"app": "web"}; !maps.Equal(pod.Labels, want) {
-			t.Errorf("GetPhysical: labels %v, want %v (the label must be gone after decode-into-existing)", pod.Labels, want)
-		}
+		wantPodBack(t, "GetPhysical of the hooked pod", pod)
 	})
 }
 
@@ -361,11 +348,11 @@ func cleanEnv() []string {
 	})
 }
 
-// runMutate runs `bin mutate --type hookType -f file`, wants exit code 0 and returns stdout.
-func runMutate(t *testing.T, bin, hookType, file string) string {
+// runMutate runs `bin mutate --type hookType -f file args…`, wants exit code 0 and returns stdout.
+func runMutate(t *testing.T, bin, hookType, file string, args ...string) string {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(t.Context(), bin, "mutate", "--type", hookType, "-f", file)
+	cmd := exec.CommandContext(t.Context(), bin, append([]string{"mutate", "--type", hookType, "-f", file}, args...)...)
 	cmd.Env = cleanEnv()
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -413,6 +400,17 @@ func parseMutateOutput(t *testing.T, out string) ([]jsonOp, *corev1.Pod) {
 		t.Errorf("the result is not the whole pod:\n%s", result)
 	}
 	return ops, &pod
+}
+
+// wantPodBack fails the test unless pod is the pod of examples/pod.yaml (newPod) again: no
+// tenant label, no label of the default config and no synchook.io/undo annotation.
+func wantPodBack(t *testing.T, what string, pod *corev1.Pod) {
+	t.Helper()
+	// Semantic: nil and empty maps are equal (the decoded pod may keep an empty map).
+	if want := newPod(); !equality.Semantic.DeepEqual(pod, want) {
+		t.Errorf("%s: labels %v annotations %v, want the pod sent (labels %v, no annotations); whole pod %+v",
+			what, pod.Labels, pod.Annotations, want.Labels, pod)
+	}
 }
 
 // newPod is the pod of examples/pod.yaml.

@@ -1,8 +1,10 @@
 // Command pod-hook is synchook with one Go hook: it labels every pod vcluster creates in the
-// host cluster and takes the label off again when vcluster reads the pod back, so the syncer
-// never sees a difference. Build and try it:
+// host cluster. It needs no GetPhysical hook to take the label off again: synchook's automatic
+// undo records the change in the synchook.io/undo annotation and gives the syncer back the pod
+// it sent when it reads the host pod, so the syncer never sees a difference. Build and try it:
 //
-//	go build -o pod-hook . && ./pod-hook mutate --type CreatePhysical -f ../pod.yaml
+//	go build -o pod-hook . && ./pod-hook mutate --type CreatePhysical -f ../pod.yaml -o yaml > /tmp/hooked.yaml
+//	./pod-hook mutate --type GetPhysical -f /tmp/hooked.yaml -o yaml   # ../pod.yaml again
 package main
 
 import (
@@ -18,7 +20,7 @@ import (
 // TenantLabel is the label the hook puts on host pods.
 const TenantLabel = "example.com/tenant"
 
-// PodHook labels pods on their way to the host and unlabels them on the way back.
+// PodHook labels pods on their way to the host; automatic undo unlabels them on the way back.
 type PodHook struct{ Tenant string }
 
 // Name is the hook's name in logs, metrics and errors.
@@ -27,10 +29,7 @@ func (h *PodHook) Name() string { return "pod-tenant-label" }
 // Resource is the kind the hook runs on.
 func (h *PodHook) Resource() client.Object { return &corev1.Pod{} }
 
-var (
-	_ plugin.MutateCreatePhysical = &PodHook{}
-	_ plugin.MutateGetPhysical    = &PodHook{}
-)
+var _ plugin.MutateCreatePhysical = &PodHook{}
 
 // MutateCreatePhysical adds the tenant label before vcluster creates the host pod.
 func (h *PodHook) MutateCreatePhysical(_ context.Context, obj client.Object) (client.Object, error) {
@@ -42,16 +41,6 @@ func (h *PodHook) MutateCreatePhysical(_ context.Context, obj client.Object) (cl
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[TenantLabel] = h.Tenant
-	return pod, nil
-}
-
-// MutateGetPhysical removes the label again when vcluster reads the host pod.
-func (h *PodHook) MutateGetPhysical(_ context.Context, obj client.Object) (client.Object, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, fmt.Errorf("object %T is not a pod", obj)
-	}
-	delete(pod.Labels, TenantLabel)
 	return pod, nil
 }
 
