@@ -50,6 +50,11 @@ type Config struct {
 	Provenance bool `json:"provenance,omitempty"`
 	// Hooks are the hook entries; each registers one hook per resource.
 	Hooks []Hook `json:"hooks"`
+	// Settings are the settings of the program's Go hooks, as JSON: the value of the
+	// document's settings key, kept as it was written (numbers and booleans stay so), for
+	// DecodeSettings (plugin.UnmarshalConfig) to decode into the hook author's type. Nil when
+	// the key is absent. synchook itself never reads them.
+	Settings json.RawMessage `json:"settings,omitempty"`
 }
 
 // Hook is one entry of the config: one built-in hook (labels or strip, exactly one), the

@@ -50,6 +50,14 @@
 // Within a chain, config hooks run in config order; Go hooks that main registers before or
 // after calling Build run before or after them.
 //
+// The top-level settings key holds the settings of the program's own Go hooks, in any shape
+// their author chooses; synchook keeps it as written (Config.Settings) and the author decodes
+// it with plugin.UnmarshalConfig (Config.DecodeSettings), as strictly as the rest:
+//
+//	settings:
+//	  tenant: team-a
+//	  required: [password]
+//
 // The config is checked strictly. Decoding is one strict pass (sigs.k8s.io/yaml, then
 // sigs.k8s.io/json as for the Kubernetes API): YAML syntax errors, duplicate keys, unknown or
 // misspelled keys (keys are case-sensitive) and values of the wrong shape are errors that name
@@ -69,7 +77,8 @@
 // ErrorList.ToAggregate. An empty config, or "hooks: []", has no hooks: that is how to turn off
 // the default.
 //
-// The default, used when neither the file nor the environment variable is set, is one hook:
+// The default, used when neither the file nor the environment variable is set, is one hook (a
+// program with Go hooks registered through package plugin runs no config hooks instead):
 //
 //	hooks:
 //	  - name: default-labels

@@ -29,7 +29,7 @@ func TestKeysAt(t *testing.T) {
 		path string
 		want []string
 	}{
-		{name: "the top level", typ: reflect.TypeFor[*document](), want: []string{"hooks", "provenance"}},
+		{name: "the top level", typ: reflect.TypeFor[*document](), want: []string{"hooks", "provenance", "settings"}},
 		{
 			name: "an entry", typ: reflect.TypeFor[*hookEntry](),
 			want: []string{"labels", "name", "namespaces", "objectSelector", "policy", "policyFile", "resources", "strip", "types", "undo"},

@@ -42,6 +42,7 @@ func Parse(data []byte) (*Config, error) {
 type document struct {
 	Provenance *bool             `json:"provenance,omitempty"`
 	Hooks      []json.RawMessage `json:"hooks"`
+	Settings   json.RawMessage   `json:"settings,omitempty"`
 }
 
 // hookEntry is the shape of an entry of hooks: Hook with plain string types, so that an unknown
@@ -102,7 +103,7 @@ func decode(data []byte) (*Config, error) {
 	if errs := unmarshal(j, &doc, ""); len(errs) > 0 {
 		return nil, invalid(utilerrors.NewAggregate(errs))
 	}
-	c := &Config{Hooks: make([]Hook, len(doc.Hooks)), Provenance: doc.Provenance != nil && *doc.Provenance}
+	c := &Config{Hooks: make([]Hook, len(doc.Hooks)), Provenance: doc.Provenance != nil && *doc.Provenance, Settings: settings(doc.Settings)}
 	var errs []error
 	for i, raw := range doc.Hooks {
 		var e hookEntry
@@ -190,22 +191,55 @@ func stringifyScalars(j []byte) ([]byte, error) {
 		}
 		return v
 	}
-	if top, ok := tree.(map[string]any); ok {
-		if list, ok := top["hooks"].([]any); ok {
-			for _, e := range list {
-				walk(e, true)
-			}
-			delete(top, "hooks")
-			prov, hasProv := top["provenance"].(bool)
-			walk(top, false)
-			top["hooks"] = list
-			if hasProv {
-				top["provenance"] = prov // a boolean field of the document
-			}
-			return json.Marshal(top)
-		}
+	top, ok := tree.(map[string]any)
+	if !ok {
+		return json.Marshal(walk(tree, false))
 	}
-	return json.Marshal(walk(tree, false))
+	// The settings of the Go hooks are decoded into their author's type: left as written.
+	set, hasSet := top["settings"]
+	delete(top, "settings")
+	if list, ok := top["hooks"].([]any); ok {
+		for _, e := range list {
+			walk(e, true)
+		}
+		delete(top, "hooks")
+		prov, hasProv := top["provenance"].(bool)
+		walk(top, false)
+		top["hooks"] = list
+		if hasProv {
+			top["provenance"] = prov // a boolean field of the document
+		}
+	} else {
+		walk(top, false)
+	}
+	if hasSet {
+		top["settings"] = set
+	}
+	return json.Marshal(top)
+}
+
+// settings returns the settings key's JSON, or nil when it is absent or null.
+func settings(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return raw
+}
+
+// DecodeSettings decodes c.Settings (the config's settings key) into v, a non-nil pointer,
+// strictly as the rest of the config: unknown keys (case-sensitive), duplicate keys and values
+// of the wrong shape are errors that name where they are, e.g.
+// `settings: unknown field "tenat" (valid: required, tenant)`; they wrap ErrInvalid. When the
+// config has no settings, v is left as it is and the result is nil, so v's prior values are
+// the defaults.
+func (c *Config) DecodeSettings(v any) error {
+	if len(c.Settings) == 0 {
+		return nil
+	}
+	if errs := unmarshal(c.Settings, v, "settings"); len(errs) > 0 {
+		return invalid(utilerrors.NewAggregate(errs))
+	}
+	return nil
 }
 
 // keysAt returns the keys that the type t (a pointer to a struct) accepts at the dotted path
@@ -236,7 +270,8 @@ func keysAt(t reflect.Type, path string) []string {
 }
 
 // jsonFields maps the JSON keys of the struct type t (behind pointers and slices) to the types
-// of their values; nil when t is no struct. The config's types embed no structs.
+// of their values; nil when t is no struct. The fields of an embedded struct without a JSON
+// name are its own, as encoding/json has them (the settings of Go hooks may embed structs).
 func jsonFields(t reflect.Type) map[string]reflect.Type {
 	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
 		t = t.Elem()
@@ -246,13 +281,26 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	}
 	fields := map[string]reflect.Type{}
 	for f := range t.Fields() {
-		if tag := f.Tag.Get("json"); f.IsExported() && tag != "-" {
-			name, _, _ := strings.Cut(tag, ",")
-			if name == "" {
-				name = f.Name
-			}
-			fields[name] = f.Type
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
 		}
+		if inner := jsonFields(f.Type); f.Anonymous && name == "" && inner != nil {
+			for k, ft := range inner {
+				if _, shadowed := fields[k]; !shadowed {
+					fields[k] = ft
+				}
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = f.Type
 	}
 	return fields
 }
