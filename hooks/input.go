@@ -202,65 +202,85 @@ func jsonFields(t reflect.Type, fields map[string]reflect.Type, depth int) {
 // check returns an *InputError when raw is an object InputError describes; nil when it is not
 // or when raw is no JSON object at all (the decode refuses that). gvk is the kind raw must be;
 // subject names raw in the message ("object", "item") and expected introduces gvk there.
+//
+// It reads raw in one pass (jsonscan.ScanObject): metadata, its labels and its annotations are
+// checked on the way, not scanned again. When several things are wrong, the first wrong key at
+// the top level is reported, else a wrong kind, else the first problem in metadata.
 func (s *inputShape) check(raw []byte, gvk schema.GroupVersionKind, subject, expected string) error {
 	var (
-		apiVersion, kind, metadata []byte
-		err                        error
+		apiVersion, kind []byte
+		topErr, metaErr  error
 	)
 	top := level{fields: &s.top, fold: true}
-	jsonscan.EachMember(raw, func(key, value []byte) bool {
-		var name []byte
-		if name, err = top.add(key); err != nil {
-			return false
+	jsonscan.ScanObject(raw, func(key, rest []byte) int {
+		name, err := top.add(key)
+		if err != nil {
+			topErr = err
+			return -1
 		}
+		if string(name) == "metadata" && metaErr == nil {
+			if n := s.checkMetadata(rest, &metaErr); n >= 0 {
+				return n
+			}
+		}
+		n := jsonscan.SkipValue(rest, 0)
 		switch string(name) {
 		case "apiVersion":
-			apiVersion = value
+			apiVersion = rest[:n]
 		case "kind":
-			kind = value
-		case "metadata":
-			metadata = value
+			kind = rest[:n]
 		}
-		return true
+		return n
 	})
-	if err != nil {
-		return err
+	if topErr != nil {
+		return topErr
 	}
 	if err := checkKind(apiVersion, kind, gvk, subject, expected); err != nil {
 		return err
 	}
-	var labels, annotations []byte
+	return metaErr
+}
+
+// checkMetadata checks the metadata object at the start of rest and returns its length; -1 when
+// rest is no object, or when it found a problem, which it sets in *errp.
+func (s *inputShape) checkMetadata(rest []byte, errp *error) int {
 	meta := level{where: "metadata", fields: &s.meta, fold: true}
-	jsonscan.EachMember(metadata, func(key, value []byte) bool {
-		var name []byte
-		if name, err = meta.add(key); err != nil {
-			return false
-		}
-		switch string(name) {
-		case "labels":
-			labels = value
-		case "annotations":
-			annotations = value
-		}
-		return true
-	})
-	if err != nil || !s.maps {
-		return err
-	}
-	for _, m := range []struct {
-		where string
-		value []byte
-	}{{"metadata.labels", labels}, {"metadata.annotations", annotations}} {
-		keys := level{where: m.where}
-		jsonscan.EachMember(m.value, func(key, _ []byte) bool {
-			_, err = keys.add(key)
-			return err == nil
-		})
+	return jsonscan.ScanObject(rest, func(key, value []byte) int {
+		name, err := meta.add(key)
 		if err != nil {
-			return err
+			*errp = err
+			return -1
 		}
-	}
-	return nil
+		if s.maps {
+			var where string
+			switch string(name) {
+			case "labels":
+				where = "metadata.labels"
+			case "annotations":
+				where = "metadata.annotations"
+			}
+			if where != "" {
+				if n := checkMapKeys(where, value, errp); n >= 0 || *errp != nil {
+					return n
+				}
+			}
+		}
+		return jsonscan.SkipValue(value, 0)
+	})
+}
+
+// checkMapKeys checks that no key of the map at the start of rest (labels or annotations,
+// named where) repeats, and returns the map's length; -1 when rest is no object, or when a key
+// repeats, which it sets in *errp.
+func checkMapKeys(where string, rest []byte, errp *error) int {
+	keys := level{where: where}
+	return jsonscan.ScanObject(rest, func(key, value []byte) int {
+		if _, err := keys.add(key); err != nil {
+			*errp = err
+			return -1
+		}
+		return jsonscan.SkipValue(value, 0)
+	})
 }
 
 // checkKind checks the values of apiVersion and kind (nil: absent) against gvk: each one, when
@@ -274,42 +294,46 @@ func checkKind(apiVersion, kind []byte, gvk schema.GroupVersionKind, subject, ex
 	if err != nil {
 		return err
 	}
-	if (av == "" || isAPIVersion(av, gvk)) && (k == "" || k == gvk.Kind) {
+	if (len(av) == 0 || isAPIVersion(av, gvk)) && (len(k) == 0 || string(k) == gvk.Kind) {
 		return nil
 	}
 	wantAPIVersion, wantKind := gvk.ToAPIVersionAndKind()
 	var is string
 	switch {
-	case av == "":
-		is = "kind " + quoted(k)
-	case k == "":
-		is = "apiVersion " + quoted(av)
+	case len(av) == 0:
+		is = "kind " + quoted(string(k))
+	case len(k) == 0:
+		is = "apiVersion " + quoted(string(av))
 	default:
-		is = shown(av) + "/" + shown(k)
+		is = shown(string(av)) + "/" + shown(string(k))
 	}
 	return &InputError{Reason: fmt.Sprintf("%s is %s but %s %s/%s", subject, is, expected, wantAPIVersion, wantKind)}
 }
 
 // isAPIVersion reports whether av is the apiVersion of gvk ("group/version", or "version" for
 // the core group), without building that string.
-func isAPIVersion(av string, gvk schema.GroupVersionKind) bool {
+func isAPIVersion(av []byte, gvk schema.GroupVersionKind) bool {
 	if gvk.Group == "" {
-		return av == gvk.Version
+		return string(av) == gvk.Version
 	}
-	g, v, ok := strings.Cut(av, "/")
-	return ok && g == gvk.Group && v == gvk.Version
+	g, v, ok := bytes.Cut(av, []byte("/"))
+	return ok && string(g) == gvk.Group && string(v) == gvk.Version
 }
 
-// typeMetaString returns the string the value of apiVersion or kind (name) holds: "" for an
-// absent or null value, an *InputError for one that is no string.
-func typeMetaString(name string, value []byte) (string, error) {
+// typeMetaString returns the text of the value of apiVersion or kind (name), without copying
+// when it needs no decoding: empty for an absent or null value, an *InputError for one that is
+// no string.
+func typeMetaString(name string, value []byte) ([]byte, error) {
 	if value == nil || string(value) == "null" {
-		return "", nil
+		return nil, nil
+	}
+	if text, plain := jsonscan.PlainText(value); plain {
+		return text, nil
 	}
 	if s, ok := jsonscan.String(value); ok {
-		return s, nil
+		return []byte(s), nil
 	}
-	return "", &InputError{Reason: fmt.Sprintf("%s is %s, want a string", name, shown(string(value)))}
+	return nil, &InputError{Reason: fmt.Sprintf("%s is %s, want a string", name, shown(string(value)))}
 }
 
 // level finds, among the member names of one object, a repeated name or (fold set) one that
@@ -356,8 +380,8 @@ func (l *level) add(lit []byte) ([]byte, error) {
 		return name, l.addByKey(name)
 	}
 	for _, o := range l.others[:l.nOthers] {
-		switch {
-		case bytes.Equal(o, name):
+		switch { // the last byte first: label keys often share a long prefix
+		case len(o) == len(name) && (len(o) == 0 || o[len(o)-1] == name[len(o)-1]) && bytes.Equal(o, name):
 			return nil, l.repeated(name)
 		case l.fold && bytes.EqualFold(o, name):
 			return nil, l.caseOf(name, o)

@@ -20,7 +20,7 @@ func checkString(t *testing.T, lit []byte) {
 	}
 }
 
-// FuzzScan checks Members, EachMember, Find, Elements and String against encoding/json on every valid document:
+// FuzzScan checks Members, EachMember, ScanObject, Find, Elements and String against encoding/json on every valid document:
 // the same keys and values in the same order (the last of repeated keys is what Unmarshal
 // keeps), offsets that cut out exactly the member, and never a panic on invalid input.
 func FuzzScan(f *testing.F) {
@@ -33,6 +33,11 @@ func FuzzScan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		ms, isObject := jsonscan.Members(doc)
 		checkEachMember(t, doc, ms, isObject) // on invalid input too: the same members, no panic
+		if !jsonscan.Valid(doc) {
+			flatten(doc, true) // any answer, no panic
+		} else {
+			checkScanObject(t, doc)
+		}
 		els, isArray := jsonscan.Elements(doc)
 		str, isString := jsonscan.String(bytes.TrimSpace(doc))
 		if valid := json.Valid(doc); jsonscan.Valid(doc) != valid {

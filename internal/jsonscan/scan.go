@@ -98,6 +98,43 @@ func EachMember(doc []byte, fn func(key, value []byte) bool) (ok bool) {
 	return true
 }
 
+// ScanObject is EachMember for a reader that reads some values on the way: it calls fn with
+// every member's key literal (as EachMember gives it) and rest, the object from the member's
+// value on, and fn returns the length of that value: SkipValue(rest, 0) passes over it, and for
+// an object value, ScanObject(rest, ...) reads its members and returns its length, so that
+// nested objects are scanned once. A negative length stops the scan. ScanObject returns the
+// offset in doc just past the object's closing brace (its length when doc starts with it, as
+// rest does), or -1 when doc is not an object or fn stopped the scan.
+func ScanObject(doc []byte, fn func(key, rest []byte) int) int {
+	i := skipSpace(doc, 0)
+	if i >= len(doc) || doc[i] != '{' {
+		return -1
+	}
+	i = skipSpace(doc, i+1)
+	for i < len(doc) && doc[i] == '"' {
+		keyEnd := skipString(doc, i)
+		key := doc[i:keyEnd]
+		i = skipSpace(doc, keyEnd)
+		i = skipSpace(doc, i+1) // ':'
+		if i >= len(doc) {
+			break
+		}
+		n := fn(key, doc[i:])
+		if n < 0 {
+			return -1
+		}
+		i = skipSpace(doc, i+min(n, len(doc)-i))
+		if i >= len(doc) || doc[i] != ',' {
+			break
+		}
+		i = skipSpace(doc, i+1)
+	}
+	if i < len(doc) && doc[i] == '}' {
+		return i + 1
+	}
+	return len(doc)
+}
+
 // Find returns the value of the last member named key of the object doc (the one
 // encoding/json's Unmarshal uses) and how many members have that name; found is false when doc
 // is not an object or has no such member.

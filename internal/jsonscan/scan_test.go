@@ -2,6 +2,7 @@ package jsonscan_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/synchook/synchook/internal/jsonscan"
@@ -25,6 +26,82 @@ func checkEachMember(t *testing.T, doc []byte, ms []jsonscan.Member, isObject bo
 	if ok != isObject || i != len(ms) {
 		t.Fatalf("%q: EachMember ok=%v with %d members, Members ok=%v with %d", doc, ok, i, isObject, len(ms))
 	}
+}
+
+// flatten lists the members of the object doc and of every object nested in its member values
+// (not inside arrays), depth first, as "path=value": with ScanObject reading nested objects on
+// the way (scan) or with Members over each value again.
+func flatten(doc []byte, scan bool) (out []string, end int) {
+	var walk func(prefix string, obj []byte) int
+	walk = func(prefix string, obj []byte) int {
+		if !scan {
+			ms, ok := jsonscan.Members(obj)
+			if !ok {
+				return -1
+			}
+			for _, m := range ms {
+				out = append(out, prefix+m.Key+"="+string(m.Value))
+				walk(prefix+m.Key+".", m.Value)
+			}
+			return jsonscan.SkipValue(obj, bytes.IndexByte(obj, '{'))
+		}
+		return jsonscan.ScanObject(obj, func(key, rest []byte) int {
+			k, _ := jsonscan.String(key)
+			n := jsonscan.SkipValue(rest, 0)
+			out = append(out, prefix+k+"="+string(rest[:n]))
+			if m := walk(prefix+k+".", rest); m >= 0 && m != n {
+				out = append(out, fmt.Sprintf("%s%s: ScanObject length %d, SkipValue %d", prefix, k, m, n))
+			}
+			return n
+		})
+	}
+	end = walk("", doc)
+	return out, end
+}
+
+// checkScanObject checks that ScanObject, reading nested objects on the way, finds the members
+// that Members finds level by level, and ends the object where SkipValue does.
+func checkScanObject(t *testing.T, doc []byte) {
+	t.Helper()
+	want, wantEnd := flatten(doc, false)
+	got, end := flatten(doc, true)
+	if len(got) != len(want) || (wantEnd >= 0) != (end >= 0) || wantEnd >= 0 && end != wantEnd {
+		t.Fatalf("%q: ScanObject %q ending at %d, Members %q ending at %d", doc, got, end, want, wantEnd)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("%q: ScanObject %q, Members %q", doc, got[i], want[i])
+		}
+	}
+}
+
+func TestScanObject(t *testing.T) {
+	cases := []struct {
+		name string
+		doc  string
+		end  int
+	}{
+		{"an empty object ends at its brace", ` {} `, 3},
+		{"nested objects are read on the way", `{"a":{"b":{"c":1},"d":[{"e":2}]},"f":"}"}`, 41},
+		{"repeated keys are all read", `{"a":{"x":1},"a":{"x":2}}`, 25},
+		{"an array is no object", `[{}]`, -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			skip := func(_, rest []byte) int { return jsonscan.SkipValue(rest, 0) }
+			if end := jsonscan.ScanObject([]byte(tc.doc), skip); end != tc.end {
+				t.Errorf("ScanObject(%s) = %d, want %d", tc.doc, end, tc.end)
+			}
+			checkScanObject(t, []byte(tc.doc))
+		})
+	}
+	t.Run("a negative length stops the scan", func(t *testing.T) {
+		n := 0
+		end := jsonscan.ScanObject([]byte(`{"a":1,"b":2}`), func(_, _ []byte) int { n++; return -1 })
+		if end != -1 || n != 1 {
+			t.Errorf("ScanObject = %d after %d members, want -1 after 1", end, n)
+		}
+	})
 }
 
 func TestEachMember(t *testing.T) {
