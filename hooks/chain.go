@@ -206,7 +206,7 @@ func (r *Registry) applyChain(ctx context.Context, rn *Runner, c *chain, doc []b
 // runChain is runOps for a chain without an undo to apply first.
 func (r *Registry) runChain(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
 	undo := r.recordsUndo(c)
-	if c.metadataOnly() && !r.opts.Provenance {
+	if c.metadataOnly() && !r.marksProvenance(c) {
 		ops, merge, err := c.runMetadata(ctx, rn, raw, undo, r.opts.MaxUndoBytes)
 		if !errors.Is(err, errNotMetadataPath) {
 			if err != nil {
@@ -518,7 +518,7 @@ func (c *chain) supervise(ctx context.Context, rn *Runner, work func(running *at
 // object kept its Go type and identity. running is set to the index of the hook being called.
 func (c *chain) runHooks(ctx context.Context, rn *Runner, obj client.Object, running *atomic.Int32) (client.Object, error) {
 	goType := reflect.TypeOf(obj)
-	prov := rn.reg != nil && rn.reg.opts.Provenance
+	prov := rn.reg != nil && rn.reg.marksProvenance(c)
 	var marks []string
 	for i, h := range c.hooks {
 		running.Store(int32(i))

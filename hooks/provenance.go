@@ -15,6 +15,15 @@ import (
 // of the SHA-256 of the hook's own JSON Patch, so the same change always has the same sha.
 const ProvenanceAnnotation = "synchook.io/mutated-by"
 
+// marksProvenance reports whether chain c sets ProvenanceAnnotation: RegistryOptions.Provenance
+// is on and c is a write chain (Create/Update). A read chain never marks its view: a syncer that
+// copies what it reads to the other side (vcluster copies host annotations to the virtual
+// object) would carry the mark into the tenant's cluster.
+func (r *Registry) marksProvenance(c *chain) bool {
+	_, write := undoPair[c.key.Type]
+	return r.opts.Provenance && write
+}
+
 // provenanceMark returns "name@version#sha" for a hook that turned pre into post.
 func provenanceMark(name, version string, pre, post []byte) string {
 	p, _ := patch.Marshal(patch.DiffMarshaled(pre, post))

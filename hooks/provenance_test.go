@@ -66,3 +66,24 @@ func TestProvenanceNamesEveryHookThatChangedTheObjectAndComesOffOnTheWayBack(t *
 		t.Errorf("on the way back: annotations %v labels %v, want none (the syncer never sees provenance)", after.Annotations, after.Labels)
 	}
 }
+
+// Regression (issue 21, seen with vcluster's real syncer): a read chain marked its view with
+// synchook.io/mutated-by, and vcluster copied the mark into the virtual object.
+func TestProvenanceMarksWritesNeverReadViews(t *testing.T) {
+	strip := func(_ context.Context, o client.Object) (client.Object, error) {
+		o.(*corev1.Pod).Spec.NodeName = ""
+		return o, nil
+	}
+	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true, Provenance: true})
+	reg.MustRegister(hooks.NewFunc("strip-node", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical, hooks.GetVirtual}, strip))
+	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"nodeName":"n1"}}`)
+	for _, read := range []hooks.HookType{hooks.GetPhysical, hooks.GetVirtual} {
+		res, err := reg.Mutate(t.Context(), corev1.SchemeGroupVersion.WithKind("Pod"), read, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Patch == nil || regexp.MustCompile(`mutated-by`).Match(res.Patch) {
+			t.Errorf("%s patch %s: want the strip and no provenance mark", read, res.Patch)
+		}
+	}
+}

@@ -23,7 +23,7 @@ type undoRead struct {
 // fast path: every entry addresses labels or annotations (a key, or the whole map), the read
 // chain's own hooks (if any) and every write chain that records its undo are MetadataHooks.
 func (r *Registry) undoOnMetadata(c *chain, steps []undoStep) bool {
-	if r.opts.Provenance || len(c.hooks) > 0 && !c.metadataOnly() {
+	if len(c.hooks) > 0 && !c.metadataOnly() {
 		return false
 	}
 	for _, s := range steps {
@@ -34,7 +34,7 @@ func (r *Registry) undoOnMetadata(c *chain, steps []undoStep) bool {
 	writers := 0
 	for _, t := range undoWriters[c.key.Type] {
 		if wc := r.chains[Key{GVK: c.key.GVK, Type: t}]; wc != nil && r.recordsUndo(wc) {
-			if !wc.metadataOnly() {
+			if !wc.metadataOnly() || r.marksProvenance(wc) {
 				return false
 			}
 			writers++
