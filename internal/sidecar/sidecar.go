@@ -30,8 +30,11 @@ type RegisterFunc func(*hooks.Registry) error
 // Options configures Serve. Zero fields take the defaults named on each.
 type Options struct {
 	// ConfigFile is the path of the YAML hook config. Empty means the SYNCHOOK_CONFIG env var,
-	// or config.Default() when that is empty too.
+	// or config.Default() when that is empty too (no config when NoDefaultConfig is set).
 	ConfigFile string
+	// NoDefaultConfig runs no config hooks instead of config.Default() when no config is given:
+	// a program with Go hooks of its own does not add the default label.
+	NoDefaultConfig bool
 	// Getenv reads environment variables. Default os.Getenv.
 	Getenv func(string) string
 	// Register adds compiled Go hooks after the config's hooks.
@@ -93,6 +96,11 @@ const (
 // ProvenanceEnvVar set to "true" turns provenance on in plugin v2 mode (no arguments there).
 const ProvenanceEnvVar = "SYNCHOOK_PROVENANCE"
 
+// MetricsBindAddressEnvVar, for the vcluster plugin v2 (which takes no flags), is the host:port
+// of a plain-HTTP /metrics listener; unset or "0": none (metrics are still recorded, loops
+// still detected and logged).
+const MetricsBindAddressEnvVar = "SYNCHOOK_METRICS_BIND_ADDRESS"
+
 // SkipIdempotencyCheckEnvVar set to "true" skips the idempotency check in plugin v2 mode,
 // where vcluster passes no arguments (plugins.<name> values can set env through the syncer).
 const SkipIdempotencyCheckEnvVar = "SYNCHOOK_SKIP_IDEMPOTENCY_CHECK"
@@ -133,6 +141,9 @@ func (o *Options) setDefaults() {
 type RegistryConfig struct {
 	// ConfigFile is the YAML hook config's path; empty: EnvVars in order, else the default.
 	ConfigFile string
+	// NoDefaultConfig makes "no config given" mean no config hooks rather than
+	// config.Default(). Default false.
+	NoDefaultConfig bool
 	// EnvVars are the environment variables that may hold the config, in order. Default
 	// [SYNCHOOK_CONFIG].
 	EnvVars []string
@@ -155,7 +166,8 @@ type RegistryConfig struct {
 	Log logr.Logger
 }
 
-// BuildRegistry loads the config (file, env or default) and returns a registry, with automatic
+// BuildRegistry loads the config (file, env, else the default or, with c.NoDefaultConfig,
+// none) and returns a registry, with automatic
 // undo on, holding its hooks followed by those of Register, after checking that every chain is
 // idempotent on sample objects (realistic Pods, Services and Secrets, a minimal object of any
 // other kind, and c.Samples). Config errors and a chain that is not idempotent wrap ErrConfig.
@@ -173,6 +185,10 @@ func BuildRegistry(ctx context.Context, c RegistryConfig) (*hooks.Registry, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	sourceName := source.String()
+	if source.Kind == config.SourceDefault && c.NoDefaultConfig {
+		cfg, sourceName = &config.Config{}, "none (Go hooks only)"
+	}
 	// Automatic undo is on: what the hooks add on the way down comes off on the way up, so the
 	// syncer never sees it as a difference (hooks opt out with undo: false / Undo() false).
 	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true, Provenance: c.Provenance || cfg.Provenance, Version: c.Version})
@@ -189,7 +205,7 @@ func BuildRegistry(ctx context.Context, c RegistryConfig) (*hooks.Registry, erro
 	} else if err := reg.CheckIdempotent(ctx, sampleObjects(c.Samples)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c.Log.Info("hooks loaded", "config", source, "chains", len(reg.Keys()))
+	c.Log.Info("hooks loaded", "config", sourceName, "chains", len(reg.Keys()))
 	return reg, nil
 }
 
@@ -229,7 +245,7 @@ func Serve(ctx context.Context, opts Options) error {
 	opts.setDefaults()
 	log := opts.Log
 	reg, err := BuildRegistry(ctx, RegistryConfig{
-		ConfigFile: opts.ConfigFile, Getenv: opts.Getenv, Register: opts.Register,
+		ConfigFile: opts.ConfigFile, NoDefaultConfig: opts.NoDefaultConfig, Getenv: opts.Getenv, Register: opts.Register,
 		SkipIdempotencyCheck: opts.SkipIdempotencyCheck, Log: log,
 		Provenance: opts.Provenance, Version: opts.Version,
 	})
@@ -417,7 +433,7 @@ func watchCertExpiry(ctx context.Context, certFile string, log logr.Logger) {
 // ServePluginV2 runs synchook as a vcluster plugin v2 (package bridgev2): it builds the registry
 // from the YAML in PLUGIN_CONFIG (the values' plugins.<name>.config; empty, "null" or "{}" mean
 // SYNCHOOK_CONFIG or the built-in default, as for Serve) followed by Options.Register's hooks,
-// then serves go-plugin until vcluster ends the plugin. Of opts it uses Getenv, Register,
+// then serves go-plugin until vcluster ends the plugin. Of opts it uses NoDefaultConfig, Getenv, Register,
 // Webhook.RequestTimeout, Webhook.MaxRequestBytes, Webhook.StuckSlotsFactor,
 // MaxConcurrentHooks, HookTimeout, Log, Version and the capture options, which the SYNCHOOK_CAPTURE_* env vars fill when unset.
 // It returns an error, before any handshake, when the config is invalid (wrapping ErrConfig):
@@ -425,7 +441,7 @@ func watchCertExpiry(ctx context.Context, certFile string, log logr.Logger) {
 func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	opts.setDefaults()
 	reg, err := BuildRegistry(context.Background(), RegistryConfig{
-		EnvVars: []string{bridgev2.ConfigEnvVar, config.EnvVar}, Getenv: opts.Getenv, Register: opts.Register,
+		EnvVars: []string{bridgev2.ConfigEnvVar, config.EnvVar}, NoDefaultConfig: opts.NoDefaultConfig, Getenv: opts.Getenv, Register: opts.Register,
 		SkipIdempotencyCheck: opts.SkipIdempotencyCheck || opts.Getenv(SkipIdempotencyCheckEnvVar) == "true", Log: opts.Log,
 		Provenance: opts.Provenance || opts.Getenv(ProvenanceEnvVar) == "true", Version: opts.Version,
 	})
@@ -435,7 +451,20 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	if err := captureFromEnv(&opts); err != nil {
 		return err
 	}
-	ropts := hooks.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout}
+	// Metrics are recorded as for serve: the Observer also detects loops and counts dropped
+	// undos. A listener only where SYNCHOOK_METRICS_BIND_ADDRESS asks for one: the plugin runs
+	// in the syncer's container, whose ports are vcluster's.
+	rec := metrics.New(reg, opts.Log.WithName("hooks"))
+	ropts := hooks.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec}
+	if addr := opts.Getenv(MetricsBindAddressEnvVar); addr != "" && addr != "0" {
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		go func() {
+			if err := metrics.Serve(ctx, addr, opts.Log.WithName("metrics")); err != nil {
+				opts.Log.Error(err, "metrics listener stopped", "address", addr)
+			}
+		}()
+	}
 	cw, err := startCapture(&opts, reg, &ropts)
 	if err != nil {
 		return err
@@ -452,6 +481,7 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 		RequestTimeout:   opts.Webhook.RequestTimeout,
 		MaxMessageBytes:  maxBytes,
 		StuckSlotsFactor: opts.Webhook.StuckSlotsFactor,
+		Metrics:          rec,
 		Log:              opts.Log.WithName("pluginv2"),
 	})
 	if err != nil {
