@@ -16,9 +16,11 @@ func TestPluginFlagsDefaultToTheChartsEnv(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("VCLUSTER_PLUGIN_ADDRESS", tc.address)
-			t.Setenv("VCLUSTER_PLUGIN_NAME", tc.pluginName)
-			fs, opts, _ := serveFlags()
+			// Read through the Plugin's Getenv, not the process's environment.
+			env := map[string]string{"VCLUSTER_PLUGIN_ADDRESS": tc.address, "VCLUSTER_PLUGIN_NAME": tc.pluginName}
+			t.Setenv("VCLUSTER_PLUGIN_ADDRESS", "localhost:1")
+			t.Setenv("VCLUSTER_PLUGIN_NAME", "from-the-process")
+			fs, opts, _ := serveFlags(func(k string) string { return env[k] })
 			if err := fs.Parse(nil); err != nil {
 				t.Fatal(err)
 			}

@@ -48,7 +48,9 @@ func (p *Plugin) servePluginV2(stderr io.Writer) int {
 	// JSON (@level, @message, @timestamp) at its own level; others are dropped at debug.
 	log := hclogJSONLogger(stderr)
 	ctrl.SetLogger(log)
-	err := sidecar.ServePluginV2(sidecar.Options{Log: log, Register: p.registerHooks, Version: Version()}, bridgev2.ServeOptions{Stderr: stderr})
+	err := sidecar.ServePluginV2(sidecar.Options{
+		Log: log, Register: p.registerHooks, NoDefaultConfig: p.hasHooks(), Getenv: p.getenv, Version: Version(),
+	}, bridgev2.ServeOptions{Stderr: stderr})
 	if err != nil {
 		log.Error(err, "synchook cannot start as a vcluster plugin v2")
 		if errors.Is(err, sidecar.ErrConfig) {
@@ -63,7 +65,7 @@ func (p *Plugin) servePluginV2(stderr io.Writer) int {
 // code.
 func (p *Plugin) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stdout)
+		usage(stdout, p.getenv)
 		if len(args) == 0 {
 			return exitUsage
 		}
@@ -90,7 +92,7 @@ func (p *Plugin) run(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 // commands are the subcommands that usage lists.
 var commands = []string{"serve", "mutate", "replay", "install", "version", "help"}
 
-func usage(w io.Writer) {
+func usage(w io.Writer, getenv func(string) string) {
 	fmt.Fprint(w, `synchook runs hooks on the objects a vcluster syncer writes and reads, as a mutating
 admission webhook that answers with JSON Patches.
 
@@ -109,7 +111,7 @@ Hook types: `+hooks.ValidHookTypes()+`
 
 Flags of serve:
 `)
-	fs, _, _ := serveFlags()
+	fs, _, _ := serveFlags(getenv)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fmt.Fprint(w, "\nFlags of mutate:\n")
@@ -122,9 +124,9 @@ Flags of serve:
 	rfs.PrintDefaults()
 }
 
-// envOr returns the environment variable key, or def when it is empty.
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
+// envOr returns the environment variable key read with getenv, or def when it is empty.
+func envOr(getenv func(string) string, key, def string) string {
+	if v := getenv(key); v != "" {
 		return v
 	}
 	return def
@@ -135,11 +137,13 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
-	opts := &sidecar.Options{}
+// serveFlags returns serve's flags; the defaults of --plugin-address and --plugin-name come
+// from the environment, read with getenv.
+func serveFlags(getenv func(string) string) (*flag.FlagSet, *sidecar.Options, *zap.Options) {
+	opts := &sidecar.Options{Getenv: getenv}
 	zopts := &zap.Options{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.StringVar(&opts.ConfigFile, "config", "", "path of the YAML hook config; empty: the SYNCHOOK_CONFIG env var, else the built-in default (label synchook.io/hooked=true on pods for CreatePhysical, UpdatePhysical)")
+	fs.StringVar(&opts.ConfigFile, "config", "", "path of the YAML hook config; empty: the SYNCHOOK_CONFIG env var, else the built-in default (label synchook.io/hooked=true on pods for CreatePhysical, UpdatePhysical), or none in a program with Go hooks")
 	fs.StringVar(&opts.Webhook.BindAddress, "bind-address", webhook.DefaultBindAddress, "host:port of the HTTPS listener; \"0\" disables it (then --socket-path is needed)")
 	fs.StringVar(&opts.Webhook.ProbeBindAddress, "health-probe-bind-address", webhook.DefaultProbeBindAddress, "host:port of the plain-HTTP /healthz and /readyz listener for kubelet probes; \"0\" disables it")
 	fs.StringVar(&opts.CertDir, "cert-dir", sidecar.DefaultCertDir, "directory of the generated CA and serving cert (tls.crt, tls.key, ca.crt); tls.crt+tls.key without ca.key there are used as they are")
@@ -156,8 +160,8 @@ func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
 	fs.BoolVar(&opts.SkipIdempotencyCheck, "skip-idempotency-check", false, "start even when a hook chain changes its own result again (checked at start on built-in sample objects: such a hook makes the syncer write on every pass); logs a warning")
 	fs.DurationVar(&opts.HookTimeout, "hook-timeout", 0, "each hook call's own deadline within --request-timeout; 0: only the request deadline")
 	fs.IntVar(&opts.Webhook.StuckSlotsFactor, "stuck-slots-factor", metrics.DefaultStuckSlotsFactor, "N: /healthz and /readyz fail (check hook-slots) while every --max-concurrent-hooks slot has been held longer than N × --request-timeout by hooks that ignore their context, so kubelet restarts synchook; logged once; < 0: off")
-	fs.StringVar(&opts.Bridge.Address, "plugin-address", os.Getenv("VCLUSTER_PLUGIN_ADDRESS"), "host:port of the vcluster plugin v1 gRPC bridge (registered with vcluster as an IP, localhost = 127.0.0.1); default: the VCLUSTER_PLUGIN_ADDRESS env var the vcluster chart sets; empty disables the bridge")
-	fs.StringVar(&opts.Bridge.Name, "plugin-name", envOr("VCLUSTER_PLUGIN_NAME", bridge.DefaultName), "plugin name registered with vcluster (its key under the chart's plugin: values); default: the VCLUSTER_PLUGIN_NAME env var, else synchook")
+	fs.StringVar(&opts.Bridge.Address, "plugin-address", getenv("VCLUSTER_PLUGIN_ADDRESS"), "host:port of the vcluster plugin v1 gRPC bridge (registered with vcluster as an IP, localhost = 127.0.0.1); default: the VCLUSTER_PLUGIN_ADDRESS env var the vcluster chart sets; empty disables the bridge")
+	fs.StringVar(&opts.Bridge.Name, "plugin-name", envOr(getenv, "VCLUSTER_PLUGIN_NAME", bridge.DefaultName), "plugin name registered with vcluster (its key under the chart's plugin: values); default: the VCLUSTER_PLUGIN_NAME env var, else synchook")
 	fs.StringVar(&opts.Bridge.VClusterAddress, "vcluster-address", bridge.DefaultVClusterAddress, "host:port of vcluster's plugin server, where the bridge registers")
 	fs.StringVar(&opts.CaptureDir, "capture", "", "write a sample of the requests to this directory (created 0700; refused when it is a symbolic link, writable by group or others, or another user's), one JSON file each (0600, Secret values replaced by an HMAC-SHA256 under a key random per process), for synchook replay; empty: no capture")
 	fs.Float64Var(&opts.CaptureSample, "capture-sample", capture.DefaultSample, "fraction of the requests --capture writes, in (0, 1]")
@@ -167,7 +171,7 @@ func serveFlags() (*flag.FlagSet, *sidecar.Options, *zap.Options) {
 }
 
 func (p *Plugin) serve(args []string, stderr io.Writer) int {
-	fs, opts, zopts := serveFlags()
+	fs, opts, zopts := serveFlags(p.getenv)
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -179,6 +183,7 @@ func (p *Plugin) serve(args []string, stderr io.Writer) int {
 	ctrl.SetLogger(log)
 	opts.Log = log
 	opts.Register = p.registerHooks
+	opts.NoDefaultConfig = p.hasHooks()
 	opts.Version = Version()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -204,7 +209,7 @@ type mutateOptions struct {
 func mutateFlags() (*flag.FlagSet, *mutateOptions) {
 	o := &mutateOptions{}
 	fs := flag.NewFlagSet("mutate", flag.ContinueOnError)
-	fs.StringVar(&o.configFile, "config", "", "path of the YAML hook config; empty: the SYNCHOOK_CONFIG env var, else the built-in default")
+	fs.StringVar(&o.configFile, "config", "", "path of the YAML hook config; empty: the SYNCHOOK_CONFIG env var, else the built-in default, or none in a program with Go hooks")
 	fs.StringVar(&o.file, "f", "", "the object, YAML or JSON, with apiVersion and kind; - reads stdin (required)")
 	fs.StringVar(&o.hookType, "type", "", "the hook type to run (required): "+hooks.ValidHookTypes())
 	fs.DurationVar(&o.timeout, "timeout", webhook.DefaultRequestTimeout, "time the hook chain may take")
@@ -247,8 +252,8 @@ func (p *Plugin) mutate(args []string, stdin io.Reader, stdout, stderr io.Writer
 		return fail(exitFailed, "%s is not YAML or JSON: %v", o.file, err)
 	}
 	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{
-		ConfigFile: o.configFile, Register: p.registerHooks, Log: ctrl.Log, Version: Version(),
-		SkipIdempotencyCheck: o.skipIdempotencyCheck, Samples: [][]byte{objectJSON},
+		ConfigFile: o.configFile, NoDefaultConfig: p.hasHooks(), Getenv: p.getenv, Register: p.registerHooks,
+		Log: ctrl.Log, Version: Version(), SkipIdempotencyCheck: o.skipIdempotencyCheck, Samples: [][]byte{objectJSON},
 	})
 	if err != nil {
 		return fail(exitUsage, "%v", err)
@@ -290,7 +295,7 @@ type replayOptions struct {
 func replayFlags() (*flag.FlagSet, *replayOptions) {
 	o := &replayOptions{}
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.StringVar(&o.configFile, "config", "", "path of the YAML hook config to replay with; empty: the SYNCHOOK_CONFIG env var, else the built-in default")
+	fs.StringVar(&o.configFile, "config", "", "path of the YAML hook config to replay with; empty: the SYNCHOOK_CONFIG env var, else the built-in default, or none in a program with Go hooks")
 	fs.DurationVar(&o.timeout, "timeout", webhook.DefaultRequestTimeout, "time each request's hook chain may take")
 	fs.BoolVar(&o.skipIdempotencyCheck, "skip-idempotency-check", false, "do not refuse a hook chain that changes its own result again (checked on built-in sample objects)")
 	return fs, o
@@ -319,15 +324,9 @@ func (t *replayTally) add(equal, failed bool) {
 func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 	fs, o := replayFlags()
 	fs.SetOutput(stderr)
-	// The directory may come before or after the flags.
-	var dirs []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return flagExit(err)
-		}
-		if args = fs.Args(); len(args) > 0 {
-			dirs, args = append(dirs, args[0]), args[1:]
-		}
+	dirs, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagExit(err)
 	}
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "synchook replay: "+format+"\n", a...)
@@ -355,8 +354,8 @@ func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 		return fail(exitUsage, "no capture files (*.json) to replay in %s", dir)
 	}
 	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{
-		ConfigFile: o.configFile, Register: p.registerHooks, Log: ctrl.Log, Version: Version(),
-		SkipIdempotencyCheck: o.skipIdempotencyCheck,
+		ConfigFile: o.configFile, NoDefaultConfig: p.hasHooks(), Getenv: p.getenv, Register: p.registerHooks,
+		Log: ctrl.Log, Version: Version(), SkipIdempotencyCheck: o.skipIdempotencyCheck,
 	})
 	if err != nil {
 		return fail(exitUsage, "%v", err)
@@ -425,6 +424,21 @@ func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// parseInterspersed parses args with fs when the arguments may come before, between or after
+// the flags (replay's DIR), and returns the arguments.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if args = fs.Args(); len(args) > 0 {
+			rest, args = append(rest, args[0]), args[1:]
+		}
+	}
+	return rest, nil
 }
 
 // describe names a record's request: hook type, kind and object.

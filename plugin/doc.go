@@ -19,6 +19,19 @@
 // vcluster-sdk's signature, func(ctx, client.Object) (client.Object, error). Hooks are called
 // concurrently (List items in parallel): keep them free of shared mutable state.
 //
+// A hook's own settings live under the config's settings key, next to the config's hooks;
+// UnmarshalConfig decodes them strictly into the author's type, to build the hooks from:
+//
+//	var s Settings
+//	plugin.MustInit()
+//	plugin.MustUnmarshalConfig(&s)
+//	plugin.MustRegister(NewPodHook(s))
+//	plugin.MustStart()
+//
+// A program with Go hooks runs no built-in default config: without --config, SYNCHOOK_CONFIG or
+// PLUGIN_CONFIG only its Go hooks run. Every environment variable is read through
+// Plugin.Getenv.
+//
 // The package-level functions use one default Plugin, like net/http's DefaultServeMux; New makes
 // independent ones.
 package plugin

@@ -35,7 +35,12 @@ type Plugin struct {
 	mu      sync.Mutex
 	hooks   []hooks.ClientHook
 	started bool
-	// Args, Stdin, Stdout, Stderr and Getenv are the process's unless set before Start.
+	// Args, Stdin, Stdout, Stderr and Getenv are the process's unless set before Start (or,
+	// for UnmarshalConfig, before it). Getenv reads every environment variable synchook
+	// reads: the config (SYNCHOOK_CONFIG, PLUGIN_CONFIG), the plugin v2 start
+	// (VCLUSTER_PLUGIN), the bridge's address and name, and the SYNCHOOK_* settings of plugin
+	// v2 mode; nil means os.Getenv. Only hashicorp/go-plugin, which vcluster's plugin v2 start
+	// runs, reads its own variables from the process.
 	Args           []string
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -115,7 +120,8 @@ func (p *Plugin) Init() (*Context, error) {
 }
 
 // Register adds hook to p: it runs after the hooks of the config, in registration order, on
-// every transport. hook is a hooks.ClientHook with Name, Resource and any of the eight
+// every transport. A Plugin with Go hooks runs no built-in default config: without a config
+// (--config, SYNCHOOK_CONFIG, PLUGIN_CONFIG) only its Go hooks run. hook is a hooks.ClientHook with Name, Resource and any of the eight
 // MutateXxx methods (the signatures of vcluster-sdk's hooks). Errors: a nil hook, an empty or
 // repeated name, or Register after Start. The resource and the hook types are checked when
 // the registry is built (at Start), where a bad one stops the program with exit code 2.
@@ -157,6 +163,14 @@ func (p *Plugin) Start() error {
 		return &ExitError{Code: code}
 	}
 	return nil
+}
+
+// hasHooks reports whether any Go hook is registered on p: then no config means no config
+// hooks, not the built-in default.
+func (p *Plugin) hasHooks() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.hooks) > 0
 }
 
 // registerHooks adds p's Go hooks to reg (sidecar.RegisterFunc).

@@ -189,14 +189,14 @@ func TestReplayBadInputExitsTwo(t *testing.T) {
 }
 
 func TestServeCaptureFlagsReachTheSidecar(t *testing.T) {
-	fs, opts, _ := serveFlags()
+	fs, opts, _ := serveFlags(os.Getenv)
 	if err := fs.Parse([]string{"--capture", "/tmp/x", "--capture-sample", "0.5", "--capture-max-bytes", "1000"}); err != nil {
 		t.Fatal(err)
 	}
 	if opts.CaptureDir != "/tmp/x" || opts.CaptureSample != 0.5 || opts.CaptureMaxBytes != 1000 {
 		t.Errorf("options %+v", opts)
 	}
-	fs, opts, _ = serveFlags()
+	fs, opts, _ = serveFlags(os.Getenv)
 	_ = fs.Parse(nil)
 	if opts.CaptureDir != "" || opts.CaptureSample != capture.DefaultSample || opts.CaptureMaxBytes != capture.DefaultMaxBytes {
 		t.Errorf("defaults %q %v %v", opts.CaptureDir, opts.CaptureSample, opts.CaptureMaxBytes)

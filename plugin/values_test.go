@@ -127,7 +127,7 @@ func TestPluginV1YAMLIsAValidVClusterSidecar(t *testing.T) {
 		}
 	})
 
-	fs, _, _ := serveFlags()
+	fs, _, _ := serveFlags(os.Getenv)
 	fs.SetOutput(&strings.Builder{})
 	t.Run("the args are serve and flags that synchook --help lists", func(t *testing.T) {
 		if len(sc.Command) != 0 {
