@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -157,6 +158,8 @@ func newShape(scheme *runtime.Scheme, gvk schema.GroupVersionKind, list bool) *i
 	for name := range metaFields {
 		names = append(names, name)
 	}
+	slices.Sort(top) // fieldSet keeps the first of names that fold alike: the same one each run
+	slices.Sort(names)
 	_, labels := metaFields["labels"]
 	_, annotations := metaFields["annotations"]
 	return &inputShape{top: newFieldSet(top), meta: newFieldSet(names), maps: labels && annotations}
