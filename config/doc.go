@@ -1,10 +1,13 @@
 // Package config reads synchook's configuration: which of the built-in hooks (package
-// builtin) run on which resources and hook types, and with which settings.
+// builtin: labels and strip; MutatingAdmissionPolicy hooks: policy and policyFile) run on which
+// resources and hook types, whether their change is undone on reads, whether objects record
+// which hook changed them (provenance), and the settings of the program's own Go hooks.
 //
-// The config is YAML, read from the file given with --config or, when there is none, from the
-// SYNCHOOK_CONFIG environment variable holding the YAML itself (the way plugin.yaml passes it
-// to the sidecar); with neither, Default is used. Load picks the source and reports which one
-// it used.
+// The config is YAML, read from the file given with --config or, when there is none, from an
+// environment variable holding the YAML itself: SYNCHOOK_CONFIG (plugin-v1.yaml passes it to
+// the sidecar that way), and in vcluster plugin v2 mode first PLUGIN_CONFIG (plugin.yaml's
+// plugins.synchook.config; LoadFrom); with none of them, Default is used. Load picks the
+// source and reports which one it used. The user's reference is docs/config.md.
 //
 //	hooks:
 //	  - name: team-labels            # unique; default "<kind-of-hook>-<index>" e.g. labels-0
@@ -15,9 +18,10 @@
 //	    namespaces: [team-a]         # optional
 //	    objectSelector:              # optional, metav1.LabelSelector
 //	      matchLabels: {sync: "yes"}
-//	    labels:                      # exactly one of labels / strip
+//	    labels:                      # exactly one of labels, strip, policy, policyFile
 //	      labels: {team: a}
 //	      annotations: {owner: "team-a"}
+//	    undo: false                  # optional, default true
 //	  - name: strip-host-annotations
 //	    resources: [{apiVersion: v1, kind: Pod}]
 //	    types: [GetPhysical, UpdateVirtual]
@@ -27,9 +31,9 @@
 // Fields of an entry of hooks:
 //
 //   - name: the hook name shown in capabilities, logs and errors. Letters, digits, '-', '_'
-//     and '.'; unique. Default: "labels-<index>" or "strip-<index>", the index being the
-//     entry's position in the list. An entry with several resources registers one hook per
-//     resource, named "<name>/<Kind>".
+//     and '.'; unique. Default: "labels-<index>", "strip-<index>" or "policy-<index>", the
+//     index being the entry's position in the list. An entry with several resources registers
+//     one hook per resource, named "<name>/<Kind>".
 //   - resources: apiVersion and kind of the objects to hook. Kinds the scheme knows (v1 Pod,
 //     apps/v1 Deployment, …) are decoded into their Go types; kinds of groups the scheme does
 //     not know are custom resources and are handled as unstructured JSON. A kind the scheme does
@@ -46,6 +50,21 @@
 //     "/" and "~0" for "~" in a key. Missing fields are skipped. apiVersion, kind,
 //     metadata.name, metadata.namespace and metadata.uid (and their parents) cannot be
 //     stripped.
+//   - policy: an admissionregistration.k8s.io/v1 MutatingAdmissionPolicy, inline as it would
+//     be applied to a cluster; policyFile: the path of a file holding one. It is compiled at
+//     load (internal/policy): a CEL error, paramKind or paramRef, reinvocationPolicy IfNeeded
+//     or a namespaceSelector is a config error. resources may be left out (the policy's
+//     resourceRules give them), and each of types must be allowed by the rules' operations.
+//   - undo: default true, the write chain records its change in the synchook.io/undo
+//     annotation and the paired Get type takes it off again; false lets the syncer and the
+//     tenant see the change. A chain with one hook whose undo is false records no undo.
+//
+// At the top level, next to hooks:
+//
+//   - provenance: true makes every object a write chain changed carry the annotation
+//     synchook.io/mutated-by, naming each hook that changed it (default false; serve's
+//     --provenance turns it on too).
+//   - settings: see below.
 //
 // Within a chain, config hooks run in config order; Go hooks that main registers before or
 // after calling Build run before or after them.
@@ -63,7 +82,7 @@
 // misspelled keys (keys are case-sensitive) and values of the wrong shape are errors that name
 // where they are, e.g.
 //
-//	hooks[0]: unknown field "labls" (valid: labels, name, namespaces, objectSelector, resources, strip, types)
+//	hooks[0]: unknown field "labls" (valid: labels, name, namespaces, objectSelector, policy, policyFile, resources, strip, types, undo)
 //
 // The decoded config is then validated into a field.ErrorList (k8s.io/apimachinery): unknown
 // hook types and resources, malformed JSON Pointers, invalid label keys and values (as
