@@ -49,9 +49,6 @@ import (
 const (
 	// tenant is the value main gives PodHook.Tenant.
 	tenant = "team-a"
-	// hookedLabel is the label of synchook's built-in default config, which the binary runs
-	// before the Go hook when no other config is given.
-	hookedLabel = "synchook.io/hooked"
 	// startTimeout bounds every wait for the binary: the machine is shared with other builds.
 	startTimeout = 90 * time.Second
 )
@@ -66,8 +63,8 @@ func TestPodHookExample(t *testing.T) {
 		stdout := runMutate(t, bin, "CreatePhysical", "../../examples/pod.yaml")
 		patch, result := parseMutateOutput(t, stdout)
 		wantOp(t, patch, jsonOp{Op: "add", Path: "/metadata/labels/example.com~1tenant", Value: tenant})
-		wantOp(t, patch, jsonOp{Op: "add", Path: "/metadata/labels/synchook.io~1hooked", Value: "true"})
-		want := map[string]string{"app": "web", TenantLabel: tenant, hookedLabel: "true"}
+		// No synchook.io/hooked: a binary with Go hooks runs no built-in default config.
+		want := map[string]string{"app": "web", TenantLabel: tenant}
 		if got := result.Labels; !maps.Equal(got, want) {
 			t.Errorf("result labels %v, want %v", got, want)
 		}
@@ -168,7 +165,7 @@ func TestPodHookExample(t *testing.T) {
 			if err := json.Unmarshal(patched, &got); err != nil {
 				t.Fatal(err)
 			}
-			if want := map[string]string{"app": "web", TenantLabel: tenant, hookedLabel: "true"}; !maps.Equal(got.Labels, want) {
+			if want := map[string]string{"app": "web", TenantLabel: tenant}; !maps.Equal(got.Labels, want) {
 				t.Errorf("labels after the patch %v, want %v", got.Labels, want)
 			}
 		})
@@ -202,7 +199,7 @@ func TestPodHookExample(t *testing.T) {
 
 			pod := newPod()
 			mutate(t, "CreatePhysical", pod)
-			if want := map[string]string{"app": "web", TenantLabel: tenant, hookedLabel: "true"}; !maps.Equal(pod.Labels, want) {
+			if want := map[string]string{"app": "web", TenantLabel: tenant}; !maps.Equal(pod.Labels, want) {
 				t.Errorf("CreatePhysical: labels %v, want %v", pod.Labels, want)
 			}
 
@@ -313,7 +310,7 @@ func TestPodHookExample(t *testing.T) {
 		}
 		pod := newPod()
 		mutate(t, "CreatePhysical", pod)
-		if want := map[string]string{"app": "web", TenantLabel: tenant, hookedLabel: "true"}; !maps.Equal(pod.Labels, want) {
+		if want := map[string]string{"app": "web", TenantLabel: tenant}; !maps.Equal(pod.Labels, want) {
 			t.Errorf("CreatePhysical: labels %v, want %v", pod.Labels, want)
 		}
 		mutate(t, "GetPhysical", pod)
