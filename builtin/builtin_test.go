@@ -16,6 +16,7 @@ import (
 
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -454,7 +455,7 @@ func TestNewRegistersAndRuns(t *testing.T) {
 	widget.SetGroupVersionKind(widgetGVK)
 	podGVK := corev1.SchemeGroupVersion.WithKind("Pod")
 
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(
 		hooks.NewFunc("pod-labels", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical, hooks.CreatePhysical},
 			builtin.LabelsFunc(builtin.Labels{Labels: map[string]string{"team": "a"}})),

@@ -20,7 +20,7 @@ import (
 
 	"github.com/synchook/synchook/certs"
 	"github.com/synchook/synchook/config"
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/testenv"
 	"github.com/synchook/synchook/webhook"
 )
@@ -70,7 +70,7 @@ func TestAdmissionOnARealAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	if err := cfg.Build(reg); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestAdmissionOnARealAPIServer(t *testing.T) {
 	}
 	var logs testenv.LogSink
 	port := testenv.FreePort(t)
-	srv, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{
+	srv, err := webhook.NewServer(engine.NewRunner(reg, engine.RunnerOptions{}), webhook.Options{
 		BindAddress: fmt.Sprintf("127.0.0.1:%d", port), ProbeBindAddress: "0",
 		CertFile: ca.CertFile(), KeyFile: ca.KeyFile(), Log: logs.Logger(),
 	})

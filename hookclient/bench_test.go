@@ -12,13 +12,14 @@ import (
 
 	"github.com/synchook/synchook/hookclient"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
 )
 
 // BenchmarkClientRoundTrip is the client→sidecar round trip over real HTTPS on loopback
 // (HTTP/1.1 keep-alive): one Mutate of the 5 KiB Pod with a label hook, patch applied in place.
 func BenchmarkClientRoundTrip(b *testing.B) {
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(hooks.NewFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, labelFn("synchook.io/bench", "true")))
 	s := startSidecar(b, reg, "", nil)
 	c := newClient(b, s, hookclient.Options{})
@@ -43,11 +44,11 @@ func BenchmarkClientRoundTrip(b *testing.B) {
 // written by a MetadataHook (the config labels hook's fast path: items are never decoded into
 // the typed object) is measured too: metalist/floor.
 func BenchmarkList1000VsSingle(b *testing.B) {
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(hooks.NewFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, labelFn("synchook.io/bench", "true")))
 	s := startSidecar(b, reg, "", nil)
 	c := newClient(b, s, hookclient.Options{})
-	metaReg := hooks.NewRegistry(nil)
+	metaReg := engine.NewRegistry(nil)
 	metaReg.MustRegister(hooks.NewMetadataFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, labelFn("synchook.io/bench", "true"),
 		func(_ context.Context, m *hooks.Metadata) error {
 			if m.Labels == nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // capsRetryInterval is how often, at most, capabilities are fetched again after a failed fetch.
@@ -17,11 +18,11 @@ const capsRetryInterval = time.Second
 
 // capsState is one fetched set of capabilities: the (GVK, hook type) pairs that have hooks.
 type capsState struct {
-	keys    map[hooks.Key]bool
+	keys    map[engine.Key]bool
 	fetched time.Time
 }
 
-// wireCapabilities is the JSON of GET /capabilities (hooks.Capabilities) read leniently: hook
+// wireCapabilities is the JSON of GET /capabilities (engine.Capabilities) read leniently: hook
 // types this client does not know, from a newer sidecar, are skipped instead of failing.
 type wireCapabilities struct {
 	Resources []struct {
@@ -56,7 +57,7 @@ func (c *Client) refreshLocked(ctx context.Context) error {
 	return nil
 }
 
-func (c *Client) fetchCapabilities(ctx context.Context) (map[hooks.Key]bool, error) {
+func (c *Client) fetchCapabilities(ctx context.Context) (map[engine.Key]bool, error) {
 	status, body, err := c.send(ctx, http.MethodGet, c.opts.URL+"/capabilities", nil)
 	if err != nil {
 		return nil, err
@@ -68,7 +69,7 @@ func (c *Client) fetchCapabilities(ctx context.Context) (map[hooks.Key]bool, err
 	if err := json.Unmarshal(body, &caps); err != nil {
 		return nil, fmt.Errorf("decode capabilities: %w", err)
 	}
-	keys := map[hooks.Key]bool{}
+	keys := map[engine.Key]bool{}
 	for _, r := range caps.Resources {
 		gv, err := schema.ParseGroupVersion(r.APIVersion)
 		if err != nil {
@@ -76,7 +77,7 @@ func (c *Client) fetchCapabilities(ctx context.Context) (map[hooks.Key]bool, err
 		}
 		for _, ht := range r.HookTypes {
 			if t := hooks.HookType(ht.Type); t.Valid() {
-				keys[hooks.Key{GVK: gv.WithKind(r.Kind), Type: t}] = true
+				keys[engine.Key{GVK: gv.WithKind(r.Kind), Type: t}] = true
 			}
 		}
 	}
@@ -118,9 +119,9 @@ func (c *Client) Hooked(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	if st == nil {
 		return true
 	}
-	if st.keys[hooks.Key{GVK: gvk, Type: t}] {
+	if st.keys[engine.Key{GVK: gvk, Type: t}] {
 		return true
 	}
-	item, ok := hooks.ListItemGVK(gvk)
-	return ok && st.keys[hooks.Key{GVK: item, Type: t}]
+	item, ok := engine.ListItemGVK(gvk)
+	return ok && st.keys[engine.Key{GVK: item, Type: t}]
 }

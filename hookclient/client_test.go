@@ -19,8 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/synchook/synchook/hookclient"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/synchook/synchook/hookclient"
 
 	"github.com/synchook/synchook/hooks"
 )

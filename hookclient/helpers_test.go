@@ -23,6 +23,7 @@ import (
 	"github.com/synchook/synchook/certs"
 	"github.com/synchook/synchook/hookclient"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/webhook"
 )
 
@@ -96,9 +97,9 @@ type sidecar struct {
 
 // startSidecar serves reg on 127.0.0.1 (on addr when not empty). wrap, when not nil, wraps the
 // real handler.
-func startSidecar(t testing.TB, reg *hooks.Registry, addr string, wrap func(http.Handler) http.Handler) *sidecar {
+func startSidecar(t testing.TB, reg *engine.Registry, addr string, wrap func(http.Handler) http.Handler) *sidecar {
 	t.Helper()
-	ws, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{})
+	ws, err := webhook.NewServer(engine.NewRunner(reg, engine.RunnerOptions{}), webhook.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,9 +195,9 @@ func newClient(t testing.TB, s *sidecar, opts hookclient.Options) *hookclient.Cl
 	return c
 }
 
-func registry(t *testing.T, hs ...hooks.ClientHook) *hooks.Registry {
+func registry(t *testing.T, hs ...hooks.ClientHook) *engine.Registry {
 	t.Helper()
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	for _, h := range hs {
 		if err := reg.Register(h); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/synchook/synchook/hookclient"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/tenanttest"
 	"github.com/synchook/synchook/webhook"
 )
@@ -58,7 +59,7 @@ func hookclientMutator(c *hookclient.Client) tenanttest.Mutator {
 // Get's default Ignore.
 func TestTenantAttacksThroughHookclient(t *testing.T) {
 	reg := tenanttest.Registry(t)
-	ws, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{RequestTimeout: tenanttest.RequestTimeout})
+	ws, err := webhook.NewServer(engine.NewRunner(reg, engine.RunnerOptions{}), webhook.Options{RequestTimeout: tenanttest.RequestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // Side is the cluster a wrapped client talks to; it picks the hook types of its calls.
@@ -194,7 +195,7 @@ func (w *wrapper) checkApply(ctx context.Context, obj runtime.ApplyConfiguration
 	if err != nil {
 		return fmt.Errorf("hookclient: encode apply configuration: %w", err)
 	}
-	gvk, err := hooks.ObjectGVK(raw)
+	gvk, err := engine.ObjectGVK(raw)
 	if err != nil {
 		return fmt.Errorf("hookclient: apply configuration: %w", err)
 	}

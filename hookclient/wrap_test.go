@@ -16,6 +16,7 @@ import (
 
 	"github.com/synchook/synchook/hookclient"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // recorder is a pod hook for all eight hook types that records each call and sets the label
@@ -25,9 +26,9 @@ type recorder struct {
 	calls []string
 }
 
-func (r *recorder) register(t *testing.T) *hooks.Registry {
+func (r *recorder) register(t *testing.T) *engine.Registry {
 	t.Helper()
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	funcs := map[hooks.HookType]hooks.MutateFunc{}
 	for _, typ := range hooks.AllHookTypes() {
 		funcs[typ] = func(_ context.Context, o client.Object) (client.Object, error) {

@@ -179,3 +179,28 @@ func (t *HookType) UnmarshalText(b []byte) error {
 	*t = parsed
 	return nil
 }
+
+// Funcs returns the hook types h implements and the function of each: FuncHook.MutateFuncs
+// when h has it, else the methods of the eight MutateXxx interfaces h implements (one table,
+// hookTypeTable, for every hook type). Error: a FuncHook that names an unknown hook type
+// (wraps ErrUnknownHookType). An empty map means h implements none.
+func Funcs(h ClientHook) (map[HookType]MutateFunc, error) {
+	if fh, ok := h.(FuncHook); ok {
+		funcs := fh.MutateFuncs()
+		for t := range funcs {
+			if !t.Valid() {
+				_, err := ParseHookType(string(t))
+				return nil, err
+			}
+		}
+		return funcs, nil
+	}
+	funcs := map[HookType]MutateFunc{}
+	for _, e := range hookTypeTable {
+		if fn := e.bind(h); fn != nil {
+			funcs[e.typ] = fn
+		}
+	}
+	return funcs, nil
+}
+

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/synchook/synchook/config"
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // The chart tests render the real vcluster chart (the chart/ folder of the
@@ -187,7 +187,7 @@ func parseAndBuild(t *testing.T, cfgYAML []byte) {
 	if len(cfg.Hooks) == 0 {
 		t.Fatalf("the config has no hooks:\n%s", cfgYAML)
 	}
-	if err := cfg.Build(hooks.NewRegistry(nil)); err != nil {
+	if err := cfg.Build(engine.NewRegistry(nil)); err != nil {
 		t.Fatalf("Build: %v", err)
 	}
 }

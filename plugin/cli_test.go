@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -92,47 +93,90 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 }
 
 // TestServeQuickstart runs the real binary as README's quickstart does: default config, its own
-// certs, the example AdmissionReview; then SIGTERM must exit 0.
+// certs, the example AdmissionReview; then SIGTERM must exit 0. The quickstart's addresses are
+// serve's defaults, read from its flags; the test serves on free ports instead, so that it
+// passes while something else (a `make run` left open) holds the default ones.
 func TestServeQuickstart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
+	fs, _, _ := serveFlags(func(string) string { return "" })
+	defaults := map[string]string{}
+	for _, name := range []string{"bind-address", "health-probe-bind-address", "metrics-bind-address", "cert-dir"} {
+		defaults[name] = fs.Lookup(name).DefValue
+	}
+	if want := map[string]string{
+		"bind-address": "127.0.0.1:9443", "health-probe-bind-address": ":9440", "metrics-bind-address": ":9441", "cert-dir": "/tmp/synchook/certs",
+	}; fmt.Sprint(defaults) != fmt.Sprint(want) {
+		t.Errorf("serve's defaults %v, want %v (README's quickstart and the chart use them)", defaults, want)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, defaultPort, _ := net.SplitHostPort(defaults["bind-address"])
+	for _, want := range []string{"https://localhost:" + defaultPort + "/mutate/CreatePhysical", "--cacert " + defaults["cert-dir"] + "/ca.crt"} {
+		if !bytes.Contains(readme, []byte(want)) {
+			t.Errorf("README's quickstart lacks %q (serve's defaults)", want)
+		}
+	}
+
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "synchook")
 	if out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	port, probe := testenv.FreePort(t), testenv.FreePort(t)
+	port, probe, metricsPort := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
 	certDir := filepath.Join(dir, "certs")
 	cmd := exec.Command(bin, "serve", "--cert-dir", certDir,
-		"--bind-address", fmt.Sprintf("127.0.0.1:%d", port), "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe))
+		"--bind-address", fmt.Sprintf("127.0.0.1:%d", port),
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe),
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort))
 	cmd.Env = append(os.Environ(), "SYNCHOOK_CONFIG=")
-	var logs bytes.Buffer
+	var logs syncBuffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	defer func() { _ = cmd.Process.Kill(); <-exited }()
 
 	var hc *http.Client
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if caPEM, err := os.ReadFile(filepath.Join(certDir, "ca.crt")); err == nil {
-			pool := x509.NewCertPool()
-			pool.AppendCertsFromPEM(caPEM)
-			hc = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-			if resp, err := hc.Get(fmt.Sprintf("https://localhost:%d/readyz", port)); err == nil {
-				resp.Body.Close()
-				break
-			}
+	testenv.Eventually(t, 60*time.Second, "the sidecar's /readyz", func() error {
+		select {
+		case <-exited:
+			t.Fatalf("serve exited early (%v):\n%s", waitErr, logs.String())
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sidecar not ready:\n%s", logs.String())
+		caPEM, err := os.ReadFile(filepath.Join(certDir, "ca.crt"))
+		if err != nil {
+			return err
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", probe)); err != nil || resp.StatusCode != 200 {
-		t.Errorf("probe listener /healthz: %v", err)
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(caPEM)
+		hc = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		resp, err := hc.Get(fmt.Sprintf("https://localhost:%d/readyz", port))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	})
+	for what, url := range map[string]string{
+		"probe listener":   fmt.Sprintf("http://127.0.0.1:%d/healthz", probe),
+		"metrics listener": fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
+	} {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Errorf("%s %s: %v", what, url, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s %s: HTTP %d", what, url, resp.StatusCode)
+		}
 	}
 
 	body, _ := os.ReadFile("../examples/pod-review.json")
@@ -154,8 +198,13 @@ func TestServeQuickstart(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("after SIGTERM: %v\n%s", err, logs.String())
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("after SIGTERM: %v\n%s", waitErr, logs.String())
+		}
+	case <-time.After(time.Minute): // a guard against a hang, not a synchronisation
+		t.Fatalf("serve still running a minute after SIGTERM:\n%s", logs.String())
 	}
 	if !strings.Contains(logs.String(), `"patchOperations":2`) {
 		t.Errorf("no structured request log line:\n%s", logs.String())
@@ -243,4 +292,22 @@ func TestAHookThatIsNotIdempotentStopsTheStart(t *testing.T) {
 	if code != 0 {
 		t.Errorf("--skip-idempotency-check: exit %d, %s", code, stderr.String())
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's output copier and the test's reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

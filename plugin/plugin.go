@@ -9,6 +9,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridgev2"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // version is the build's version, set with -ldflags "-X github.com/synchook/synchook/plugin.version=v1.2.3".
@@ -174,7 +175,7 @@ func (p *Plugin) hasHooks() bool {
 }
 
 // registerHooks adds p's Go hooks to reg (sidecar.RegisterFunc).
-func (p *Plugin) registerHooks(reg *hooks.Registry) error {
+func (p *Plugin) registerHooks(reg *engine.Registry) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, h := range p.hooks {

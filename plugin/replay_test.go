@@ -14,6 +14,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/capture"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/internal/sidecar"
 )
@@ -42,7 +43,7 @@ func captureTraffic(t *testing.T, config, dir string) {
 		t.Fatal(err)
 	}
 	go w.Run(context.Background())
-	r := hooks.NewRunner(reg, hooks.RunnerOptions{Capture: w.Capture})
+	r := engine.NewRunner(reg, engine.RunnerOptions{Capture: w.Capture})
 	pod := corev1.SchemeGroupVersion.WithKind("Pod")
 	for i := range 3 {
 		res, err := r.Mutate(context.Background(), pod, hooks.CreatePhysical, fixtures.JSON(fixtures.Pod("default", fmt.Sprintf("web-%d", i))))

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/synchook/synchook/config"
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // pluginSidecar is what plugin.yaml may set for a legacy plugin, per the vcluster chart's
@@ -122,7 +122,7 @@ func TestPluginV1YAMLIsAValidVClusterSidecar(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", config.EnvVar, err)
 		}
-		if err := cfg.Build(hooks.NewRegistry(nil)); err != nil {
+		if err := cfg.Build(engine.NewRegistry(nil)); err != nil {
 			t.Fatalf("%s builds no registry: %v", config.EnvVar, err)
 		}
 	})
@@ -286,7 +286,7 @@ func TestPluginYAMLIsAValidVClusterPluginV2(t *testing.T) {
 		if err != nil {
 			t.Fatalf("config: %v", err)
 		}
-		if err := cfg.Build(hooks.NewRegistry(nil)); err != nil {
+		if err := cfg.Build(engine.NewRegistry(nil)); err != nil {
 			t.Fatalf("config builds no registry: %v", err)
 		}
 	})

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/webhook"
 )
@@ -61,12 +61,12 @@ func roundTrip(b *testing.B, hc *http.Client, url string, body []byte) []byte {
 // handler that only reads the body and echoes it, on the same kind of connection.
 func BenchmarkTransport(b *testing.B) {
 	body := podReviewBody()
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(testHook("labels", func(_ context.Context, o client.Object) (client.Object, error) {
 		o.GetLabels()["synchook.io/hooked"] = "true"
 		return o, nil
 	}))
-	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{})
+	s, err := webhook.NewServer(engine.NewRunner(reg, engine.RunnerOptions{}), webhook.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func BenchmarkTransport(b *testing.B) {
 	})
 	b.Run("unix-admission", func(b *testing.B) {
 		sock := filepath.Join(b.TempDir(), "s.sock")
-		us, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{SocketPath: sock, DisableTCP: true, ProbeBindAddress: "0"})
+		us, err := webhook.NewServer(engine.NewRunner(reg, engine.RunnerOptions{}), webhook.Options{SocketPath: sock, DisableTCP: true, ProbeBindAddress: "0"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,10 +1,10 @@
-// Package webhook serves a hooks.Registry over HTTPS the way a Kubernetes mutating admission
+// Package webhook serves a engine.Registry over HTTPS the way a Kubernetes mutating admission
 // webhook is served, on controller-runtime's webhook server.
 //
 // Endpoints (see Server.Handler):
 //
 //	POST /mutate/{hookType}  admission.k8s.io/v1 AdmissionReview in, AdmissionReview out
-//	GET  /capabilities       hooks.Capabilities as JSON
+//	GET  /capabilities       engine.Capabilities as JSON
 //	GET  /healthz, /readyz   controller-runtime healthz handlers: checks ping and hook-slots
 //
 // The same /healthz and /readyz are also served on a separate plain-HTTP probe address, because
@@ -24,7 +24,7 @@
 //	HTTP 404  unknown hook type in the path (the message lists the valid ones)
 //	HTTP 405  not a POST
 //	HTTP 413  the body is larger than Options.MaxRequestBytes; it is not read further
-//	HTTP 429  every hook-chain slot is busy (hooks.RunnerOptions.MaxConcurrent); Retry-After: 1
+//	HTTP 429  every hook-chain slot is busy (engine.RunnerOptions.MaxConcurrent); Retry-After: 1
 //
 // The package does not create certificates (see package certs) and does not decide what a
 // caller does when the sidecar fails (that is the caller's failure policy).

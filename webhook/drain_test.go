@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/certs"
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/testenv"
 	"github.com/synchook/synchook/webhook"
 )
@@ -32,14 +32,14 @@ func TestShutdownFinishesInFlightRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	entered := make(chan struct{})
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(testHook("slow", func(ctx context.Context, o client.Object) (client.Object, error) {
 		close(entered)
 		time.Sleep(300 * time.Millisecond)
 		return addLabel(ctx, o)
 	}))
 	port := testenv.FreePort(t)
-	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port), ProbeBindAddress: "0", CertFile: ca.CertFile(), KeyFile: ca.KeyFile()})
+	s, err := webhook.NewServer(engine.NewRunner(reg, engine.RunnerOptions{}), webhook.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port), ProbeBindAddress: "0", CertFile: ca.CertFile(), KeyFile: ca.KeyFile()})
 	if err != nil {
 		t.Fatal(err)
 	}

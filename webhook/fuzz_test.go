@@ -9,7 +9,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/webhook"
 )
 
@@ -23,9 +23,9 @@ func FuzzAdmissionReview(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"kind":"PodList","version":"v1"},"object":{"items":[{},null,{"metadata":{}}]}}}`))
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"kind":"Pod","version":"v1"},"object":{"kind":"Secret","metadata":{"Labels":{},"labels":{"a":"1","a":"2"}}}}}`))
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(testHook("labels", addLabel))
-	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{MaxRequestBytes: 1 << 16})
+	s, err := webhook.NewServer(engine.NewRunner(reg, engine.RunnerOptions{}), webhook.Options{MaxRequestBytes: 1 << 16})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/metrics"
 )
@@ -59,7 +60,7 @@ func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), requestTimeout(r, h.s.opts.RequestTimeout))
 	defer cancel()
 	var (
-		res    hooks.Result
+		res    engine.Result
 		runErr error
 	)
 	if m := h.s.opts.Metrics; m != nil {
@@ -67,7 +68,7 @@ func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer func() { done(res, runErr) }()
 	}
 	res, runErr = h.s.runner.MutateValidJSON(ctx, gvk, hookType, object) // decodeReview checked the body whole
-	if errors.Is(runErr, hooks.ErrOverloaded) {
+	if errors.Is(runErr, engine.ErrOverloaded) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, runErr.Error(), http.StatusTooManyRequests)
 		h.s.opts.Log.Info("overloaded", "uid", req.UID, "hookType", hookType, "gvk", gvk.String())
@@ -78,7 +79,7 @@ func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if runErr != nil {
 		resp.Result = &metav1.Status{
 			Status:  metav1.StatusFailure,
-			Code:    hooks.StatusCode(runErr),
+			Code:    engine.StatusCode(runErr),
 			Message: runErr.Error(),
 		}
 	} else if res.Patch != nil {
@@ -261,7 +262,7 @@ func requestObject(req *admissionv1.AdmissionRequest) (schema.GroupVersionKind, 
 	if gvk.Kind != "" && gvk.Version != "" {
 		return gvk, raw, nil
 	}
-	gvk, err := hooks.ObjectGVK(raw)
+	gvk, err := engine.ObjectGVK(raw)
 	if err != nil {
 		return gvk, nil, fmt.Errorf("request has no kind, and its object: %w", err)
 	}
@@ -288,7 +289,7 @@ func (s *Server) serveCapabilities(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(s.caps)
 }
 
-func marshalCapabilities(reg *hooks.Registry) ([]byte, error) {
+func marshalCapabilities(reg *engine.Registry) ([]byte, error) {
 	b, err := json.Marshal(reg.Capabilities())
 	if err != nil {
 		return nil, fmt.Errorf("marshal capabilities: %w", err)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/webhook"
 )
 
@@ -31,9 +32,9 @@ func addLabel(_ context.Context, o client.Object) (client.Object, error) {
 
 func newTestServer(t *testing.T, opts webhook.Options, hs ...hooks.ClientHook) *httptest.Server {
 	t.Helper()
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(hs...)
-	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), opts)
+	s, err := webhook.NewServer(engine.NewRunner(reg, engine.RunnerOptions{}), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/synchook/synchook/certs"
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/testenv"
 	"github.com/synchook/synchook/webhook"
 )
@@ -34,10 +34,10 @@ func TestCertificateRotationUnderLoadDropsNoRequest(t *testing.T) {
 	if err := ca.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(testHook("labels", addLabel))
 	port := testenv.FreePort(t)
-	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{
+	s, err := webhook.NewServer(engine.NewRunner(reg, engine.RunnerOptions{}), webhook.Options{
 		BindAddress: fmt.Sprintf("127.0.0.1:%d", port), ProbeBindAddress: "0", CertFile: ca.CertFile(), KeyFile: ca.KeyFile(),
 	})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/canary"
 	"github.com/synchook/synchook/internal/capture"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/webhook"
 )
@@ -37,7 +38,7 @@ func review(kind string, object []byte) string {
 func TestASecretCanaryLeavesTheAdmissionEndpointInNoForm(t *testing.T) {
 	var logs canary.Buffer
 	log := canary.Logger(&logs)
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(canary.Hook("leaky", hooks.UpdatePhysical))
 	dir := t.TempDir()
 	w, err := capture.New(capture.Options{Dir: dir, Sample: 1, Registry: reg, Log: log})
@@ -48,7 +49,7 @@ func TestASecretCanaryLeavesTheAdmissionEndpointInNoForm(t *testing.T) {
 	defer cancel()
 	go w.Run(ctx)
 	rec := metrics.New(reg, log)
-	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{Observer: rec, Capture: w.Capture}),
+	s, err := webhook.NewServer(engine.NewRunner(reg, engine.RunnerOptions{Observer: rec, Capture: w.Capture}),
 		webhook.Options{Log: log, Metrics: rec})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +58,7 @@ func TestASecretCanaryLeavesTheAdmissionEndpointInNoForm(t *testing.T) {
 	captured := 0 // requests capture writes: not those that failed on a deadline
 	for i, leak := range canary.Leaks {
 		cause := leak.Cause(canary.Secret(i))
-		want := hooks.StatusCode(&hooks.HookError{Err: cause})
+		want := engine.StatusCode(&engine.HookError{Err: cause})
 		list := fmt.Appendf(nil, `{"apiVersion":"v1","kind":"SecretList","items":[%s]}`, canary.SecretJSON(i))
 		for _, req := range []struct {
 			what, kind string

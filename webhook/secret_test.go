@@ -16,6 +16,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/internal/testenv"
 	"github.com/synchook/synchook/webhook"
@@ -36,7 +37,7 @@ func password(o client.Object) string { return string(o.(*corev1.Secret).Data["p
 // response, log line or metric.
 func TestSecretDataAppearsInNoOutput(t *testing.T) {
 	var logs testenv.LogSink
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(
 		secretHook("labels", hooks.CreatePhysical, func(_ context.Context, o client.Object) (client.Object, error) {
 			o.SetLabels(map[string]string{"synced": "true"})
@@ -54,7 +55,7 @@ func TestSecretDataAppearsInNoOutput(t *testing.T) {
 		}),
 	)
 	rec := metrics.New(reg, logs.Logger())
-	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{Observer: rec}), webhook.Options{Log: logs.Logger(), Metrics: rec})
+	s, err := webhook.NewServer(engine.NewRunner(reg, engine.RunnerOptions{Observer: rec}), webhook.Options{Log: logs.Logger(), Metrics: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

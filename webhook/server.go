@@ -20,7 +20,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/synchook/synchook/certs"
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/metrics"
 )
 
@@ -64,7 +64,7 @@ type Options struct {
 	ClientCAFile string
 	// StuckSlotsFactor is N of the "hook-slots" health check on /readyz and /healthz (both
 	// listeners): it fails while every concurrency slot of the Runner
-	// (hooks.RunnerOptions.MaxConcurrent) has been held longer than N × RequestTimeout, i.e. by
+	// (engine.RunnerOptions.MaxConcurrent) has been held longer than N × RequestTimeout, i.e. by
 	// hooks that ignore their context and were abandoned at their request's deadline; every
 	// write then gets 429, so the liveness probe restarts the container and the readiness probe
 	// takes the pod out of service. It passes again as soon as a slot is free. /readyz/hook-slots
@@ -99,18 +99,18 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// Server serves one hooks.Registry. Create it with NewServer; the Registry must not change
+// Server serves one engine.Registry. Create it with NewServer; the Registry must not change
 // after that.
 type Server struct {
 	opts   Options
-	runner *hooks.Runner
+	runner *engine.Runner
 	caps   []byte
 	mux    *http.ServeMux
 	checks map[string]healthz.Checker // of /healthz and /readyz, on every listener
 }
 
 // NewServer returns a Server that runs requests with runner, with opts (defaults applied).
-func NewServer(runner *hooks.Runner, opts Options) (*Server, error) {
+func NewServer(runner *engine.Runner, opts Options) (*Server, error) {
 	opts.setDefaults()
 	caps, err := marshalCapabilities(runner.Registry())
 	if err != nil {

@@ -11,16 +11,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/webhook"
 )
 
 func TestUnixSocketServesPlainHTTPWithMode0600(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "synchook.sock")
 	os.WriteFile(sock, nil, 0o600) // a regular file in the way is refused, not removed
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(testHook("labels", addLabel))
-	s, err := webhook.NewServer(hooks.NewRunner(reg, hooks.RunnerOptions{}), webhook.Options{SocketPath: sock, DisableTCP: true, ProbeBindAddress: "0"})
+	s, err := webhook.NewServer(engine.NewRunner(reg, engine.RunnerOptions{}), webhook.Options{SocketPath: sock, DisableTCP: true, ProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}

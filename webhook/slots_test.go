@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/webhook"
 )
@@ -60,13 +60,13 @@ func TestHooksThatHoldEverySlotFailTheProbesUntilOneReturns(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(t0)
 	entered := make(chan string, 2)
 	releases := map[string]chan struct{}{pod + "-a": make(chan struct{}), pod + "-b": make(chan struct{})}
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(testHook("ignores-context", func(_ context.Context, o client.Object) (client.Object, error) {
 		entered <- o.GetName()
 		<-releases[o.GetName()]
 		return o, nil
 	}))
-	runner := hooks.NewRunner(reg, hooks.RunnerOptions{MaxConcurrent: 2, Clock: clk})
+	runner := engine.NewRunner(reg, engine.RunnerOptions{MaxConcurrent: 2, Clock: clk})
 	s, err := webhook.NewServer(runner, webhook.Options{RequestTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)

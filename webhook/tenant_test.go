@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/tenanttest"
 	"github.com/synchook/synchook/patch"
 	"github.com/synchook/synchook/webhook"
@@ -97,7 +98,7 @@ func admissionMutator(url string, hc *http.Client) tenanttest.Mutator {
 // TestTenantAttacksOverTheAdmissionEndpoint runs the tenant attack suite against a webhook
 // Server of tenanttest.Config (undo on, as the binary runs) over HTTPS on a loopback port.
 func TestTenantAttacksOverTheAdmissionEndpoint(t *testing.T) {
-	s, err := webhook.NewServer(hooks.NewRunner(tenanttest.Registry(t), hooks.RunnerOptions{}), webhook.Options{})
+	s, err := webhook.NewServer(engine.NewRunner(tenanttest.Registry(t), engine.RunnerOptions{}), webhook.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

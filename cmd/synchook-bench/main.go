@@ -21,6 +21,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	_ "github.com/synchook/synchook/config/policy" // the sidecar it measures is the synchook binary, policy hooks linked
 	"github.com/synchook/synchook/internal/bench"
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/plugin"

@@ -30,7 +30,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/sidecar"
 	"github.com/synchook/synchook/webhook"
 )
@@ -105,7 +105,7 @@ func main() {
 }
 
 func run(args []string) int {
-	register := func(reg *hooks.Registry) error {
+	register := func(reg *engine.Registry) error {
 		return errors.Join(reg.Register(HostMetricsPortHook{}), reg.Register(ControlPortHook{}))
 	}
 	opts := sidecar.Options{Register: register}

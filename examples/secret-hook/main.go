@@ -16,52 +16,39 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/plugin"
 )
 
 // KeysAnnotation lists the secret's data keys, comma-separated and sorted.
 const KeysAnnotation = "example.com/secret-keys"
 
-// SecretHook annotates host secrets with their key names and refuses empty required values.
-type SecretHook struct {
-	// Required are keys that, when present, must not be empty.
-	Required []string
-}
-
-// Name is the hook's name in logs, metrics and errors.
-func (SecretHook) Name() string { return "secret-keys" }
-
-// Resource is the kind the hook runs on.
-func (SecretHook) Resource() client.Object { return &corev1.Secret{} }
-
-// MutateCreatePhysical runs before vcluster creates the host secret.
-func (h SecretHook) MutateCreatePhysical(ctx context.Context, obj client.Object) (client.Object, error) {
-	secret, ok := obj.(*corev1.Secret)
-	if !ok {
-		return nil, fmt.Errorf("object %T is not a secret", obj)
-	}
-	keys := make([]string, 0, len(secret.Data))
-	for k, v := range secret.Data {
-		if len(v) == 0 && slices.Contains(h.Required, k) {
-			// The key's name only: a value never goes into an error or a log line.
-			return nil, fmt.Errorf("secret %s/%s: key %q is empty", secret.Namespace, secret.Name, k)
+// NewSecretHook returns the hook that annotates host secrets with their key names and refuses
+// a secret with an empty value under one of the required keys.
+func NewSecretHook(required ...string) hooks.FuncHook {
+	return hooks.Typed("secret-keys", []hooks.HookType{hooks.CreatePhysical}, func(ctx context.Context, secret *corev1.Secret) error {
+		keys := make([]string, 0, len(secret.Data))
+		for k, v := range secret.Data {
+			if len(v) == 0 && slices.Contains(required, k) {
+				// The key's name only: a value never goes into an error or a log line.
+				return fmt.Errorf("secret %s/%s: key %q is empty", secret.Namespace, secret.Name, k)
+			}
+			keys = append(keys, k)
 		}
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	if secret.Annotations == nil {
-		secret.Annotations = map[string]string{}
-	}
-	secret.Annotations[KeysAnnotation] = strings.Join(keys, ",")
-	log.FromContext(ctx).V(1).Info("annotated secret", "namespace", secret.Namespace, "name", secret.Name, "keys", len(keys))
-	return secret, nil
+		slices.Sort(keys)
+		if secret.Annotations == nil {
+			secret.Annotations = map[string]string{}
+		}
+		secret.Annotations[KeysAnnotation] = strings.Join(keys, ",")
+		log.FromContext(ctx).V(1).Info("annotated secret", "namespace", secret.Namespace, "name", secret.Name, "keys", len(keys))
+		return nil
+	})
 }
 
 func main() {
 	plugin.MustInit()
-	plugin.MustRegister(SecretHook{Required: []string{"password"}})
+	plugin.MustRegister(NewSecretHook("password"))
 	plugin.MustStart()
 }

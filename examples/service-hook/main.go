@@ -7,11 +7,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/plugin"
 )
 
@@ -19,41 +18,20 @@ import (
 const InternalLBAnnotation = "service.beta.kubernetes.io/internal-load-balancer"
 
 // ServiceHook makes host services internal and clears node ports on the way down.
-type ServiceHook struct{}
-
-// Name is the hook's name in logs, metrics and errors.
-func (ServiceHook) Name() string { return "service-internal-lb" }
-
-// Resource is the kind the hook runs on.
-func (ServiceHook) Resource() client.Object { return &corev1.Service{} }
-
-func (ServiceHook) mutate(obj client.Object) (client.Object, error) {
-	svc, ok := obj.(*corev1.Service)
-	if !ok {
-		return nil, fmt.Errorf("object %T is not a service", obj)
-	}
-	if svc.Annotations == nil {
-		svc.Annotations = map[string]string{}
-	}
-	svc.Annotations[InternalLBAnnotation] = "true"
-	for i := range svc.Spec.Ports {
-		svc.Spec.Ports[i].NodePort = 0
-	}
-	return svc, nil
-}
-
-// MutateCreatePhysical runs before vcluster creates the host service.
-func (h ServiceHook) MutateCreatePhysical(_ context.Context, obj client.Object) (client.Object, error) {
-	return h.mutate(obj)
-}
-
-// MutateUpdatePhysical runs before vcluster updates the host service.
-func (h ServiceHook) MutateUpdatePhysical(_ context.Context, obj client.Object) (client.Object, error) {
-	return h.mutate(obj)
-}
+var ServiceHook = hooks.Typed("service-internal-lb", []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical},
+	func(_ context.Context, svc *corev1.Service) error {
+		if svc.Annotations == nil {
+			svc.Annotations = map[string]string{}
+		}
+		svc.Annotations[InternalLBAnnotation] = "true"
+		for i := range svc.Spec.Ports {
+			svc.Spec.Ports[i].NodePort = 0
+		}
+		return nil
+	})
 
 func main() {
 	plugin.MustInit()
-	plugin.MustRegister(ServiceHook{})
+	plugin.MustRegister(ServiceHook)
 	plugin.MustStart()
 }

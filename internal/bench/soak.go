@@ -33,6 +33,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridge/remote"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/patch"
 	"github.com/synchook/synchook/webhook"
@@ -71,8 +72,8 @@ const (
 	chaosKey  = "synchook.io/chaos"
 )
 
-func soakRegistry() *hooks.Registry {
-	reg := hooks.NewRegistry(nil)
+func soakRegistry() *engine.Registry {
+	reg := engine.NewRegistry(nil)
 	for _, kind := range []struct {
 		name string
 		obj  func() client.Object
@@ -124,7 +125,7 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 	if err := ca.Ensure(); err != nil {
 		return nil, err
 	}
-	runner := hooks.NewRunner(soakRegistry(), hooks.RunnerOptions{MaxConcurrent: 1024})
+	runner := engine.NewRunner(soakRegistry(), engine.RunnerOptions{MaxConcurrent: 1024})
 	ports := [3]int{}
 	for i := range ports {
 		if ports[i], err = freePort(); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // examplePod returns a Pod with every kind of field the decoding rules care about set: label
@@ -234,12 +235,12 @@ func TestAnswerDecodedIntoTheRequestObjectGivesTheHookedObject(t *testing.T) {
 // hooked JSON (request with the chain's patch applied).
 func runHook(t *testing.T, obj client.Object, request []byte, fn func(client.Object)) []byte {
 	t.Helper()
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(hookFunc{name: "under-test", obj: obj, fn: func(_ context.Context, o client.Object) (client.Object, error) {
 		fn(o)
 		return o, nil
 	}})
-	gvk, err := hooks.ObjectGVK(request)
+	gvk, err := engine.ObjectGVK(request)
 	if err != nil {
 		t.Fatal(err)
 	}

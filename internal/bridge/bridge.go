@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge/remote"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/metrics"
 )
 
@@ -98,7 +98,7 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// Bridge serves one hooks.Registry as a vcluster plugin v1: the Plugin service's Mutate, and
+// Bridge serves one engine.Registry as a vcluster plugin v1: the Plugin service's Mutate, and
 // registration with vcluster's plugin server. Create it with New; the Registry must not change
 // after that. A Bridge is safe for concurrent use.
 type Bridge struct {
@@ -111,7 +111,7 @@ type Bridge struct {
 
 // New returns a Bridge that runs calls with runner, with opts (defaults applied). It fails when opts.Address is
 // empty, or when it or opts.VClusterAddress is not host:port.
-func New(runner *hooks.Runner, opts Options) (*Bridge, error) {
+func New(runner *engine.Runner, opts Options) (*Bridge, error) {
 	opts.setDefaults()
 	if opts.Address == "" {
 		return nil, errors.New("vcluster plugin bridge: Address is required")

@@ -20,6 +20,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridge/remote"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/testenv"
 	"github.com/synchook/synchook/internal/vclusterstub"
 	"github.com/synchook/synchook/patch"
@@ -35,11 +36,11 @@ func podFunc(name string, typ hooks.HookType, fn func(context.Context, *corev1.P
 }
 
 // testRegistry has one hook per outcome, each on its own hook type of v1 Pod.
-func testRegistry(t *testing.T) *hooks.Registry {
+func testRegistry(t *testing.T) *engine.Registry {
 	t.Helper()
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(
 		podFunc("tenant-label", hooks.CreatePhysical, func(_ context.Context, p *corev1.Pod) error {
 			if p.Labels == nil {
@@ -72,7 +73,7 @@ func testRegistry(t *testing.T) *hooks.Registry {
 
 // startBridge runs a Bridge for reg on a free loopback port against a new vcluster stand-in
 // and waits for its registration.
-func startBridge(t *testing.T, reg *hooks.Registry, opts bridge.Options) (*vclusterstub.Server, *remote.RegisterPluginRequest) {
+func startBridge(t *testing.T, reg *engine.Registry, opts bridge.Options) (*vclusterstub.Server, *remote.RegisterPluginRequest) {
 	t.Helper()
 	vc := vclusterstub.Start(t, "127.0.0.1:0")
 	opts.Address = "localhost:0"
@@ -88,9 +89,9 @@ func startBridge(t *testing.T, reg *hooks.Registry, opts bridge.Options) (*vclus
 }
 
 // runBridge runs a Bridge until the test ends and checks that it then returns nil promptly.
-func runBridge(t testing.TB, reg *hooks.Registry, opts bridge.Options) {
+func runBridge(t testing.TB, reg *engine.Registry, opts bridge.Options) {
 	t.Helper()
-	b, err := bridge.New(hooks.NewRunner(reg, hooks.RunnerOptions{}), opts)
+	b, err := bridge.New(engine.NewRunner(reg, engine.RunnerOptions{}), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestMutateAsVClusterDoesRemovesTheLabel(t *testing.T) {
 }
 
 func TestRegistration(t *testing.T) {
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(
 		podFunc("a", hooks.CreatePhysical, func(context.Context, *corev1.Pod) error { return nil }),
 		podFunc("b", hooks.GetVirtual, func(context.Context, *corev1.Pod) error { return nil }),
@@ -213,7 +214,7 @@ func TestRegistration(t *testing.T) {
 	})
 
 	t.Run("a plugin with no hooks still registers, so that vcluster does not wait for it", func(t *testing.T) {
-		_, p := startBridge(t, hooks.NewRegistry(nil), bridge.Options{})
+		_, p := startBridge(t, engine.NewRegistry(nil), bridge.Options{})
 		if len(p.GetClientHooks()) != 0 {
 			t.Errorf("client hooks %v", p.GetClientHooks())
 		}
@@ -221,11 +222,15 @@ func TestRegistration(t *testing.T) {
 
 	t.Run("a vcluster that starts after the plugin gets the registration", func(t *testing.T) {
 		addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-		runBridge(t, reg, bridge.Options{Address: "127.0.0.1:0", Name: "late", VClusterAddress: addr, MaxBackoff: 200 * time.Millisecond})
-		time.Sleep(500 * time.Millisecond) // a few failed attempts
-		vc := vclusterstub.Start(t, addr)
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		var logs testenv.LogSink
+		runBridge(t, reg, bridge.Options{Address: "127.0.0.1:0", Name: "late", VClusterAddress: addr, MaxBackoff: 200 * time.Millisecond, Log: logs.Logger()})
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
+		// A few failed attempts first: the second one is logged as "still not reachable".
+		if _, err := logs.WaitFor(ctx, "vcluster plugin server still not reachable"); err != nil {
+			t.Fatalf("%v; log:\n%s", err, logs.String())
+		}
+		vc := vclusterstub.Start(t, addr)
 		if _, err := vc.WaitForPlugin(ctx, "late"); err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +244,10 @@ func TestRegistration(t *testing.T) {
 		if _, err := vc.WaitForPlugin(ctx, "again"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond) // polls with the same run ID do not register again
+		// Three more polls with the same run ID do not register again.
+		if err := vc.WaitForPolls(ctx, vc.Polls()+3); err != nil {
+			t.Fatal(err)
+		}
 		if n := vc.Registrations(); n != 1 {
 			t.Errorf("%d registrations with one run, want 1", n)
 		}
@@ -269,7 +277,7 @@ func TestNewRejectsBadAddresses(t *testing.T) {
 		{"a vcluster address without a port", bridge.Options{Address: ":14000", VClusterAddress: "vcluster"}, `vcluster address "vcluster"`},
 	} {
 		t.Run(tc.name+" is an error", func(t *testing.T) {
-			_, err := bridge.New(hooks.NewRunner(hooks.NewRegistry(nil), hooks.RunnerOptions{}), tc.opts)
+			_, err := bridge.New(engine.NewRunner(engine.NewRegistry(nil), engine.RunnerOptions{}), tc.opts)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New error = %v, want %q", err, tc.want)
 			}
@@ -283,7 +291,7 @@ func TestRunFailsOnABusyAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	b, err := bridge.New(hooks.NewRunner(hooks.NewRegistry(nil), hooks.RunnerOptions{}), bridge.Options{Address: ln.Addr().String()})
+	b, err := bridge.New(engine.NewRunner(engine.NewRegistry(nil), engine.RunnerOptions{}), bridge.Options{Address: ln.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +303,7 @@ func TestRunFailsOnABusyAddress(t *testing.T) {
 func TestStatusCode(t *testing.T) {
 	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
 	hookErr := func(err error) error {
-		return &hooks.HookError{Hook: "h", Type: hooks.CreatePhysical, GVK: gvk, Err: err}
+		return &engine.HookError{Hook: "h", Type: hooks.CreatePhysical, GVK: gvk, Err: err}
 	}
 	cases := []struct {
 		name string
@@ -303,16 +311,16 @@ func TestStatusCode(t *testing.T) {
 		want codes.Code
 	}{
 		{"no error is OK", nil, codes.OK},
-		{"a decode error is InvalidArgument", &hooks.DecodeError{GVK: gvk, Err: errors.New("bad")}, codes.InvalidArgument},
+		{"a decode error is InvalidArgument", &engine.DecodeError{GVK: gvk, Err: errors.New("bad")}, codes.InvalidArgument},
 		{"a refusal is PermissionDenied", hookErr(errors.New("no")), codes.PermissionDenied},
 		{"a protected field is FailedPrecondition", hookErr(&patch.ForbiddenPathError{Path: "/kind", Field: "/kind"}), codes.FailedPrecondition},
-		{"a panic is Internal", hookErr(&hooks.PanicError{Value: "x"}), codes.Internal},
+		{"a panic is Internal", hookErr(&engine.PanicError{Value: "x"}), codes.Internal},
 		{"a deadline is DeadlineExceeded", hookErr(context.DeadlineExceeded), codes.DeadlineExceeded},
 		{"a cancelled caller is Canceled", hookErr(context.Canceled), codes.Canceled},
 		{"a Kubernetes Conflict is Aborted", hookErr(apierrors.NewConflict(schema.GroupResource{}, "x", errors.New("c"))), codes.Aborted},
 		{"a Kubernetes TooManyRequests is ResourceExhausted", hookErr(apierrors.NewTooManyRequests("slow down", 1)), codes.ResourceExhausted},
 		{"a Kubernetes ServiceUnavailable is Unavailable", hookErr(apierrors.NewServiceUnavailable("later")), codes.Unavailable},
-		{"too many running chains is ResourceExhausted", fmt.Errorf("v1 Pod CreatePhysical: %w", hooks.ErrOverloaded), codes.ResourceExhausted},
+		{"too many running chains is ResourceExhausted", fmt.Errorf("v1 Pod CreatePhysical: %w", engine.ErrOverloaded), codes.ResourceExhausted},
 		{"an error that is not a hook's is Internal", errors.New("encode"), codes.Internal},
 	}
 	for _, tc := range cases {
@@ -327,7 +335,7 @@ func TestStatusCode(t *testing.T) {
 // BenchmarkMutateNewConnectionPerCall measures one Mutate call made as vcluster makes it: a new
 // gRPC connection, the call, closing the connection; the chain adds one label to a pod.
 func BenchmarkMutateNewConnectionPerCall(b *testing.B) {
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(podFunc("label", hooks.CreatePhysical, func(_ context.Context, p *corev1.Pod) error {
 		p.Labels = map[string]string{"tenant": "a"}
 		return nil

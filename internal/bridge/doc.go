@@ -1,12 +1,13 @@
-// Package bridge serves a hooks.Registry to real vcluster over its plugin v1 gRPC protocol
-// (package remote; see DESIGN.md), so that synchook runs as a sidecar declared under the
-// vcluster chart's legacy plugin: values key.
+// Package bridge serves a engine.Registry to real vcluster over its plugin v1 gRPC protocol
+// (package remote, generated from remote.proto: vcluster's own wire protocol, names and numbers
+// unchanged), so that synchook runs as a sidecar declared under the vcluster chart's legacy
+// plugin: values key.
 //
 // A Bridge does two things (Run):
 //
 //   - It serves remote.Plugin/Mutate on the plugin address (VCLUSTER_PLUGIN_ADDRESS, e.g.
 //     localhost:14000). Mutate runs the same chain as POST /mutate/{hookType}
-//     (hooks.Runner.Mutate) and answers mutated=false when nothing changed, there are no hooks for
+//     (engine.Runner.Mutate) and answers mutated=false when nothing changed, there are no hooks for
 //     (apiVersion, kind, type) or the type is not one of the eight (ApplyPhysical), else
 //     mutated=true with the whole object; hook failures become gRPC errors (StatusCode).
 //     vcluster opens a new connection for every call: the server adds nothing per connection

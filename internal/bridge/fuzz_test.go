@@ -12,6 +12,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridge/remote"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // FuzzMutate calls Mutate with arbitrary input (apiVersion, kind, object JSON, hook type). It
@@ -24,7 +25,7 @@ func FuzzMutate(f *testing.F) {
 	f.Add("", "", `null`, "ApplyPhysical")
 	f.Add("apps/v1", "Deployment", `{}`, "CreatePhysical")
 	f.Add("v1", "Pod", `{"kind":"Secret","metadata":{"Labels":{},"labels":{"a":"1","a":"2"}}}`, "CreatePhysical")
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(
 		podFunc("label", hooks.CreatePhysical, func(_ context.Context, p *corev1.Pod) error {
 			if p.Labels == nil {
@@ -39,7 +40,7 @@ func FuzzMutate(f *testing.F) {
 			return nil
 		}),
 	)
-	b, err := bridge.New(hooks.NewRunner(reg, hooks.RunnerOptions{}), bridge.Options{Address: "127.0.0.1:0"})
+	b, err := bridge.New(engine.NewRunner(reg, engine.RunnerOptions{}), bridge.Options{Address: "127.0.0.1:0"})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -6,16 +6,16 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridge/remote"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // TestMutateRefusesAmbiguousObjects: an object of another kind than the request, or with keys
 // that vcluster's encoding/json decode reads otherwise than synchook, is InvalidArgument with
 // the engine's message (the message every transport gives).
 func TestMutateRefusesAmbiguousObjects(t *testing.T) {
-	br, err := bridge.New(hooks.NewRunner(testRegistry(t), hooks.RunnerOptions{}), bridge.Options{Address: "127.0.0.1:0"})
+	br, err := bridge.New(engine.NewRunner(testRegistry(t), engine.RunnerOptions{}), bridge.Options{Address: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

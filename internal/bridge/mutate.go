@@ -15,6 +15,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge/remote"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/metrics"
 )
 
@@ -52,11 +53,11 @@ type MutatorOptions struct {
 }
 
 // Mutator answers vcluster plugin Mutate calls (protocol v1 and v2 carry the same four fields
-// and the same answer) with a hooks.Runner. Create it with NewMutator; the Registry must not
+// and the same answer) with a engine.Runner. Create it with NewMutator; the Registry must not
 // change after that. A Mutator is safe for concurrent use.
 type Mutator struct {
 	opts   MutatorOptions
-	runner *hooks.Runner
+	runner *engine.Runner
 	hooks  []ClientHook
 	// objects maps each hooked GVK to an object of the Go type vcluster decodes it into (the
 	// registry's object type), for Answer; only their types are used.
@@ -65,7 +66,7 @@ type Mutator struct {
 
 // NewMutator returns a Mutator that runs calls with runner, with opts (defaults applied). It
 // fails when the registry holds an apiVersion that does not parse.
-func NewMutator(runner *hooks.Runner, opts MutatorOptions) (*Mutator, error) {
+func NewMutator(runner *engine.Runner, opts MutatorOptions) (*Mutator, error) {
 	reg := runner.Registry()
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
@@ -133,7 +134,7 @@ func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, ob
 	// The request and the answer are large (the whole object) and read only from here on:
 	// neither is copied between string and []byte.
 	raw := unsafe.Slice(unsafe.StringData(object), len(object))
-	record := func(hooks.Result, error) {}
+	record := func(engine.Result, error) {}
 	if rec := m.opts.Metrics; rec != nil {
 		record = rec.Start(m.opts.Transport, hookType, gvk, start)
 	}
@@ -162,36 +163,36 @@ func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, ob
 	return unsafe.String(unsafe.SliceData(encoded), len(encoded)), true, nil
 }
 
-// StatusCode returns the gRPC code Mutate answers for an error of hooks.Runner.Mutate:
+// StatusCode returns the gRPC code Mutate answers for an error of engine.Runner.Mutate:
 //
-//	InvalidArgument     400  the object is not valid JSON for its kind (hooks.DecodeError), or
+//	InvalidArgument     400  the object is not valid JSON for its kind (engine.DecodeError), or
 //	                         is of another kind or has repeated or case-variant keys
-//	                         (hooks.InputError inside the DecodeError)
+//	                         (engine.InputError inside the DecodeError)
 //	PermissionDenied    403  a hook refused the object (returned an error)
 //	FailedPrecondition  422  a hook changed apiVersion, kind, name, namespace or uid
 //	Internal            500  a hook panicked or returned another kind of object
 //	DeadlineExceeded    504  a hook was still running at the deadline
 //	Canceled                 the caller went away while a hook was running
-//	ResourceExhausted   429  too many chains running (hooks.ErrOverloaded); no hook ran
+//	ResourceExhausted   429  too many chains running (engine.ErrOverloaded); no hook ran
 //
 // A hook that returns a Kubernetes API status error gets the code of its HTTP status
 // (401 Unauthenticated, 404 NotFound, 409 Aborted, 429 ResourceExhausted, 503 Unavailable,
 // other 4xx FailedPrecondition, other 5xx Internal). Errors that are none of these are
 // Internal.
 func StatusCode(err error) codes.Code {
-	var hookErr *hooks.HookError
-	var decodeErr *hooks.DecodeError
+	var hookErr *engine.HookError
+	var decodeErr *engine.DecodeError
 	switch {
 	case err == nil:
 		return codes.OK
 	case errors.Is(err, context.Canceled):
 		return codes.Canceled
-	case errors.Is(err, hooks.ErrOverloaded):
+	case errors.Is(err, engine.ErrOverloaded):
 		return codes.ResourceExhausted
 	case !errors.As(err, &hookErr) && !errors.As(err, &decodeErr):
 		return codes.Internal
 	}
-	switch code := hooks.StatusCode(err); code {
+	switch code := engine.StatusCode(err); code {
 	case http.StatusBadRequest:
 		return codes.InvalidArgument
 	case http.StatusUnauthorized:

@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/synchook/synchook/config"
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridge/remote"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
 )
 
@@ -18,11 +18,11 @@ func BenchmarkBridgeServerWork(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true}) // as the binary runs
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true}) // as the binary runs
 	if err := cfg.Build(reg); err != nil {
 		b.Fatal(err)
 	}
-	br, err := bridge.New(hooks.NewRunner(reg, hooks.RunnerOptions{}), bridge.Options{Address: "127.0.0.1:0"})
+	br, err := bridge.New(engine.NewRunner(reg, engine.RunnerOptions{}), bridge.Options{Address: "127.0.0.1:0"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/internal/canary"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/internal/vclusterstub"
 )
@@ -26,14 +27,14 @@ func TestASecretCanaryLeavesTheV1BridgeInNoForm(t *testing.T) {
 	reg := testRegistry(t)
 	reg.MustRegister(canary.Hook("leaky", hooks.UpdatePhysical))
 	rec := metrics.New(reg, log)
-	b, err := bridge.New(hooks.NewRunner(reg, hooks.RunnerOptions{Observer: rec}), bridge.Options{Address: "localhost:0", Log: log, Metrics: rec})
+	b, err := bridge.New(engine.NewRunner(reg, engine.RunnerOptions{Observer: rec}), bridge.Options{Address: "localhost:0", Log: log, Metrics: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, p := startBridge(t, reg, bridge.Options{Log: log})
 
 	for i, leak := range canary.Leaks {
-		want := bridge.StatusCode(&hooks.HookError{Err: leak.Cause(canary.Secret(i))})
+		want := bridge.StatusCode(&engine.HookError{Err: leak.Cause(canary.Secret(i))})
 		t.Run(leak.Name, func(t *testing.T) {
 			mr := &remote.MutateRequest{ApiVersion: "v1", Kind: "Secret", Type: "UpdatePhysical", Object: string(canary.SecretJSON(i))}
 			_, direct := b.Mutate(t.Context(), mr)

@@ -12,9 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/synchook/synchook/config"
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
 )
 
@@ -85,11 +85,11 @@ func BenchmarkV2Mutate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	if err := cfg.Build(reg); err != nil {
 		b.Fatal(err)
 	}
-	ours, err := bridgev2.New(hooks.NewRunner(reg, hooks.RunnerOptions{}), bridgev2.Options{})
+	ours, err := bridgev2.New(engine.NewRunner(reg, engine.RunnerOptions{}), bridgev2.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
 	"github.com/synchook/synchook/internal/canary"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/metrics"
 )
 
@@ -25,14 +26,14 @@ func TestASecretCanaryLeavesPluginV2InNoForm(t *testing.T) {
 	reg := testRegistry(t)
 	reg.MustRegister(canary.Hook("leaky", hooks.UpdatePhysical))
 	rec := metrics.New(reg, log)
-	srv, err := bridgev2.New(hooks.NewRunner(reg, hooks.RunnerOptions{Observer: rec}), bridgev2.Options{Log: log, Metrics: rec})
+	srv, err := bridgev2.New(engine.NewRunner(reg, engine.RunnerOptions{Observer: rec}), bridgev2.Options{Log: log, Metrics: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pc := dispenseServer(t, srv, &stderr)
 
 	for i, leak := range canary.Leaks {
-		want := bridge.StatusCode(&hooks.HookError{Err: leak.Cause(canary.Secret(i))})
+		want := bridge.StatusCode(&engine.HookError{Err: leak.Cause(canary.Secret(i))})
 		t.Run(leak.Name, func(t *testing.T) {
 			_, err := pc.Mutate(t.Context(), &pluginv2.Mutate_Request{ApiVersion: "v1", Kind: "Secret", Type: "UpdatePhysical", Object: string(canary.SecretJSON(i))})
 			if err == nil {

@@ -15,9 +15,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/metrics"
 )
 
@@ -66,7 +66,7 @@ type Options struct {
 	Log logr.Logger
 }
 
-// Server implements pluginv2.PluginServer for one hooks.Registry. Create it with New; the
+// Server implements pluginv2.PluginServer for one engine.Registry. Create it with New; the
 // Registry must not change after that. A Server is safe for concurrent use.
 type Server struct {
 	pluginv2.UnimplementedPluginServer
@@ -84,7 +84,7 @@ type pluginConfig struct {
 }
 
 // New returns a Server that runs Mutate calls with runner, with opts (defaults applied).
-func New(runner *hooks.Runner, opts Options) (*Server, error) {
+func New(runner *engine.Runner, opts Options) (*Server, error) {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = bridge.DefaultMaxMessageBytes
 	}

@@ -19,13 +19,14 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // testRegistry labels pods on CreatePhysical (and deletes the label host-only), strips
 // spec.nodeName on GetPhysical and refuses every pod on UpdatePhysical.
-func testRegistry(t *testing.T) *hooks.Registry {
+func testRegistry(t *testing.T) *engine.Registry {
 	t.Helper()
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	pod := func(fn func(*corev1.Pod) error) hooks.MutateFunc {
 		return func(_ context.Context, o client.Object) (client.Object, error) {
 			return o, fn(o.(*corev1.Pod))
@@ -53,9 +54,9 @@ func testRegistry(t *testing.T) *hooks.Registry {
 
 // dispense serves reg in go-plugin's test mode and returns the client side of a real go-plugin
 // connection, as vcluster's manager dispenses it.
-func dispense(t *testing.T, reg *hooks.Registry) pluginv2.PluginClient {
+func dispense(t *testing.T, reg *engine.Registry) pluginv2.PluginClient {
 	t.Helper()
-	srv, err := bridgev2.New(hooks.NewRunner(reg, hooks.RunnerOptions{}), bridgev2.Options{})
+	srv, err := bridgev2.New(engine.NewRunner(reg, engine.RunnerOptions{}), bridgev2.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

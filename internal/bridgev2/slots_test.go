@@ -21,6 +21,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // levelLog is a logr.LogSink that keeps every line with its level, "error" or "info".
@@ -62,7 +63,7 @@ func TestV2LogsOnceWhenHooksHoldEverySlotAndOnceWhenOneIsFree(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(t0)
 	entered := make(chan string, 2)
 	releases := map[string]chan struct{}{"tenant-pod-abandoned": make(chan struct{}), "tenant-pod-in-flight": make(chan struct{})}
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(hooks.NewFunc("ignores-context", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical},
 		func(_ context.Context, o client.Object) (client.Object, error) {
 			if ch, ok := releases[o.GetName()]; ok {
@@ -73,12 +74,12 @@ func TestV2LogsOnceWhenHooksHoldEverySlotAndOnceWhenOneIsFree(t *testing.T) {
 		}))
 	var log levelLog
 	gaveUp := make(chan struct{}, 1) // the server has abandoned the hook of a call vcluster gave up on
-	capture := func(_ hooks.HookType, _ schema.GroupVersionKind, _ []byte, _ hooks.Result, err error) {
+	capture := func(_ hooks.HookType, _ schema.GroupVersionKind, _ []byte, _ engine.Result, err error) {
 		if errors.Is(err, context.Canceled) {
 			gaveUp <- struct{}{}
 		}
 	}
-	srv, err := bridgev2.New(hooks.NewRunner(reg, hooks.RunnerOptions{MaxConcurrent: 2, Clock: clk, Capture: capture}),
+	srv, err := bridgev2.New(engine.NewRunner(reg, engine.RunnerOptions{MaxConcurrent: 2, Clock: clk, Capture: capture}),
 		bridgev2.Options{RequestTimeout: timeout, Log: logr.New(&log)})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/tenanttest"
 	"github.com/synchook/synchook/webhook"
 )
@@ -63,7 +64,7 @@ func v2PodMutator(pc pluginv2.PluginClient) tenanttest.Mutator {
 // tenanttest.Config (undo on, messages up to the binary's 3 MiB, tenanttest.RequestTimeout)
 // through a real go-plugin connection, as vcluster's plugin manager dispenses it.
 func TestTenantAttacksOverPluginV2(t *testing.T) {
-	srv, err := bridgev2.New(hooks.NewRunner(tenanttest.Registry(t), hooks.RunnerOptions{}),
+	srv, err := bridgev2.New(engine.NewRunner(tenanttest.Registry(t), engine.RunnerOptions{}),
 		bridgev2.Options{MaxMessageBytes: webhook.DefaultMaxRequestBytes, RequestTimeout: tenanttest.RequestTimeout})
 	if err != nil {
 		t.Fatal(err)

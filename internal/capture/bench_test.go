@@ -9,6 +9,7 @@ import (
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/capture"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
 )
 
@@ -22,14 +23,14 @@ func BenchmarkCaptureAndProvenance(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	registry := func(provenance bool) *hooks.Registry {
-		reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true, Provenance: provenance, Version: "bench"})
+	registry := func(provenance bool) *engine.Registry {
+		reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Provenance: provenance, Version: "bench"})
 		if err := cfg.Build(reg); err != nil {
 			b.Fatal(err)
 		}
 		return reg
 	}
-	capturing := func(reg *hooks.Registry, sample float64) hooks.CaptureFunc {
+	capturing := func(reg *engine.Registry, sample float64) engine.CaptureFunc {
 		w, err := capture.New(capture.Options{Dir: b.TempDir(), Sample: sample, Registry: reg})
 		if err != nil {
 			b.Fatal(err)
@@ -44,12 +45,12 @@ func BenchmarkCaptureAndProvenance(b *testing.B) {
 	plain, prov := registry(false), registry(true)
 	for _, bc := range []struct {
 		name string
-		rn   *hooks.Runner
+		rn   *engine.Runner
 	}{
-		{"plain", hooks.NewRunner(plain, hooks.RunnerOptions{})},
-		{"capture-1%", hooks.NewRunner(plain, hooks.RunnerOptions{Capture: capturing(plain, 0.01)})},
-		{"capture-100%", hooks.NewRunner(plain, hooks.RunnerOptions{Capture: capturing(plain, 1)})},
-		{"provenance", hooks.NewRunner(prov, hooks.RunnerOptions{})},
+		{"plain", engine.NewRunner(plain, engine.RunnerOptions{})},
+		{"capture-1%", engine.NewRunner(plain, engine.RunnerOptions{Capture: capturing(plain, 0.01)})},
+		{"capture-100%", engine.NewRunner(plain, engine.RunnerOptions{Capture: capturing(plain, 1)})},
+		{"provenance", engine.NewRunner(prov, engine.RunnerOptions{})},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
 )
 
@@ -60,9 +61,9 @@ func secretHook() hooks.ClientHook {
 		})
 }
 
-func newRegistry(t *testing.T, hs ...hooks.ClientHook) *hooks.Registry {
+func newRegistry(t *testing.T, hs ...hooks.ClientHook) *engine.Registry {
 	t.Helper()
-	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true})
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true})
 	for _, h := range hs {
 		if err := reg.Register(h); err != nil {
 			t.Fatal(err)
@@ -85,7 +86,7 @@ func newWriter(t *testing.T, o Options) *Writer {
 	return w
 }
 
-func mutate(t *testing.T, r *hooks.Runner, gvk schema.GroupVersionKind, ht hooks.HookType, obj []byte) []byte {
+func mutate(t *testing.T, r *engine.Runner, gvk schema.GroupVersionKind, ht hooks.HookType, obj []byte) []byte {
 	t.Helper()
 	res, err := r.Mutate(context.Background(), gvk, ht, obj)
 	if err != nil {
@@ -120,7 +121,7 @@ func TestCapturedSecretsHoldNoPlaintext(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "capture")
 	reg := newRegistry(t, secretHook())
 	w := newWriter(t, Options{Dir: dir, Registry: reg, Version: "v9.9.9"})
-	r := hooks.NewRunner(reg, hooks.RunnerOptions{Capture: w.Capture})
+	r := engine.NewRunner(reg, engine.RunnerOptions{Capture: w.Capture})
 
 	secret := fixtures.Secret("default", "db", canary)
 	secret.StringData = map[string]string{"extra": canary}
@@ -204,7 +205,7 @@ func TestTheSizeBoundDeletesTheOldestFiles(t *testing.T) {
 
 	// Measure one record.
 	probe := newWriter(t, Options{Dir: filepath.Join(dir, "probe"), Registry: reg})
-	mutate(t, hooks.NewRunner(reg, hooks.RunnerOptions{Capture: probe.Capture}), podGVK, hooks.CreatePhysical, pod(0))
+	mutate(t, engine.NewRunner(reg, engine.RunnerOptions{Capture: probe.Capture}), podGVK, hooks.CreatePhysical, pod(0))
 	probe.Close()
 	files, _ := Files(filepath.Join(dir, "probe"))
 	info, err := os.Stat(files[0])
@@ -227,7 +228,7 @@ func TestTheSizeBoundDeletesTheOldestFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWriter(t, Options{Dir: out, Registry: reg, MaxBytes: 3*size + size/2, Buffer: 64})
-	r := hooks.NewRunner(reg, hooks.RunnerOptions{Capture: w.Capture})
+	r := engine.NewRunner(reg, engine.RunnerOptions{Capture: w.Capture})
 	for i := 1; i <= 10; i++ {
 		mutate(t, r, podGVK, hooks.CreatePhysical, pod(i))
 	}
@@ -284,7 +285,7 @@ func TestReplayShowsWhatAChangedHookChanges(t *testing.T) {
 	dir := t.TempDir()
 	reg := newRegistry(t, labelHook("team", "team", "a"))
 	w := newWriter(t, Options{Dir: dir, Registry: reg})
-	r := hooks.NewRunner(reg, hooks.RunnerOptions{Capture: w.Capture})
+	r := engine.NewRunner(reg, engine.RunnerOptions{Capture: w.Capture})
 	hooked := mutate(t, r, podGVK, hooks.CreatePhysical, fixtures.JSON(fixtures.Pod("default", "web")))
 	mutate(t, r, podGVK, hooks.GetPhysical, hooked)
 	w.Close()
@@ -331,7 +332,7 @@ func TestCaptureSamplesAndNeverBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := hooks.NewRunner(reg, hooks.RunnerOptions{Capture: w.Capture})
+	r := engine.NewRunner(reg, engine.RunnerOptions{Capture: w.Capture})
 	for range 10 {
 		mutate(t, r, podGVK, hooks.CreatePhysical, fixtures.JSON(fixtures.Pod("default", "web")))
 	}
@@ -342,7 +343,7 @@ func TestCaptureSamplesAndNeverBlocks(t *testing.T) {
 
 	dir = t.TempDir()
 	w = newWriter(t, Options{Dir: dir, Sample: 0.25, Buffer: 10000})
-	r = hooks.NewRunner(reg, hooks.RunnerOptions{Capture: w.Capture})
+	r = engine.NewRunner(reg, engine.RunnerOptions{Capture: w.Capture})
 	for range 2000 {
 		if _, err := r.Mutate(context.Background(), podGVK, hooks.CreatePhysical, fixtures.JSON(fixtures.Pod("default", "web"))); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
 )
 
@@ -139,7 +140,7 @@ func replayDir(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "capture")
 	reg := newRegistry(t, labelHook("team", "team", "a"))
 	w := newWriter(t, Options{Dir: dir, Registry: reg})
-	r := hooks.NewRunner(reg, hooks.RunnerOptions{Capture: w.Capture})
+	r := engine.NewRunner(reg, engine.RunnerOptions{Capture: w.Capture})
 	for i := range 3 {
 		mutate(t, r, podGVK, hooks.CreatePhysical, fixtures.JSON(fixtures.Pod("default", fmt.Sprint("web-", i))))
 	}

@@ -12,7 +12,7 @@
 // same value captured by two processes (or before and after a restart) has two different
 // texts, so replay in another process reports a hook that writes a new Secret value as
 // different. Within one process, equal values have equal texts. A hook's error on a Secret
-// reaches capture already withheld (hooks.WithheldError); error messages also have the
+// reaches capture already withheld (engine.WithheldError); error messages also have the
 // values that appear as they are or Go-quoted scrubbed.
 package capture
 
@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // FormatVersion is the Record.Format this package writes and reads.
@@ -50,7 +51,7 @@ type Record struct {
 	// Hooks names the chain's hooks in order (as GET /capabilities lists them; the item
 	// kind's chain for a list).
 	Hooks []string `json:"hooks"`
-	// HooksRun is the number of hooks that ran (hooks.Result.Hooks).
+	// HooksRun is the number of hooks that ran (engine.Result.Hooks).
 	HooksRun int `json:"hooksRun"`
 	// Object is the object as received (JSON), Secret values redacted.
 	Object json.RawMessage `json:"object"`
@@ -138,8 +139,8 @@ func ParseRecord(b []byte) (*Record, error) {
 }
 
 // chainNames returns, for every chain of reg, its hook names (Registry.Capabilities).
-func chainNames(reg *hooks.Registry) map[hooks.Key][]string {
-	out := map[hooks.Key][]string{}
+func chainNames(reg *engine.Registry) map[engine.Key][]string {
+	out := map[engine.Key][]string{}
 	if reg == nil {
 		return out
 	}
@@ -149,7 +150,7 @@ func chainNames(reg *hooks.Registry) map[hooks.Key][]string {
 			continue
 		}
 		for _, ht := range rc.HookTypes {
-			out[hooks.Key{GVK: gv.WithKind(rc.Kind), Type: ht.Type}] = ht.Hooks
+			out[engine.Key{GVK: gv.WithKind(rc.Kind), Type: ht.Type}] = ht.Hooks
 		}
 	}
 	return out
@@ -157,12 +158,12 @@ func chainNames(reg *hooks.Registry) map[hooks.Key][]string {
 
 // namesFor returns the hook names of the chain of (gvk, t) in names: the item kind's for a
 // list kind without a chain of its own; never nil.
-func namesFor(names map[hooks.Key][]string, gvk schema.GroupVersionKind, t hooks.HookType) []string {
-	if n, ok := names[hooks.Key{GVK: gvk, Type: t}]; ok {
+func namesFor(names map[engine.Key][]string, gvk schema.GroupVersionKind, t hooks.HookType) []string {
+	if n, ok := names[engine.Key{GVK: gvk, Type: t}]; ok {
 		return n
 	}
-	if item, ok := hooks.ListItemGVK(gvk); ok {
-		if n, ok := names[hooks.Key{GVK: item, Type: t}]; ok {
+	if item, ok := engine.ListItemGVK(gvk); ok {
+		if n, ok := names[engine.Key{GVK: item, Type: t}]; ok {
 			return n
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -252,14 +252,14 @@ func mapAt(tokens []string, v any, m mapper, list bool) any {
 		case tokens[1] != "annotations":
 		case len(tokens) == 2:
 			if a, ok := v.(map[string]any); ok {
-				if u, ok := a[hooks.UndoAnnotation].(string); ok {
-					a[hooks.UndoAnnotation] = mapUndo(u, m)
+				if u, ok := a[engine.UndoAnnotation].(string); ok {
+					a[engine.UndoAnnotation] = mapUndo(u, m)
 				}
 				if l, ok := a[corev1.LastAppliedConfigAnnotation].(string); ok {
 					a[corev1.LastAppliedConfigAnnotation] = m.str(l)
 				}
 			}
-		case len(tokens) == 3 && tokens[2] == hooks.UndoAnnotation:
+		case len(tokens) == 3 && tokens[2] == engine.UndoAnnotation:
 			if u, ok := v.(string); ok {
 				return mapUndo(u, m)
 			}
@@ -277,7 +277,7 @@ func mapAt(tokens []string, v any, m mapper, list bool) any {
 // original values of entries under /data and /stringData). A value that is not an undo array
 // is mapped whole, as stringData.
 func mapUndo(u string, m mapper) string {
-	var entries []hooks.UndoEntry
+	var entries []engine.UndoEntry
 	if err := json.Unmarshal([]byte(u), &entries); err != nil {
 		return m.str(u)
 	}
@@ -387,7 +387,7 @@ func secretTexts(gvk schema.GroupVersionKind, obj []byte) []string {
 
 // scrub replaces every text in texts in s by redactedText, also in its Go-quoted form (as %q
 // prints it). It is a second line only: the hooks' messages on Secrets never reach capture
-// (hooks.WithheldError), and the rest of an error's text is synchook's own.
+// (engine.WithheldError), and the rest of an error's text is synchook's own.
 func scrub(s string, texts []string) string {
 	for _, t := range texts {
 		s = strings.ReplaceAll(s, t, redactedText)

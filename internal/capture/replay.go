@@ -11,20 +11,20 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	"sigs.k8s.io/yaml"
 
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/patch"
 )
 
 // Replayer runs captured requests through the chains of a registry and compares the outcome
 // with the captured one.
 type Replayer struct {
-	reg     *hooks.Registry
-	names   map[hooks.Key][]string
+	reg     *engine.Registry
+	names   map[engine.Key][]string
 	timeout time.Duration
 }
 
 // NewReplayer returns a Replayer for reg; each request's chain gets timeout (<= 0: 10 s).
-func NewReplayer(reg *hooks.Registry, timeout time.Duration) *Replayer {
+func NewReplayer(reg *engine.Registry, timeout time.Duration) *Replayer {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
@@ -58,7 +58,7 @@ type Outcome struct {
 // no more); a hook whose result depends on a Secret value, or that writes a new Secret value,
 // is reported different (a value is keyed by the process that redacts it, so the capturing
 // and the replaying process never give one value the same text). A hook's failure on a Secret
-// is compared without its detail (hooks.WithheldError), which is keyed per process too. An
+// is compared without its detail (engine.WithheldError), which is keyed per process too. An
 // error is returned when the record cannot be replayed: its patch does not apply to its
 // object.
 func (p *Replayer) Replay(ctx context.Context, rec *Record) (*Outcome, error) {
@@ -115,7 +115,7 @@ func (p *Replayer) Replay(ctx context.Context, rec *Record) (*Outcome, error) {
 // one may have been scrubbed only in part ("[redacted]-token").
 var redactedRun = regexp.MustCompile(regexp.QuoteMeta(redactedText) + `[A-Za-z0-9+/=_.-]*`)
 
-// withheldDetail is the detail of a hooks.WithheldError in a message: keyed per process.
+// withheldDetail is the detail of a engine.WithheldError in a message: keyed per process.
 var withheldDetail = regexp.MustCompile(`\(detail [0-9a-z]+\)`)
 
 // sameError compares two error messages, scrubbed Secret values alike whatever their length
@@ -131,7 +131,7 @@ func sameError(a, b string) bool {
 }
 
 // sameJSON compares two JSON documents as values (numbers by their text), with the build
-// version left out of hooks.ProvenanceAnnotation: a new build names itself there, and that
+// version left out of engine.ProvenanceAnnotation: a new build names itself there, and that
 // alone is not a difference in what the hooks do.
 func sameJSON(a, b []byte) (bool, error) {
 	x, err := decodeJSON(a)
@@ -155,8 +155,8 @@ func withoutVersion(v any) {
 	obj, _ := v.(map[string]any)
 	meta, _ := obj["metadata"].(map[string]any)
 	ann, _ := meta["annotations"].(map[string]any)
-	if s, ok := ann[hooks.ProvenanceAnnotation].(string); ok {
-		ann[hooks.ProvenanceAnnotation] = provenanceVersion.ReplaceAllString(s, "@#")
+	if s, ok := ann[engine.ProvenanceAnnotation].(string); ok {
+		ann[engine.ProvenanceAnnotation] = provenanceVersion.ReplaceAllString(s, "@#")
 	}
 }
 

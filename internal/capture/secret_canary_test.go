@@ -17,6 +17,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/canary"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
 )
 
@@ -29,7 +30,7 @@ func TestCaptureFilesHoldNoFormOfASecretCanary(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "capture")
 	reg := newRegistry(t, secretHook(), canary.Hook("leaky", hooks.UpdatePhysical))
 	w := newWriter(t, Options{Dir: dir, Registry: reg, Buffer: 1024})
-	r := hooks.NewRunner(reg, hooks.RunnerOptions{Capture: w.Capture})
+	r := engine.NewRunner(reg, engine.RunnerOptions{Capture: w.Capture})
 
 	want := 0 // requests capture writes: not those that failed on a deadline
 	hooked := mutate(t, r, secretGVK, hooks.CreatePhysical, canary.SecretJSON(-1))
@@ -69,7 +70,7 @@ func TestASecretValueIsCapturedAsAKeyedMAC(t *testing.T) {
 	dir := t.TempDir()
 	reg := newRegistry(t, secretHook())
 	w := newWriter(t, Options{Dir: dir, Registry: reg})
-	r := hooks.NewRunner(reg, hooks.RunnerOptions{Capture: w.Capture})
+	r := engine.NewRunner(reg, engine.RunnerOptions{Capture: w.Capture})
 	mutate(t, r, secretGVK, hooks.CreatePhysical, canary.SecretJSON(-1))
 	w.Close()
 	recs := readRecords(t, dir)
@@ -126,7 +127,7 @@ func TestReplayOfSecretsWithWithheldErrorsAndOldHashes(t *testing.T) {
 	t.Run("a withheld failure replays as the same failure though its detail differs", func(t *testing.T) {
 		dir := t.TempDir()
 		w := newWriter(t, Options{Dir: dir, Registry: reg})
-		r := hooks.NewRunner(reg, hooks.RunnerOptions{Capture: w.Capture})
+		r := engine.NewRunner(reg, engine.RunnerOptions{Capture: w.Capture})
 		if _, err := r.Mutate(t.Context(), secretGVK, hooks.UpdatePhysical, canary.SecretJSON(1)); err == nil {
 			t.Fatal("no failure")
 		}

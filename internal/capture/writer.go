@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // Defaults of Options.
@@ -46,7 +47,7 @@ type Options struct {
 	// Version is the synchook version written in every record (plugin.Version()).
 	Version string
 	// Registry names the hooks of each chain in the records (Capabilities). May be nil.
-	Registry *hooks.Registry
+	Registry *engine.Registry
 	// Log receives write errors and drops at V(1). Default logr.Discard().
 	Log logr.Logger
 }
@@ -70,7 +71,7 @@ type file struct {
 // channel send that never blocks) and writes them to Dir on its own goroutine (Run).
 type Writer struct {
 	opts    Options
-	names   map[hooks.Key][]string
+	names   map[engine.Key][]string
 	ch      chan sample
 	stop    chan struct{}
 	once    sync.Once
@@ -141,14 +142,14 @@ func New(o Options) (*Writer, error) {
 // (replay, kubectl cp) never sees half a record.
 const tmpPrefix = ".tmp-"
 
-// Capture samples one request; it has the signature of hooks.RunnerOptions.Capture. It never
+// Capture samples one request; it has the signature of engine.RunnerOptions.Capture. It never
 // blocks: when the writer is behind, the sample is dropped. Chains that failed on a deadline
 // or cancellation are not captured (their outcome depends on load, not on the hooks).
-func (w *Writer) Capture(t hooks.HookType, gvk schema.GroupVersionKind, raw []byte, res hooks.Result, err error) {
+func (w *Writer) Capture(t hooks.HookType, gvk schema.GroupVersionKind, raw []byte, res engine.Result, err error) {
 	if w.opts.Sample < 1 && rand.Float64() >= w.opts.Sample {
 		return
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, hooks.ErrOverloaded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, engine.ErrOverloaded) {
 		return
 	}
 	s := sample{time: time.Now(), hookType: t, gvk: gvk, raw: bytes.Clone(raw), hooksRun: res.Hooks}

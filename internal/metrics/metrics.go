@@ -16,6 +16,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -68,8 +69,8 @@ func init() {
 	crmetrics.Registry.MustRegister(requests, requestDuration, hookDuration, hookFailures, patchOps, guardRejections, inflight, loopsDetected, undoRejected, certExpiry)
 }
 
-// Recorder records requests and hook calls for one registry. It implements hooks.Observer:
-// attach it explicitly with hooks.RunnerOptions.Observer. The zero value is not usable: use New.
+// Recorder records requests and hook calls for one registry. It implements engine.Observer:
+// attach it explicitly with engine.RunnerOptions.Observer. The zero value is not usable: use New.
 type Recorder struct {
 	gvks map[schema.GroupVersionKind]string // label of every GVK the registry serves
 	log  logr.Logger
@@ -81,7 +82,7 @@ type Recorder struct {
 // New returns a Recorder for reg that logs failing hooks to log. reg must have all its hooks:
 // the GVK labels are taken from it once. It records hook calls only where it is a Runner's
 // Observer.
-func New(reg *hooks.Registry, log logr.Logger) *Recorder {
+func New(reg *engine.Registry, log logr.Logger) *Recorder {
 	r := &Recorder{gvks: map[schema.GroupVersionKind]string{}, log: log, failing: map[string]int{}}
 	for _, k := range reg.Keys() {
 		r.gvks[k.GVK] = k.GVK.GroupVersion().String() + "/" + k.GVK.Kind
@@ -89,7 +90,7 @@ func New(reg *hooks.Registry, log logr.Logger) *Recorder {
 	return r
 }
 
-// ObserveHook implements hooks.Observer.
+// ObserveHook implements engine.Observer.
 func (r *Recorder) ObserveHook(hook string, t hooks.HookType, _ schema.GroupVersionKind, d time.Duration, err error) {
 	hookDuration.WithLabelValues(hook, string(t)).Observe(d.Seconds())
 	r.mu.Lock()
@@ -102,7 +103,7 @@ func (r *Recorder) ObserveHook(hook string, t hooks.HookType, _ schema.GroupVers
 	n := r.failing[hook]
 	r.mu.Unlock()
 	reason := "error"
-	var pe *hooks.PanicError
+	var pe *engine.PanicError
 	if errors.As(err, &pe) {
 		reason = "panic"
 	}
@@ -113,7 +114,7 @@ func (r *Recorder) ObserveHook(hook string, t hooks.HookType, _ schema.GroupVers
 	}
 }
 
-// ObserveLoop implements hooks.LoopObserver: it counts the loop under the chain's hooks and
+// ObserveLoop implements engine.LoopObserver: it counts the loop under the chain's hooks and
 // logs one warning naming them, the object's uid and the path that keeps changing.
 func (r *Recorder) ObserveLoop(hookNames string, t hooks.HookType, gvk schema.GroupVersionKind, uid, path string) {
 	loopsDetected.WithLabelValues(hookNames).Inc()
@@ -121,7 +122,7 @@ func (r *Recorder) ObserveLoop(hookNames string, t hooks.HookType, gvk schema.Gr
 		"hook", hookNames, "hookType", t, "kind", gvk.Kind, "uid", uid, "path", path)
 }
 
-// ObserveUndoRejected implements hooks.UndoObserver: it counts an undo annotation that a read
+// ObserveUndoRejected implements engine.UndoObserver: it counts an undo annotation that a read
 // dropped (a forged, stale or malformed one: tenant input) by reason. It does not log: a
 // tenant could otherwise fill the log.
 func (r *Recorder) ObserveUndoRejected(_ hooks.HookType, _ schema.GroupVersionKind, reason string) {
@@ -130,10 +131,10 @@ func (r *Recorder) ObserveUndoRejected(_ hooks.HookType, _ schema.GroupVersionKi
 
 // Start marks a request that began at start as in flight and returns the function that
 // records its end.
-func (r *Recorder) Start(transport string, t hooks.HookType, gvk schema.GroupVersionKind, start time.Time) func(res hooks.Result, err error) {
+func (r *Recorder) Start(transport string, t hooks.HookType, gvk schema.GroupVersionKind, start time.Time) func(res engine.Result, err error) {
 	g := inflight.WithLabelValues(transport)
 	g.Inc()
-	return func(res hooks.Result, err error) {
+	return func(res engine.Result, err error) {
 		g.Dec()
 		gl := r.gvkLabel(gvk)
 		requestDuration.WithLabelValues(transport, string(t), gl).Observe(time.Since(start).Seconds())
@@ -149,8 +150,8 @@ func (r *Recorder) Start(transport string, t hooks.HookType, gvk schema.GroupVer
 
 // Result classifies a chain outcome for the result label: patched, unchanged, refused (the hook
 // said no), invalid (bad input), overloaded, or failed (panic, deadline, wrong kind, guard).
-func Result(res hooks.Result, err error) string {
-	switch code := hooks.StatusCode(err); {
+func Result(res engine.Result, err error) string {
+	switch code := engine.StatusCode(err); {
 	case err == nil && res.Patch != nil:
 		return "patched"
 	case err == nil:

@@ -13,6 +13,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/internal/testenv"
 )
@@ -31,11 +32,11 @@ func (f failing) MutateCreatePhysical(_ context.Context, o client.Object) (clien
 
 func TestRecorderCountsRequestsHooksAndFailingHooks(t *testing.T) {
 	var logs testenv.LogSink
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	var n int
 	reg.MustRegister(failing{&n})
 	rec := metrics.New(reg, logs.Logger())
-	runner := hooks.NewRunner(reg, hooks.RunnerOptions{Observer: rec})
+	runner := engine.NewRunner(reg, engine.RunnerOptions{Observer: rec})
 	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
 	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`)
 	for range metrics.FailingHookThreshold {
@@ -44,7 +45,7 @@ func TestRecorderCountsRequestsHooksAndFailingHooks(t *testing.T) {
 		done(res, err)
 	}
 	done := rec.Start(metrics.TransportGRPC, hooks.CreatePhysical, corev1.SchemeGroupVersion.WithKind("Secret"), time.Now())
-	done(hooks.Result{}, nil)
+	done(engine.Result{}, nil)
 
 	if !strings.Contains(logs.String(), `"hook"="flaky"`) || !strings.Contains(logs.String(), "hook failed every time in a row") {
 		t.Errorf("no failing-hook log line:\n%s", logs.String())
@@ -66,13 +67,13 @@ synchook_requests_total{gvk="other",hook_type="CreatePhysical",result="unchanged
 
 func TestALoopIsCountedAndLoggedOnce(t *testing.T) {
 	var logs testenv.LogSink
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(hooks.NewFunc("port", &corev1.Pod{}, []hooks.HookType{hooks.UpdatePhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
 		o.SetLabels(map[string]string{"added": "by-hook"})
 		return o, nil
 	}))
 	rec := metrics.New(reg, logs.Logger())
-	runner := hooks.NewRunner(reg, hooks.RunnerOptions{Observer: rec, LoopThreshold: 3})
+	runner := engine.NewRunner(reg, engine.RunnerOptions{Observer: rec, LoopThreshold: 3})
 	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
 	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","uid":"u-1"}}`) // the syncer sends it unlabelled every time
 	for range 10 {

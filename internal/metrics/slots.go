@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // DefaultStuckSlotsFactor is the default N of the stuck-slots check (webhook.Options and
@@ -29,7 +29,7 @@ var stuckSlots = &slotCollector{
 func init() { crmetrics.Registry.MustRegister(stuckSlots) }
 
 type slotWatch struct {
-	runner   *hooks.Runner
+	runner   *engine.Runner
 	deadline time.Duration
 }
 
@@ -45,7 +45,7 @@ func (c *slotCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *slotCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	deadlines := map[*hooks.Runner]time.Duration{} // a Runner watched twice counts once, at its shortest deadline
+	deadlines := map[*engine.Runner]time.Duration{} // a Runner watched twice counts once, at its shortest deadline
 	for w := range c.watched {
 		if d, ok := deadlines[w.runner]; !ok || w.deadline < d {
 			deadlines[w.runner] = w.deadline
@@ -59,11 +59,11 @@ func (c *slotCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(held))
 }
 
-// WatchSlots makes the gauge synchook_slots_stuck count the slots of r (hooks.Runner.Stuck)
+// WatchSlots makes the gauge synchook_slots_stuck count the slots of r (engine.Runner.Stuck)
 // held longer than deadline, the longest a request may take (its request timeout), until
 // stop is called: a slot held longer is held by a hook that was abandoned when its request
 // ended and has not returned. The gauge is the sum over the Runners watched.
-func WatchSlots(r *hooks.Runner, deadline time.Duration) (stop func()) {
+func WatchSlots(r *engine.Runner, deadline time.Duration) (stop func()) {
 	w := &slotWatch{runner: r, deadline: deadline}
 	stuckSlots.mu.Lock()
 	stuckSlots.watched[w] = struct{}{}
@@ -84,7 +84,7 @@ func WatchSlots(r *hooks.Runner, deadline time.Duration) (stop func()) {
 // change at error level when it starts, naming the hooks, and at info level when a slot is
 // free again: once per change, however often it is checked. It is safe for concurrent use.
 type SlotCheck struct {
-	runner *hooks.Runner
+	runner *engine.Runner
 	limit  time.Duration
 	log    logr.Logger
 
@@ -93,7 +93,7 @@ type SlotCheck struct {
 }
 
 // NewSlotCheck returns a SlotCheck of r's slots against limit that logs to log.
-func NewSlotCheck(r *hooks.Runner, limit time.Duration, log logr.Logger) *SlotCheck {
+func NewSlotCheck(r *engine.Runner, limit time.Duration, log logr.Logger) *SlotCheck {
 	return &SlotCheck{runner: r, limit: limit, log: log}
 }
 
@@ -126,7 +126,7 @@ func (c *SlotCheck) Check() error {
 // Stuck reports whether the last Check found every slot stuck; it costs one atomic load.
 func (c *SlotCheck) Stuck() bool { return c.stuck.Load() }
 
-type stuckError struct{ s hooks.StuckSlots }
+type stuckError struct{ s engine.StuckSlots }
 
 func (e *stuckError) Error() string { return ErrSlotsStuck.Error() + ": " + e.s.String() }
 func (e *stuckError) Unwrap() error { return ErrSlotsStuck }

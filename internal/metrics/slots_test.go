@@ -16,6 +16,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/metrics"
 )
 
@@ -86,14 +87,14 @@ func TestStuckSlotsAreAGaugeAndOneErrorLinePerChange(t *testing.T) {
 			}
 		}
 	})
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	reg.MustRegister(hooks.NewFunc("ignores-context", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical},
 		func(_ context.Context, o client.Object) (client.Object, error) {
 			entered <- struct{}{}
 			<-releases[o.GetName()]
 			return o, nil
 		}))
-	runner := hooks.NewRunner(reg, hooks.RunnerOptions{MaxConcurrent: 2, Clock: clk})
+	runner := engine.NewRunner(reg, engine.RunnerOptions{MaxConcurrent: 2, Clock: clk})
 	stop := metrics.WatchSlots(runner, timeout)
 	defer stop()
 	var sink levelSink

@@ -19,13 +19,14 @@ import (
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/capture"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/webhook"
 )
 
 // RegisterFunc adds compiled Go hooks to a registry after the config's hooks. It may be nil.
-type RegisterFunc func(*hooks.Registry) error
+type RegisterFunc func(*engine.Registry) error
 
 // Options configures Serve. Zero fields take the defaults named on each.
 type Options struct {
@@ -155,7 +156,7 @@ type RegistryConfig struct {
 	// logged). Default false: a chain that changes its own result again stops the start.
 	SkipIdempotencyCheck bool
 	// Provenance turns on the synchook.io/mutated-by annotation even when the config's
-	// provenance key does not (hooks.RegistryOptions.Provenance).
+	// provenance key does not (engine.RegistryOptions.Provenance).
 	Provenance bool
 	// Version is the build's version in that annotation. Default "dev".
 	Version string
@@ -171,7 +172,7 @@ type RegistryConfig struct {
 // undo on, holding its hooks followed by those of Register, after checking that every chain is
 // idempotent on sample objects (realistic Pods, Services and Secrets, a minimal object of any
 // other kind, and c.Samples). Config errors and a chain that is not idempotent wrap ErrConfig.
-func BuildRegistry(ctx context.Context, c RegistryConfig) (*hooks.Registry, error) {
+func BuildRegistry(ctx context.Context, c RegistryConfig) (*engine.Registry, error) {
 	if c.Getenv == nil {
 		c.Getenv = os.Getenv
 	}
@@ -191,7 +192,7 @@ func BuildRegistry(ctx context.Context, c RegistryConfig) (*hooks.Registry, erro
 	}
 	// Automatic undo is on: what the hooks add on the way down comes off on the way up, so the
 	// syncer never sees it as a difference (hooks opt out with undo: false / Undo() false).
-	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true, Provenance: c.Provenance || cfg.Provenance, Version: c.Version})
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Provenance: c.Provenance || cfg.Provenance, Version: c.Version})
 	if err := cfg.Build(reg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -229,7 +230,7 @@ func sampleObjects(extra [][]byte) func(schema.GroupVersionKind) [][]byte {
 			}))
 		}
 		for _, x := range extra {
-			if got, err := hooks.ObjectGVK(x); err == nil && got == gvk {
+			if got, err := engine.ObjectGVK(x); err == nil && got == gvk {
 				out = append(out, x)
 			}
 		}
@@ -253,7 +254,7 @@ func Serve(ctx context.Context, opts Options) error {
 		return err
 	}
 	rec := metrics.New(reg, log.WithName("hooks"))
-	ropts := hooks.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec}
+	ropts := engine.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec}
 	cw, err := startCapture(&opts, reg, &ropts)
 	if err != nil {
 		return err
@@ -261,7 +262,7 @@ func Serve(ctx context.Context, opts Options) error {
 	if cw != nil {
 		defer cw.Close() // after every server has stopped: writes the samples still waiting
 	}
-	runner := hooks.NewRunner(reg, ropts)
+	runner := engine.NewRunner(reg, ropts)
 	opts.Bridge.Metrics = rec
 	var plugin *bridge.Bridge
 	if opts.Bridge.Address != "" {
@@ -325,7 +326,7 @@ func Serve(ctx context.Context, opts Options) error {
 
 // startCapture starts the capture writer when opts.CaptureDir is set and hooks it into ro; it
 // returns nil when capture is off. The caller closes the writer.
-func startCapture(opts *Options, reg *hooks.Registry, ro *hooks.RunnerOptions) (*capture.Writer, error) {
+func startCapture(opts *Options, reg *engine.Registry, ro *engine.RunnerOptions) (*capture.Writer, error) {
 	if opts.CaptureDir == "" {
 		return nil, nil
 	}
@@ -370,7 +371,7 @@ func captureFromEnv(opts *Options) error {
 
 // newBridge returns the vcluster plugin bridge for runner, with the request limits of the
 // webhook where bopts leaves them unset.
-func newBridge(runner *hooks.Runner, bopts bridge.Options, wopts webhook.Options, log logr.Logger) (*bridge.Bridge, error) {
+func newBridge(runner *engine.Runner, bopts bridge.Options, wopts webhook.Options, log logr.Logger) (*bridge.Bridge, error) {
 	if bopts.RequestTimeout <= 0 {
 		bopts.RequestTimeout = wopts.RequestTimeout
 	}
@@ -395,8 +396,8 @@ type MutateResult struct {
 
 // Mutate runs the chain of hookType on one object offline, exactly as the server would, and
 // returns the patch and the resulting object. objectJSON must carry apiVersion and kind.
-func Mutate(ctx context.Context, reg *hooks.Registry, hookType hooks.HookType, objectJSON []byte, timeout time.Duration) (*MutateResult, error) {
-	gvk, err := hooks.ObjectGVK(objectJSON)
+func Mutate(ctx context.Context, reg *engine.Registry, hookType hooks.HookType, objectJSON []byte, timeout time.Duration) (*MutateResult, error) {
+	gvk, err := engine.ObjectGVK(objectJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +456,7 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	// undos. A listener only where SYNCHOOK_METRICS_BIND_ADDRESS asks for one: the plugin runs
 	// in the syncer's container, whose ports are vcluster's.
 	rec := metrics.New(reg, opts.Log.WithName("hooks"))
-	ropts := hooks.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec}
+	ropts := engine.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec}
 	if addr := opts.Getenv(MetricsBindAddressEnvVar); addr != "" && addr != "0" {
 		ctx, stop := context.WithCancel(context.Background())
 		defer stop()
@@ -472,7 +473,7 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	if cw != nil {
 		defer cw.Close()
 	}
-	runner := hooks.NewRunner(reg, ropts)
+	runner := engine.NewRunner(reg, ropts)
 	maxBytes := int(opts.Webhook.MaxRequestBytes)
 	if maxBytes <= 0 {
 		maxBytes = webhook.DefaultMaxRequestBytes // as for serve's --max-request-bytes

@@ -20,6 +20,7 @@ import (
 
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -34,13 +35,13 @@ const Config = `hooks:
 `
 
 // Registry returns a registry with Config's hooks and undo on, as the synchook binary runs.
-func Registry(t testing.TB) *hooks.Registry {
+func Registry(t testing.TB) *engine.Registry {
 	t.Helper()
 	cfg, err := config.Parse([]byte(Config))
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true})
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true})
 	if err := cfg.Build(reg); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ var cases = []attack{
 	{name: "an undo of as many entries as fit in the size limit, on a 1 MB object, is applied in one pass and dropped", run: func(t *testing.T, m Mutator) {
 		first := `{"name":"VAR_000000","value":"` + strings.Repeat("v", 48) + `"}`
 		entry := `{"path":"/spec/containers/0/env/0","hooked":` + first + `}`
-		n := (hooks.DefaultMaxUndoBytes - 2) / (len(entry) + 1)
+		n := (engine.DefaultMaxUndoBytes - 2) / (len(entry) + 1)
 		stored := Pod("web", forged("["+strings.TrimSuffix(strings.Repeat(entry+",", n), ",")+"]"), withEnv(14000))
 		expectView(t, m, hooks.GetPhysical, stored, stored)
 	}},
@@ -138,14 +139,14 @@ var cases = []attack{
 		}
 	}},
 	{name: "a tenant-set synchook.io/mutated-by never reaches the host as written, even on a no-op chain", run: func(t *testing.T, m Mutator) {
-		sent := Pod("web", map[string]string{hooks.ProvenanceAnnotation: "platform-labels@v9#deadbeef"})
+		sent := Pod("web", map[string]string{engine.ProvenanceAnnotation: "platform-labels@v9#deadbeef"})
 		for _, write := range []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical} {
 			hooked, err := m(t, write, PodGVK, sent)
 			if err != nil {
 				t.Fatalf("%s: %v", write, err)
 			}
-			if got := Annotation(t, hooked, hooks.ProvenanceAnnotation); got == "platform-labels@v9#deadbeef" {
-				t.Errorf("%s stored the tenant's %s as written", write, hooks.ProvenanceAnnotation)
+			if got := Annotation(t, hooked, engine.ProvenanceAnnotation); got == "platform-labels@v9#deadbeef" {
+				t.Errorf("%s stored the tenant's %s as written", write, engine.ProvenanceAnnotation)
 			}
 			expectView(t, m, hooks.GetPhysical, hooked, sent)
 		}
@@ -158,7 +159,7 @@ var cases = []attack{
 			if err != nil {
 				t.Fatalf("%s: %v", write, err)
 			}
-			if got := Annotation(t, hooked, hooks.UndoAnnotation); got == tenant {
+			if got := Annotation(t, hooked, engine.UndoAnnotation); got == tenant {
 				t.Fatalf("%s stored the tenant's undo as written", write)
 			}
 			// The syncer reads back what it sent: no difference for it to write again.
@@ -209,7 +210,7 @@ func expectView(t *testing.T, m Mutator, read hooks.HookType, stored, want []byt
 
 // forged returns annotations holding value as synchook.io/undo.
 func forged(value string) map[string]string {
-	return map[string]string{hooks.UndoAnnotation: value}
+	return map[string]string{engine.UndoAnnotation: value}
 }
 
 type podOption func(map[string]any)

@@ -3,6 +3,7 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -66,10 +68,46 @@ func FreePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// LogSink collects every log line, for assertions on what was (and was not) logged.
+// PollInterval is how often Poll and Eventually check their condition.
+const PollInterval = 20 * time.Millisecond
+
+// Poll calls cond at once and then every PollInterval until it returns nil, and returns nil
+// then; when ctx ends first it returns ctx's error joined with cond's last one. It waits for a
+// condition that another goroutine or process makes true (a listener up, a file written, a
+// counter reached): tests poll for what they need and never sleep for a fixed time instead.
+func Poll(ctx context.Context, cond func() error) error {
+	ticker := time.NewTicker(PollInterval)
+	defer ticker.Stop()
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+		case <-ticker.C:
+		}
+	}
+}
+
+// Eventually is Poll with a deadline of timeout (and t's own), failing t with what and cond's
+// last error when cond never returned nil.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	if err := Poll(ctx, cond); err != nil {
+		t.Fatalf("%s: not within %s: %v", what, timeout, err)
+	}
+}
+
+// LogSink collects every log line, for assertions on what was (and was not) logged, and
+// lets a test wait for a line (WaitFor).
 type LogSink struct {
-	mu    sync.Mutex
-	lines []string
+	mu      sync.Mutex
+	lines   []string
+	changed chan struct{} // closed and replaced on every line; nil until WaitFor needs it
 }
 
 // Logger returns a logr.Logger at verbosity 10 that writes into s.
@@ -78,7 +116,44 @@ func (s *LogSink) Logger() logr.Logger {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.lines = append(s.lines, prefix+" "+args)
+		if s.changed != nil {
+			close(s.changed)
+			s.changed = nil
+		}
 	}, funcr.Options{Verbosity: 10})
+}
+
+// WaitFor blocks until a line containing every one of parts has been logged and returns the
+// first such line; it fails when ctx ends first.
+func (s *LogSink) WaitFor(ctx context.Context, parts ...string) (string, error) {
+	for {
+		s.mu.Lock()
+		for _, l := range s.lines {
+			if containsAll(l, parts) {
+				s.mu.Unlock()
+				return l, nil
+			}
+		}
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("no log line with %q: %w", parts, ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // Lines returns a copy of the lines so far.

@@ -42,7 +42,8 @@ type Server struct {
 	runID         string
 	plugins       map[string]*remote.RegisterPluginRequest // registered with this run, by name
 	registrations int                                      // over every run
-	changed       chan struct{}                            // closed and replaced on each registration
+	polls         int                                      // IsLeader calls, over every run
+	changed       chan struct{}                            // closed and replaced on each registration and poll
 	srv           *grpc.Server
 	served        chan struct{} // closed when srv.Serve returns
 }
@@ -131,6 +132,31 @@ func (s *Server) Registrations() int {
 	return s.registrations
 }
 
+// Polls returns the number of IsLeader calls (a plugin's poll for the run ID), over every run.
+func (s *Server) Polls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.polls
+}
+
+// WaitForPolls waits until IsLeader has been called n times in all, so that a test can let a
+// plugin poll a given number of times instead of sleeping. It fails when ctx ends first.
+func (s *Server) WaitForPolls(ctx context.Context, n int) error {
+	for {
+		s.mu.Lock()
+		polls, changed := s.polls, s.changed
+		s.mu.Unlock()
+		if polls >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("vclusterstub: %d of %d polls: %w", polls, n, ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
 // Plugin returns the registration of name in the current run, or nil.
 func (s *Server) Plugin(name string) *remote.RegisterPluginRequest {
 	s.mu.Lock()
@@ -176,9 +202,14 @@ func (s *Server) RegisterPlugin(_ context.Context, req *remote.RegisterPluginReq
 	return &remote.RegisterPluginResult{}, nil
 }
 
-// IsLeader answers leader=true and the run ID.
+// IsLeader answers leader=true and the run ID, and counts the call (Polls).
 func (s *Server) IsLeader(context.Context, *remote.Empty) (*remote.LeaderInfo, error) {
-	return &remote.LeaderInfo{Leader: true, RunID: s.RunID()}, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.polls++
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return &remote.LeaderInfo{Leader: true, RunID: s.runID}, nil
 }
 
 // GetContext answers a context with namespaces only.

@@ -1,0 +1,606 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"reflect"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/patch"
+)
+
+// Result is the outcome of one chain run.
+type Result struct {
+	// Patch is the RFC 6902 JSON Patch (a JSON array) that turns the request object into the
+	// hooked object; nil when no hook changed anything or no hook is registered.
+	Patch []byte
+	// Operations is the number of operations in Patch.
+	Operations int
+	// Hooks is the number of hooks that ran.
+	Hooks int
+
+	raw, merge []byte
+}
+
+// MergeObject returns JSON that, decoded with encoding/json's Unmarshal INTO the object the
+// request was decoded from (the way vcluster reads a plugin's answer), and also into a new one,
+// gives exactly the hooked object; nil when the chain could not make it cheaply (then use
+// Object and bridge.Answer) or when nothing changed. The label/annotation fast path always
+// makes it (the request's bytes with the two maps replaced); the typed path makes it when every
+// operation only adds object members or replaces scalars, which a merging decoder applies as
+// they are.
+func (r Result) MergeObject() []byte { return r.merge }
+
+// Object returns the request object with Patch applied: the request bytes themselves when
+// nothing changed. It is computed on each call; the admission transport never needs it.
+func (r Result) Object() ([]byte, error) {
+	if r.Patch == nil {
+		return r.raw, nil
+	}
+	return patch.Apply(r.raw, r.Patch)
+}
+
+// HookError is returned by Run when a hook fails: it returned an error, panicked, outlived the
+// request deadline, returned an object of another kind, or changed a protected field.
+type HookError struct {
+	// Hook is the name of the hook, Type its hook type and GVK the kind of the object.
+	Hook string
+	Type hooks.HookType
+	GVK  schema.GroupVersionKind
+	// Err is the cause: the hook's own error, a *PanicError, context.DeadlineExceeded (or
+	// Canceled), ErrWrongKind or a *patch.ForbiddenPathError. For a Secret or SecretList, a
+	// *WithheldError stands in for the hook's own error and panic.
+	Err error
+}
+
+func (e *HookError) Error() string {
+	return fmt.Sprintf("hook %q %s %s: %v", e.Hook, e.Type, e.GVK.Kind, e.Err)
+}
+
+func (e *HookError) Unwrap() error { return e.Err }
+
+// PanicError is the cause of a HookError when the hook panicked. Value is the panic value as
+// text; Stack is the goroutine stack, for logs only (never sent to callers).
+type PanicError struct {
+	Value string
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return "panic: " + e.Value }
+
+// ErrWrongKind is the cause of a HookError when a hook returns nil or an object of another Go
+// type or GVK than it was given.
+var ErrWrongKind = errors.New("hook returned a different kind of object")
+
+// DecodeError is returned by Run when the request object is not valid JSON for its GVK, or
+// (Err an *InputError) is of another kind or has keys that readers could take differently.
+type DecodeError struct {
+	GVK schema.GroupVersionKind
+	Err error
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("decode %s object: %v", e.GVK.Kind, e.Err)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// StatusCode maps an error from Run to the HTTP status code that transports report:
+// 400 for a DecodeError, 422 for a protected-field change or an undo too large to record, 429 for ErrOverloaded, 504 for a deadline, 500 for a panic
+// or a wrong kind, the code of a Kubernetes API status error a hook returned, and 403 for any
+// other hook error (the hook refused the object).
+func StatusCode(err error) int32 {
+	var (
+		decodeErr *DecodeError
+		panicErr  *PanicError
+		apiStatus apierrors.APIStatus
+	)
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.As(err, &decodeErr):
+		return http.StatusBadRequest
+	case errors.Is(err, patch.ErrForbiddenPath), errors.Is(err, ErrUndoTooLarge):
+		return http.StatusUnprocessableEntity
+	case errors.Is(err, ErrOverloaded):
+		return http.StatusTooManyRequests
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return http.StatusGatewayTimeout
+	case errors.As(err, &panicErr), errors.Is(err, ErrWrongKind):
+		return http.StatusInternalServerError
+	case errors.As(err, &apiStatus) && apiStatus.Status().Code != 0:
+		return apiStatus.Status().Code
+	default:
+		return http.StatusForbidden
+	}
+}
+
+// Mutate runs the chain of (gvk, t) on the JSON object raw and returns the JSON Patch from raw to
+// the hooked object.
+//
+// The object is decoded once (into the scheme's type, or Unstructured for unknown kinds), every
+// hook runs in registration order on it, and the result is encoded once. When the hooks only
+// changed labels or annotations, the patch is the diff between raw itself and the result,
+// keeping only the entries the hooks changed; otherwise it is the diff between the typed round
+// trip of raw and the result, moved onto raw (patch.Rebase). Either way, fields the compiled
+// types do not know are never touched. No hooks, or no change, gives a Result with a nil Patch.
+//
+// Errors: *DecodeError for malformed input; *HookError (naming hook, type and kind) when a hook
+// fails, panics, changes apiVersion, kind, name, namespace or uid, returns another kind, or is
+// still running when ctx ends — the hook is then abandoned and never waited for.
+//
+// Mutate runs without limits, per-hook deadlines or an observer: it is for tools and tests.
+// Servers run requests through a Runner (NewRunner), which has them.
+func (r *Registry) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
+	return r.run(ctx, r.plain, gvk, t, raw)
+}
+
+// run is Mutate with the Runner rn's limits, deadlines and observer.
+func (r *Registry) run(ctx context.Context, rn *Runner, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
+	if err := r.checkInput(gvk, t, raw, rn.validJSON); err != nil { // before any chain reads it: input.go
+		return Result{}, err
+	}
+	if r.listChain(gvk, t) != nil { // a list of a hooked kind is a batch: list.go
+		return r.runList(ctx, rn, gvk, t, raw)
+	}
+	ops, n, merge, err := r.runOps(ctx, rn, gvk, t, raw)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{raw: raw, Hooks: n, Operations: len(ops), merge: merge}
+	if res.Patch, err = patch.Marshal(ops); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// runOps is Run for one object: it returns the operations of the patch from raw to the hooked
+// object (nil when nothing changed), the number of hooks that ran and, when it could make it
+// cheaply, the merge answer (Result.MergeObject).
+func (r *Registry) runOps(ctx context.Context, rn *Runner, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) ([]patch.Operation, int, []byte, error) {
+	c := r.chains[Key{GVK: gvk, Type: t}]
+	if c == nil {
+		return nil, 0, nil, nil
+	}
+	return r.runChainOps(ctx, rn, c, raw)
+}
+
+// runChainOps is runOps for the chain c.
+func (r *Registry) runChainOps(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
+	if c.undoRead {
+		return r.runUndoRead(ctx, rn, c, raw)
+	}
+	return r.runChain(ctx, rn, c, raw)
+}
+
+// applyChain runs the chain c on doc and returns the hooked object and the number of hooks run.
+func (r *Registry) applyChain(ctx context.Context, rn *Runner, c *chain, doc []byte) ([]byte, int, error) {
+	ops, n, _, err := r.runChainOps(ctx, rn, c, doc)
+	if err != nil || len(ops) == 0 {
+		return doc, n, err
+	}
+	out, err := applyOps(doc, ops...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", c.key, err)
+	}
+	return out, n, nil
+}
+
+// runChain is runOps for a chain without an undo to apply first.
+func (r *Registry) runChain(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
+	undo := r.recordsUndo(c)
+	if c.metadataOnly() && !r.marksProvenance(c) {
+		ops, merge, err := c.runMetadata(ctx, rn, raw, undo, r.opts.MaxUndoBytes)
+		if !errors.Is(err, errNotMetadataPath) {
+			if err != nil {
+				return nil, 0, nil, err
+			}
+			return ops, len(c.hooks), merge, nil
+		}
+	}
+	ops, n, after, err := runTyped(ctx, rn, c, raw)
+	if err != nil || len(ops) == 0 {
+		return ops, n, nil, err
+	}
+	if undo {
+		ops, err = r.withUndo(c, raw, ops)
+		return ops, n, nil, err
+	}
+	if !mergeSafe(ops) {
+		return ops, n, nil, nil
+	}
+	return ops, n, after, nil
+}
+
+// withUndo returns ops (a patch of raw) followed by the operation that records, in
+// UndoAnnotation, how to go back from the hooked object to raw.
+func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation) ([]patch.Operation, error) {
+	hooked, err := applyOps(raw, ops...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.key, err)
+	}
+	entries := undoEntries(ops, raw, hooked)
+	if len(entries) == 0 {
+		return ops, nil
+	}
+	annotations, _ := lookupPointer(hooked, "/metadata/annotations")
+	isMap := len(annotations) > 0 && annotations[0] == '{'
+	if len(annotations) == 0 || string(annotations) == "null" {
+		entries = append([]UndoEntry{emptyMapEntry("/metadata/annotations")}, entries...)
+	}
+	value, err := encodeUndo(entries, r.opts.MaxUndoBytes)
+	if err != nil {
+		return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+	}
+	if isMap {
+		return append(ops, patch.Operation{Operation: "add", Path: "/metadata/annotations/synchook.io~1undo", Value: value}), nil
+	}
+	if v, ok := lookupPointer(hooked, "/metadata"); !ok || len(v) == 0 || v[0] != '{' {
+		return append(ops, patch.Operation{Operation: "add", Path: "/metadata", Value: map[string]any{"annotations": map[string]string{UndoAnnotation: value}}}), nil
+	}
+	return append(ops, patch.Operation{Operation: "add", Path: "/metadata/annotations", Value: map[string]string{UndoAnnotation: value}}), nil
+}
+
+// runUndoRead is runOps for a read chain that first applies the undo recorded by its kind's
+// write chains (RegistryOptions.Undo), then runs its own hooks on the restored view. The
+// patch goes from raw to the final object. An undo that cannot be verified is dropped and
+// counted (undo.go), never an error. The undo and the hooks run under one concurrency slot;
+// an undo of labels and annotations only, verified by fast-path write chains, works on the
+// two maps alone (undoMetadata).
+// An object without the annotation goes to the hooks as it is, which validate it.
+func (r *Registry) runUndoRead(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
+	value, had := undoAnnotation(raw)
+	if !had {
+		if len(c.hooks) == 0 {
+			if !rn.validJSON && !jsonscan.Valid(raw) {
+				var v any
+				return nil, 0, nil, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
+			}
+			return nil, 0, nil, nil
+		}
+		return r.runChain(ctx, rn, c, raw)
+	}
+	inner, done, ok := rn.hold()
+	if !ok {
+		return nil, 0, nil, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
+	}
+	defer done()
+	steps, reason := r.parseUndo(value)
+	if reason == "" && r.undoOnMetadata(c, steps) {
+		res, err := r.undoMetadata(ctx, inner, c, raw, steps)
+		if !errors.Is(err, errNotMetadataPath) {
+			if err != nil {
+				return nil, 0, nil, err
+			}
+			if res.reason != "" {
+				rn.observeUndoRejected(c.key, res.reason)
+			}
+			return res.ops, res.hooks, res.merge, nil
+		}
+	}
+	var view []byte
+	if reason == "" {
+		var err error
+		if view, reason, err = r.undoView(ctx, inner.quiet(), c, raw, steps); err != nil {
+			return nil, 0, nil, err
+		}
+	}
+	changed := reason == ""
+	if !changed {
+		rn.observeUndoRejected(c.key, reason)
+		view = raw
+	}
+	final, n := view, 0
+	if len(c.hooks) > 0 {
+		// The same hooks without the undo step: runChain, not runChainOps.
+		ops, hooksRun, _, err := r.runChain(ctx, inner, c, view)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		n = hooksRun
+		if len(ops) > 0 {
+			changed = true
+			if final, err = applyOps(view, ops...); err != nil {
+				return nil, 0, nil, fmt.Errorf("%s: %w", c.key, err)
+			}
+		}
+	}
+	if !changed {
+		return nil, n, nil, nil // the undo dropped and no change by the hooks
+	}
+	ops, err := patch.Diff(raw, final)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("%s: %w", c.key, err)
+	}
+	return ops, n, nil, nil
+}
+
+// mergeSafe reports whether a merging decoder (encoding/json into an existing object) applies
+// ops exactly when given the whole hooked object: every operation adds a member to an object
+// (its last token is not an array index) or replaces a scalar.
+func mergeSafe(ops []patch.Operation) bool {
+	for _, op := range ops {
+		switch op.Operation {
+		case "add":
+			last := op.Path[strings.LastIndexByte(op.Path, '/')+1:]
+			if last == "-" || strings.Trim(last, "0123456789") == "" {
+				return false
+			}
+		case "replace":
+			switch v := op.Value.(type) {
+			case string, bool, float64, int64, nil:
+			case json.RawMessage:
+				if len(v) == 0 || v[0] == '{' || v[0] == '[' {
+					return false
+				}
+			default:
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// runTyped is runOps on the typed (or Unstructured) object: it also returns the JSON of the
+// hooked object.
+func runTyped(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
+	gvk, t := c.key.GVK, c.key.Type
+	obj := c.newObject()
+	if err := decode(raw, obj); err != nil {
+		return nil, 0, nil, &DecodeError{GVK: gvk, Err: err}
+	}
+	// The object before the hooks, for a typed object: its labels and annotations alone while
+	// the chain's last run changed nothing else (metadataOps needs no more), else a deep copy
+	// (cheaper than an encoding); an unstructured object: its encoding.
+	var (
+		snapshot client.Object
+		light    bool // snapshot holds only labels and annotations
+		before   []byte
+		err      error
+	)
+	if _, ok := obj.(runtime.Unstructured); !ok {
+		if light = !c.changedMore.Load(); light {
+			snapshot = c.newObject()
+			snapshot.SetLabels(maps.Clone(obj.GetLabels()))
+			snapshot.SetAnnotations(maps.Clone(obj.GetAnnotations()))
+		} else {
+			snapshot, _ = obj.DeepCopyObject().(client.Object)
+		}
+	}
+	if snapshot == nil {
+		if before, err = json.Marshal(obj); err != nil {
+			return nil, 0, nil, fmt.Errorf("encode %s: %w", gvk.Kind, err)
+		}
+	}
+	if _, write := undoPair[c.key.Type]; write {
+		if ann := obj.GetAnnotations(); dropReserved(ann) { // after the snapshot: the removal is a change
+			obj.SetAnnotations(ann)
+		}
+	}
+	out, err := c.exec(ctx, rn, obj) // a hook's error on a Secret is withheld already (hookFailure)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	after, err := json.Marshal(out)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
+	}
+	if snapshot != nil {
+		ops, ok := metadataOps(raw, after, snapshot, out)
+		if c.changedMore.Load() == ok { // written only when it flips
+			c.changedMore.Store(!ok)
+		}
+		if ok {
+			return ops, len(c.hooks), after, nil
+		}
+		if light { // the whole object before the hooks is the typed round trip of raw
+			snapshot = c.newObject()
+			if err := decode(raw, snapshot); err != nil {
+				return nil, 0, nil, fmt.Errorf("decode %s again: %w", gvk.Kind, err)
+			}
+		}
+		if before, err = json.Marshal(snapshot); err != nil {
+			return nil, 0, nil, fmt.Errorf("encode %s: %w", gvk.Kind, err)
+		}
+	}
+	if bytes.Equal(before, after) {
+		return nil, len(c.hooks), nil, nil
+	}
+	ops := patch.DiffMarshaled(before, after)
+	if err := patch.GuardDocuments(c.names(), ops, before, after); err != nil {
+		return nil, 0, nil, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
+	}
+	if ops, err = patch.Rebase(raw, ops); err != nil {
+		return nil, 0, nil, fmt.Errorf("%s: %w", c.key, err)
+	}
+	return ops, len(c.hooks), after, nil
+}
+
+// decode unmarshals raw into obj the way the Kubernetes JSON serializer does: case-sensitive
+// field names, integers preserved as int64 in maps.
+func decode(raw []byte, obj client.Object) error {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		want := u.GroupVersionKind()
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return err
+		}
+		if got := u.GroupVersionKind(); got != want {
+			return fmt.Errorf("object is %s, want %s", got, want)
+		}
+		return nil
+	}
+	return kjson.UnmarshalCaseSensitivePreserveInts(raw, obj)
+}
+
+// names returns the chain's hook names joined by ",", for errors that no single hook owns.
+func (c *chain) names() string {
+	s := ""
+	for i, h := range c.hooks {
+		if i > 0 {
+			s += ","
+		}
+		s += h.name
+	}
+	return s
+}
+
+// exec runs the hooks on obj in order and returns the last object. When ctx can end, the hooks
+// run on their own goroutine so that a hook that does not return is abandoned when ctx ends;
+// the abandoned goroutine owns obj from then on and its result is dropped.
+func (c *chain) exec(ctx context.Context, rn *Runner, obj client.Object) (client.Object, error) {
+	var out client.Object
+	err := c.supervise(ctx, rn, func(running *atomic.Int32) error {
+		o, err := c.runHooks(ctx, rn, obj, running)
+		out = o
+		return err
+	})
+	if err != nil {
+		return nil, err // out may still be written by an abandoned run: never read it
+	}
+	return out, nil
+}
+
+// supervise runs work — the chain's hooks in order, setting running to the index of the hook
+// being called — in one concurrency slot of rn. When ctx can end, work runs on its own
+// goroutine and is abandoned when ctx ends: the error then names the hook still running, and
+// the abandoned goroutine keeps the slot (and owns whatever work touches) until it returns.
+func (c *chain) supervise(ctx context.Context, rn *Runner, work func(running *atomic.Int32) error) error {
+	release, ok := rn.acquire()
+	if !ok {
+		return fmt.Errorf("%s: %w", c.key, ErrOverloaded)
+	}
+	run := &hookRun{}
+	if ctx.Done() == nil {
+		defer release()
+		return work(&run.running)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		// The slot is held until the hooks really return, even when abandoned, and freed
+		// before the answer, so that a caller's next request finds it free.
+		defer func() { run.end(); release(); done <- err }()
+		err = work(&run.running)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		run.abandon(rn.slots, c) // Runner.Stuck names the hook until it returns
+		h := c.hooks[run.running.Load()]
+		return &HookError{
+			Hook: h.name, Type: c.key.Type, GVK: c.key.GVK,
+			Err: fmt.Errorf("abandoned, still running when the request ended: %w", ctx.Err()),
+		}
+	}
+}
+
+// runHooks calls every hook in order, recovering panics and checking after each hook that the
+// object kept its Go type and identity. running is set to the index of the hook being called.
+func (c *chain) runHooks(ctx context.Context, rn *Runner, obj client.Object, running *atomic.Int32) (client.Object, error) {
+	goType := reflect.TypeOf(obj)
+	prov := rn.reg != nil && rn.reg.marksProvenance(c)
+	var marks []string
+	for i, h := range c.hooks {
+		running.Store(int32(i))
+		id := identityOf(obj)
+		var start time.Time
+		if rn.observer != nil {
+			start = time.Now()
+		}
+		var pre []byte
+		if prov {
+			pre, _ = json.Marshal(obj) // the hook may change obj in place
+		}
+		out, err := callHook(ctx, rn.hookTimeout, h.fn, obj)
+		err = hookFailure(c.key.GVK, err) // before anything sees it: a Secret's hook text stays here
+		if prov && err == nil && out != nil {
+			if post, perr := json.Marshal(out); perr == nil && !bytes.Equal(pre, post) {
+				marks = append(marks, provenanceMark(h.name, rn.reg.opts.Version, pre, post))
+			}
+		}
+		if rn.observer != nil {
+			rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
+		}
+		if err == nil {
+			err = checkSameObject(h.name, out, goType, id)
+		}
+		if err != nil {
+			return nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+		}
+		obj = out
+	}
+	if len(marks) > 0 {
+		setProvenance(obj, marks)
+	}
+	return obj, nil
+}
+
+// callHook calls fn with the hook's own deadline d (RunnerOptions.HookTimeout) and turns a panic into a
+// *PanicError.
+func callHook(ctx context.Context, d time.Duration, fn hooks.MutateFunc, obj client.Object) (out client.Object, err error) {
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = nil, &PanicError{Value: fmt.Sprint(v), Stack: debug.Stack()}
+		}
+	}()
+	return fn(ctx, obj)
+}
+
+// identity is what no hook may change.
+type identity struct {
+	apiVersion, kind, name, namespace string
+	uid                               types.UID
+}
+
+func identityOf(obj client.Object) identity {
+	apiVersion, kind := obj.GetObjectKind().GroupVersionKind().ToAPIVersionAndKind()
+	return identity{apiVersion, kind, obj.GetName(), obj.GetNamespace(), obj.GetUID()}
+}
+
+func checkSameObject(hook string, out client.Object, goType reflect.Type, before identity) error {
+	if out == nil || reflect.ValueOf(out).IsNil() {
+		return fmt.Errorf("%w: returned nil", ErrWrongKind)
+	}
+	if reflect.TypeOf(out) != goType {
+		return fmt.Errorf("%w: got %T, want %s", ErrWrongKind, out, goType)
+	}
+	after := identityOf(out)
+	for _, f := range []struct{ path, was, is string }{
+		{"/apiVersion", before.apiVersion, after.apiVersion},
+		{"/kind", before.kind, after.kind},
+		{"/metadata/name", before.name, after.name},
+		{"/metadata/namespace", before.namespace, after.namespace},
+		{"/metadata/uid", string(before.uid), string(after.uid)},
+	} {
+		if f.was != f.is {
+			return &patch.ForbiddenPathError{Hook: hook, Op: "change", Path: f.path, Field: f.path}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/patch"
+)
+
+// NotIdempotentError is returned by CheckIdempotent for a chain that changes an object again
+// when it runs on its own result: f(f(x)) != f(x). Such a chain fights the syncer: every pass
+// writes a new change (e.g. a hook that appends a toleration each time).
+type NotIdempotentError struct {
+	// Hooks names the chain's hooks, Type its hook type and GVK the kind.
+	Hooks string
+	Type  hooks.HookType
+	GVK   schema.GroupVersionKind
+	// Path is the first JSON Pointer that kept changing.
+	Path string
+}
+
+func (e *NotIdempotentError) Error() string {
+	return fmt.Sprintf("hook %q %s %s is not idempotent: running it on its own result changes %s again (the syncer would write on every pass; fix the hook, or start with --skip-idempotency-check)",
+		e.Hooks, e.Type, e.GVK.Kind, e.Path)
+}
+
+// CheckIdempotent runs every chain twice on each sample object of its kind — once on the
+// sample, once on that result — and returns a *NotIdempotentError for the first chain whose
+// second run changes anything but the undo annotation. samples returns the JSON objects to try
+// for a GVK (none: the chain is not checked). A chain that fails on a sample (it refuses it,
+// say) is not judged on that sample.
+func (r *Registry) CheckIdempotent(ctx context.Context, samples func(schema.GroupVersionKind) [][]byte) error {
+	for _, key := range r.Keys() {
+		c := r.chains[key]
+		if len(c.hooks) == 0 {
+			continue
+		}
+		for _, x := range samples(key.GVK) {
+			once, _, err := r.applyChain(ctx, r.plain, c, x)
+			if err != nil {
+				continue
+			}
+			twice, _, err := r.applyChain(ctx, r.plain, c, once)
+			if err != nil {
+				continue
+			}
+			ops, err := patch.Diff(once, twice)
+			if err != nil {
+				continue
+			}
+			if path := changedPath(ops); path != "" {
+				return &NotIdempotentError{Hooks: r.culprit(ctx, c, x), Type: key.Type, GVK: key.GVK, Path: path}
+			}
+		}
+	}
+	return nil
+}
+
+// changedPath returns the first path of ops other than the undo annotation's, or "".
+func changedPath(ops []patch.Operation) string {
+	for _, op := range ops {
+		if !isUndoPath(op.Path) && op.Path != "/metadata/annotations" {
+			return op.Path
+		}
+	}
+	return ""
+}
+
+// culprit names the hook of c that is not idempotent on its own on x, or c's hook names when
+// none is alone.
+func (r *Registry) culprit(ctx context.Context, c *chain, x []byte) string {
+	if len(c.hooks) == 1 {
+		return c.names()
+	}
+	for _, h := range c.hooks {
+		alone := c.of(c.key, []namedFunc{h})
+		once, _, err := r.applyChain(ctx, r.plain, alone, x)
+		if err != nil {
+			continue
+		}
+		twice, _, err := r.applyChain(ctx, r.plain, alone, once)
+		if err != nil {
+			continue
+		}
+		if ops, err := patch.Diff(once, twice); err == nil && changedPath(ops) != "" {
+			return h.name
+		}
+	}
+	return c.names()
+}

@@ -1,0 +1,511 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/jsonscan"
+)
+
+// InputError is the cause of a *DecodeError (so: 400, gRPC InvalidArgument, on every
+// transport alike) when the request object is valid JSON that synchook and its caller could
+// read as two different objects, so that a patch computed on synchook's reading would not
+// mean what it says on the caller's:
+//
+//   - its apiVersion or kind, when present, names another kind than the request (for a List,
+//     an item's names another kind than the list's items): a chain of one kind must never
+//     run on an object of another (a Secret sent as a Pod would skip everything that guards
+//     Secrets);
+//   - the object, its metadata, metadata.labels or metadata.annotations repeats a member name;
+//   - the object or its metadata has a member whose name differs only in letter case from
+//     another member or from a field of the kind's Go type (for metadata, metav1.ObjectMeta;
+//     for the object, the typed kind's fields, or apiVersion, kind and metadata for a kind
+//     the scheme does not know). Label and annotation keys are case-sensitive data, where
+//     only exact repeats count.
+//
+// synchook decodes as the Kubernetes serializer does: case-sensitive names, each repeated
+// name a distinct member for its scans. vcluster decodes a plugin's answer with encoding/json,
+// which matches names case-insensitively (by Unicode simple folding: "labelſ" is "labels")
+// and keeps the last of repeated names. Refusing such objects is the only way both read the
+// same object; the syncer and kube-apiserver never produce them.
+type InputError struct {
+	// Reason says what is wrong and where, e.g. `metadata: key "Labels" differs only in case
+	// from "labels"` or `object is v1/Secret but the request is for v1/Pod`.
+	Reason string
+}
+
+// Error returns Reason.
+func (e *InputError) Error() string { return e.Reason }
+
+// checkInput checks raw, the object of a request for (gvk, t), before any chain reads it (the
+// label/annotation fast path, the typed decode and undo reads alike): it returns a *DecodeError
+// with an *InputError when the object is one that InputError describes, nil otherwise. A
+// (gvk, t) without a chain is not checked (nothing runs on it); a list of a hooked kind is
+// checked as a list here and each item where runList splits them (checkItem). raw need not be
+// valid JSON unless valid says so: invalid JSON is left to the chain's decode, which names the
+// syntax error.
+func (r *Registry) checkInput(gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, valid bool) error {
+	list := false
+	if r.chains[Key{GVK: gvk, Type: t}] == nil {
+		if r.listChain(gvk, t) == nil {
+			return nil
+		}
+		list = true
+	}
+	err := shapeOf(r.scheme, gvk, list).check(raw, gvk, "object", "the request is for")
+	if err != nil && !valid && !jsonscan.Valid(raw) {
+		return nil // the scan's answer on invalid JSON means nothing
+	}
+	if err != nil {
+		return &DecodeError{GVK: gvk, Err: err}
+	}
+	return nil
+}
+
+// checkItem is checkInput for item, an item (valid JSON) of a list whose items are of kind gvk.
+func (r *Registry) checkItem(gvk schema.GroupVersionKind, item []byte) error {
+	if err := shapeOf(r.scheme, gvk, false).check(item, gvk, "item", "the list is of"); err != nil {
+		return &DecodeError{GVK: gvk, Err: err}
+	}
+	return nil
+}
+
+// inputShape is what checkInput knows of one kind: the JSON names of its Go type's fields at
+// the top level and in metadata.
+type inputShape struct {
+	top, meta fieldSet
+	// maps says metadata has labels and annotations (ObjectMeta, not ListMeta): their keys
+	// are checked for repeats.
+	maps bool
+}
+
+// fieldSet is the JSON names of a Go struct type's fields, as encoding/json sees them.
+type fieldSet struct {
+	// index numbers each name; fold maps each name's fold key (foldKey) to the name.
+	index map[string]int
+	fold  map[string]string
+}
+
+func newFieldSet(names []string) fieldSet {
+	s := fieldSet{index: make(map[string]int, len(names)), fold: make(map[string]string, len(names))}
+	for _, n := range names {
+		if _, ok := s.index[n]; ok {
+			continue
+		}
+		s.index[n] = len(s.index)
+		k := string(foldKey(nil, []byte(n)))
+		if _, ok := s.fold[k]; !ok {
+			s.fold[k] = n
+		}
+	}
+	return s
+}
+
+// shapeKey identifies a cached inputShape.
+type shapeKey struct {
+	scheme *runtime.Scheme
+	gvk    schema.GroupVersionKind
+	list   bool
+}
+
+// shapes caches inputShapes: one per scheme and kind that has a chain (or a list of one), so
+// it stays as small as the registries' kinds.
+var shapes sync.Map // shapeKey → *inputShape
+
+// shapeOf returns the inputShape of gvk in scheme; list says the request is a list of a hooked
+// kind (for a kind the scheme does not know: items at the top, ListMeta as metadata).
+func shapeOf(scheme *runtime.Scheme, gvk schema.GroupVersionKind, list bool) *inputShape {
+	key := shapeKey{scheme, gvk, list}
+	if s, ok := shapes.Load(key); ok {
+		return s.(*inputShape)
+	}
+	s, _ := shapes.LoadOrStore(key, newShape(scheme, gvk, list))
+	return s.(*inputShape)
+}
+
+func newShape(scheme *runtime.Scheme, gvk schema.GroupVersionKind, list bool) *inputShape {
+	top := []string{"apiVersion", "kind", "metadata"}
+	meta := reflect.TypeFor[metav1.ObjectMeta]()
+	if list {
+		top = append(top, "items")
+		meta = reflect.TypeFor[metav1.ListMeta]()
+	}
+	if obj, err := scheme.New(gvk); err == nil {
+		fields := map[string]reflect.Type{}
+		jsonFields(reflect.TypeOf(obj), fields, 0)
+		top = top[:0]
+		for name := range fields {
+			top = append(top, name)
+		}
+		if t, ok := fields["metadata"]; ok {
+			meta = t
+		}
+	}
+	metaFields := map[string]reflect.Type{}
+	jsonFields(meta, metaFields, 0)
+	names := make([]string, 0, len(metaFields))
+	for name := range metaFields {
+		names = append(names, name)
+	}
+	slices.Sort(top) // fieldSet keeps the first of names that fold alike: the same one each run
+	slices.Sort(names)
+	_, labels := metaFields["labels"]
+	_, annotations := metaFields["annotations"]
+	return &inputShape{top: newFieldSet(top), meta: newFieldSet(names), maps: labels && annotations}
+}
+
+// jsonFields adds the JSON names of struct type t's fields to fields, with their types, as
+// encoding/json names them: the tag's name or the Go name, "-" skipped, the fields of an
+// embedded struct without a tag name promoted.
+func jsonFields(t reflect.Type, fields map[string]reflect.Type, depth int) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || depth > 8 {
+		return
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			jsonFields(ft, fields, depth+1)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if _, ok := fields[name]; !ok {
+			fields[name] = ft
+		}
+	}
+}
+
+// check returns an *InputError when raw is an object InputError describes; nil when it is not
+// or when raw is no JSON object at all (the decode refuses that). gvk is the kind raw must be;
+// subject names raw in the message ("object", "item") and expected introduces gvk there.
+//
+// It reads raw in one pass (jsonscan.ScanObject): metadata, its labels and its annotations are
+// checked on the way, not scanned again. When several things are wrong, the first wrong key at
+// the top level is reported, else a wrong kind, else the first problem in metadata.
+func (s *inputShape) check(raw []byte, gvk schema.GroupVersionKind, subject, expected string) error {
+	var (
+		apiVersion, kind []byte
+		topErr, metaErr  error
+	)
+	top := level{fields: &s.top, fold: true}
+	jsonscan.ScanObject(raw, func(key, rest []byte) int {
+		name, err := top.add(key)
+		if err != nil {
+			topErr = err
+			return -1
+		}
+		if string(name) == "metadata" && metaErr == nil {
+			if n := s.checkMetadata(rest, &metaErr); n >= 0 {
+				return n
+			}
+		}
+		n := jsonscan.SkipValue(rest, 0)
+		switch string(name) {
+		case "apiVersion":
+			apiVersion = rest[:n]
+		case "kind":
+			kind = rest[:n]
+		}
+		return n
+	})
+	if topErr != nil {
+		return topErr
+	}
+	if err := checkKind(apiVersion, kind, gvk, subject, expected); err != nil {
+		return err
+	}
+	return metaErr
+}
+
+// checkMetadata checks the metadata object at the start of rest and returns its length; -1 when
+// rest is no object, or when it found a problem, which it sets in *errp.
+func (s *inputShape) checkMetadata(rest []byte, errp *error) int {
+	meta := level{where: "metadata", fields: &s.meta, fold: true}
+	return jsonscan.ScanObject(rest, func(key, value []byte) int {
+		name, err := meta.add(key)
+		if err != nil {
+			*errp = err
+			return -1
+		}
+		if s.maps {
+			var where string
+			switch string(name) {
+			case "labels":
+				where = "metadata.labels"
+			case "annotations":
+				where = "metadata.annotations"
+			}
+			if where != "" {
+				if n := checkMapKeys(where, value, errp); n >= 0 || *errp != nil {
+					return n
+				}
+			}
+		}
+		return jsonscan.SkipValue(value, 0)
+	})
+}
+
+// checkMapKeys checks that no key of the map at the start of rest (labels or annotations,
+// named where) repeats, and returns the map's length; -1 when rest is no object, or when a key
+// repeats, which it sets in *errp.
+func checkMapKeys(where string, rest []byte, errp *error) int {
+	keys := level{where: where}
+	return jsonscan.ScanObject(rest, func(key, value []byte) int {
+		if _, err := keys.add(key); err != nil {
+			*errp = err
+			return -1
+		}
+		return jsonscan.SkipValue(value, 0)
+	})
+}
+
+// checkKind checks the values of apiVersion and kind (nil: absent) against gvk: each one, when
+// present and neither null nor empty, must be gvk's.
+func checkKind(apiVersion, kind []byte, gvk schema.GroupVersionKind, subject, expected string) error {
+	av, err := typeMetaString("apiVersion", apiVersion)
+	if err != nil {
+		return err
+	}
+	k, err := typeMetaString("kind", kind)
+	if err != nil {
+		return err
+	}
+	if (len(av) == 0 || isAPIVersion(av, gvk)) && (len(k) == 0 || string(k) == gvk.Kind) {
+		return nil
+	}
+	wantAPIVersion, wantKind := gvk.ToAPIVersionAndKind()
+	var is string
+	switch {
+	case len(av) == 0:
+		is = "kind " + quoted(string(k))
+	case len(k) == 0:
+		is = "apiVersion " + quoted(string(av))
+	default:
+		is = shown(string(av)) + "/" + shown(string(k))
+	}
+	return &InputError{Reason: fmt.Sprintf("%s is %s but %s %s/%s", subject, is, expected, wantAPIVersion, wantKind)}
+}
+
+// isAPIVersion reports whether av is the apiVersion of gvk ("group/version", or "version" for
+// the core group), without building that string.
+func isAPIVersion(av []byte, gvk schema.GroupVersionKind) bool {
+	if gvk.Group == "" {
+		return string(av) == gvk.Version
+	}
+	g, v, ok := bytes.Cut(av, []byte("/"))
+	return ok && string(g) == gvk.Group && string(v) == gvk.Version
+}
+
+// typeMetaString returns the text of the value of apiVersion or kind (name), without copying
+// when it needs no decoding: empty for an absent or null value, an *InputError for one that is
+// no string.
+func typeMetaString(name string, value []byte) ([]byte, error) {
+	if value == nil || string(value) == "null" {
+		return nil, nil
+	}
+	if text, plain := jsonscan.PlainText(value); plain {
+		return text, nil
+	}
+	if s, ok := jsonscan.String(value); ok {
+		return []byte(s), nil
+	}
+	return nil, &InputError{Reason: fmt.Sprintf("%s is %s, want a string", name, shown(string(value)))}
+}
+
+// level finds, among the member names of one object, a repeated name or (fold set) one that
+// differs only in case from another or from a name of fields (nil: no Go type's names).
+type level struct {
+	where  string
+	fields *fieldSet
+	fold   bool
+	// seen marks the names of fields already met, by index (past 63: seenMore).
+	seen     uint64
+	seenMore map[int]bool
+	// others are the first nOthers names met that fields does not know; past those, byKey
+	// holds them all by their key (fold key when fold is set, the name itself otherwise).
+	others  [16][]byte
+	nOthers int
+	byKey   map[string][]byte
+	buf     [64]byte
+}
+
+// add takes the next member's key literal and returns the name it denotes, or an *InputError.
+func (l *level) add(lit []byte) ([]byte, error) {
+	name, plain := jsonscan.PlainText(lit)
+	if !plain {
+		s, ok := jsonscan.String(lit)
+		if !ok {
+			return nil, nil // invalid JSON: checkInput drops the answer
+		}
+		name = []byte(s)
+	}
+	if l.fields != nil {
+		if i, ok := l.fields.index[string(name)]; ok {
+			if l.markSeen(i) {
+				return nil, l.repeated(name)
+			}
+			return name, nil
+		}
+		if l.fold {
+			if n, ok := l.fields.fold[string(foldKey(l.buf[:0], name))]; ok {
+				return nil, l.caseOf(name, []byte(n))
+			}
+		}
+	}
+	if l.byKey != nil {
+		return name, l.addByKey(name)
+	}
+	for _, o := range l.others[:l.nOthers] {
+		switch { // the last byte first: label keys often share a long prefix
+		case len(o) == len(name) && (len(o) == 0 || o[len(o)-1] == name[len(o)-1]) && bytes.Equal(o, name):
+			return nil, l.repeated(name)
+		case l.fold && bytes.EqualFold(o, name):
+			return nil, l.caseOf(name, o)
+		}
+	}
+	if l.nOthers < len(l.others) {
+		l.others[l.nOthers] = name
+		l.nOthers++
+		return name, nil
+	}
+	l.byKey = make(map[string][]byte, 2*len(l.others))
+	for _, o := range l.others {
+		l.byKey[l.key(o)] = o
+	}
+	return name, l.addByKey(name)
+}
+
+// markSeen marks the field name numbered i and reports whether it was met before.
+func (l *level) markSeen(i int) bool {
+	if i < 64 {
+		was := l.seen&(1<<i) != 0
+		l.seen |= 1 << i
+		return was
+	}
+	if l.seenMore == nil {
+		l.seenMore = map[int]bool{}
+	}
+	was := l.seenMore[i]
+	l.seenMore[i] = true
+	return was
+}
+
+func (l *level) addByKey(name []byte) error {
+	k := l.key(name)
+	if o, ok := l.byKey[k]; ok {
+		if bytes.Equal(o, name) {
+			return l.repeated(name)
+		}
+		return l.caseOf(name, o)
+	}
+	l.byKey[k] = name
+	return nil
+}
+
+func (l *level) key(name []byte) string {
+	if l.fold {
+		return string(foldKey(nil, name))
+	}
+	return string(name)
+}
+
+func (l *level) repeated(name []byte) error {
+	return &InputError{Reason: l.prefix() + "key " + quoted(string(name)) + " appears more than once"}
+}
+
+func (l *level) caseOf(name, other []byte) error {
+	return &InputError{Reason: l.prefix() + "key " + quoted(string(name)) + " differs only in case from " + quoted(string(other))}
+}
+
+func (l *level) prefix() string {
+	if l.where == "" {
+		return ""
+	}
+	return l.where + ": "
+}
+
+// foldKey appends to dst the fold key of name: two names have the same key exactly when
+// bytes.EqualFold (and so encoding/json's field matching) takes them for the same. Each rune
+// becomes the smallest rune of its Unicode simple folding orbit (ASCII letters: upper case;
+// 'ſ' and the Kelvin sign: 'S' and 'K').
+func foldKey(dst, name []byte) []byte {
+	for i := 0; i < len(name); {
+		c := name[i]
+		if c < utf8.RuneSelf {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(name[i:])
+		dst = utf8.AppendRune(dst, smallestFold(r))
+		i += n
+	}
+	return dst
+}
+
+// smallestFold returns the smallest rune of r's simple folding orbit.
+func smallestFold(r rune) rune {
+	min := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if f < min {
+			min = f
+		}
+	}
+	return min
+}
+
+// maxShown bounds a tenant's text quoted in a message.
+const maxShown = 64
+
+// quoted returns s as a Go string literal, cut to maxShown bytes ("..." after the quote).
+func quoted(s string) string {
+	if len(s) <= maxShown {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(strings.ToValidUTF8(s[:maxShown], "")) + "..."
+}
+
+// shown returns s as it is when it is short plain text (letters, digits, '.', '-', '_', '/'),
+// else quoted.
+func shown(s string) string {
+	if len(s) == 0 || len(s) > maxShown {
+		return quoted(s)
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_' || c == '/') {
+			return quoted(s)
+		}
+	}
+	return s
+}

@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/internal/parallel"
+	"github.com/synchook/synchook/patch"
+)
+
+// listSuffix ends the Kind of every list kind: PodList holds Pods.
+const listSuffix = "List"
+
+// ListItemGVK returns the GVK of the items of the list kind list: the same group and version,
+// and Kind without its "List" suffix (v1 PodList → v1 Pod). It returns false when list.Kind
+// does not end in "List" or is "List" alone (the generic v1 List has no single item kind).
+func ListItemGVK(list schema.GroupVersionKind) (schema.GroupVersionKind, bool) {
+	item, ok := strings.CutSuffix(list.Kind, listSuffix)
+	if !ok || item == "" {
+		return schema.GroupVersionKind{}, false
+	}
+	return list.GroupVersion().WithKind(item), true
+}
+
+// listChain returns the item chain when Run must treat (gvk, t) as a batch, else nil. It is
+// the dispatch at the top of Run, so for kinds that do not end in "List" it costs one suffix
+// check.
+func (r *Registry) listChain(gvk schema.GroupVersionKind, t hooks.HookType) *chain {
+	if !strings.HasSuffix(gvk.Kind, listSuffix) || r.chains[Key{GVK: gvk, Type: t}] != nil {
+		return nil
+	}
+	item, ok := ListItemGVK(gvk)
+	if !ok {
+		return nil
+	}
+	return r.chains[Key{GVK: item, Type: t}]
+}
+
+// ItemError is returned by Run for a list when one item fails: it names the item and wraps
+// the item's *HookError or *DecodeError, so errors.As and StatusCode see the cause.
+type ItemError struct {
+	// List is the list kind (v1 PodList).
+	List schema.GroupVersionKind
+	// Index is the position of the item in "items", from 0.
+	Index int
+	// Namespace and Name identify the item; either may be empty when the item lacks them.
+	Namespace, Name string
+	// Err is the item's error.
+	Err error
+}
+
+// Error returns "<list kind> items[<index>] (<namespace>/<name>): <cause>".
+func (e *ItemError) Error() string {
+	id := e.Name
+	if e.Namespace != "" {
+		id = e.Namespace + "/" + e.Name
+	}
+	return fmt.Sprintf("%s items[%d] (%s): %v", e.List.Kind, e.Index, id, e.Err)
+}
+
+// Unwrap returns the item's error, for errors.Is, errors.As and StatusCode.
+func (e *ItemError) Unwrap() error { return e.Err }
+
+// runList is Run for a list kind: it runs the item chain on every item of raw's "items" and
+// returns one patch whose paths start with /items/N.
+//
+// Each item goes through Run as a single object would: the input check (checkItem,
+// InputError), typed round trip, the chain, the diff,
+// the guard and the rebase onto the item's own bytes, so unknown fields of items (and of the
+// list) are never touched. Items without apiVersion and kind (the API server leaves them out
+// of list items) are given the item kind first, so hooks always see a complete object and
+// unstructured items decode. Items are independent, so they run on up to GOMAXPROCS
+// goroutines at once, all under the one ctx: the request deadline covers the whole list. When
+// items fail, the one with the lowest index fails the whole batch with an *ItemError and no
+// patch.
+//
+// Result.Hooks counts hook calls (chain length × items); Result.Operations counts the
+// operations of the combined patch.
+func (r *Registry) runList(ctx context.Context, rn *Runner, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
+	itemGVK, _ := ListItemGVK(gvk)
+	items, err := listItems(raw, rn.validJSON)
+	if err != nil {
+		return Result{}, &DecodeError{GVK: gvk, Err: err}
+	}
+	type itemResult struct {
+		ops   []patch.Operation
+		hooks int
+	}
+	// The whole list is one request: one slot of the Runner, held until every item's hooks
+	// have returned (also hooks abandoned at the deadline).
+	itemRunner, done, ok := rn.hold()
+	if !ok {
+		return Result{}, fmt.Errorf("%s: %w", gvk.Kind, ErrOverloaded)
+	}
+	defer done()
+	if !itemRunner.validJSON {
+		valid := *itemRunner
+		valid.validJSON = true // the list was checked whole
+		itemRunner = &valid
+	}
+	results := make([]itemResult, len(items))
+	err = parallel.For(len(items), func(i int) error {
+		item := items[i]
+		id, err := itemIdentity(item, itemGVK) // item is valid JSON: raw was validated
+		// The input check (input.go) before itemIdentity's own kind check; id names the item.
+		if inputErr := r.checkItem(itemGVK, item); inputErr != nil {
+			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: inputErr}
+		}
+		if err == nil && ctx.Err() != nil {
+			// The deadline passed while the item waited for a worker: fail it without decoding.
+			err = fmt.Errorf("not started before the request ended: %w", ctx.Err())
+			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: err}
+		}
+		if err == nil {
+			item, err = id.withTypeMeta(item, itemGVK)
+		}
+		if err != nil {
+			return &ItemError{
+				List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name,
+				Err: &DecodeError{GVK: itemGVK, Err: err},
+			}
+		}
+		ops, n, _, err := r.runOps(ctx, itemRunner, itemGVK, t, item)
+		if err != nil {
+			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: err}
+		}
+		results[i] = itemResult{ops: ops, hooks: n}
+		return nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{raw: raw}
+	var ops []patch.Operation
+	for i, item := range results {
+		res.Hooks += item.hooks
+		prefix := "/items/" + strconv.Itoa(i)
+		for _, op := range item.ops {
+			op.Path = prefix + op.Path
+			ops = append(ops, op)
+		}
+	}
+	if res.Patch, err = patch.Marshal(ops); err != nil {
+		return Result{}, fmt.Errorf("%s: %w", gvk.Kind, err)
+	}
+	res.Operations = len(ops)
+	return res, nil
+}
+
+// listItems returns the items of the list raw, without copying them: one validating scan of
+// raw (none when valid says it was checked), then a split that does not decode. As in a
+// decode, a repeated "items" counts with its last value, and null or no "items" is an empty
+// list.
+func listItems(raw []byte, valid bool) ([][]byte, error) {
+	if !valid && !jsonscan.Valid(raw) {
+		var v any
+		return nil, kjson.UnmarshalCaseSensitivePreserveInts(raw, &v) // names the syntax error
+	}
+	top, ok := jsonscan.Members(raw)
+	if !ok {
+		return nil, errors.New("list is not a JSON object")
+	}
+	var items []byte
+	for _, m := range top {
+		if m.Key == "items" {
+			items = m.Value
+		}
+	}
+	if items == nil || string(items) == "null" {
+		return nil, nil
+	}
+	els, ok := jsonscan.Elements(items)
+	if !ok {
+		return nil, errors.New("items is not a JSON array")
+	}
+	return els, nil
+}
+
+// itemID is what runList reads of an item before running its chain.
+type itemID struct {
+	APIVersion, Kind, Name, Namespace string
+}
+
+// itemIdentity reads apiVersion, kind, metadata.name and metadata.namespace of item, which
+// must be valid JSON, without decoding the rest, and checks that item is a JSON object of kind
+// want, or has no apiVersion and kind at all. As in a decode, a repeated key counts with its
+// last value and null is the empty string.
+func itemIdentity(item []byte, want schema.GroupVersionKind) (itemID, error) {
+	var id itemID
+	top, ok := jsonscan.Members(item)
+	if !ok {
+		return id, errors.New("item is not a JSON object")
+	}
+	var metadata []byte
+	for _, m := range top {
+		if m.Key == "metadata" {
+			metadata = m.Value
+		}
+	}
+	if err := decodeStrings(top, "", map[string]*string{"apiVersion": &id.APIVersion, "kind": &id.Kind}); err != nil {
+		return id, err
+	}
+	if meta, ok := jsonscan.Members(metadata); ok {
+		if err := decodeStrings(meta, "metadata.", map[string]*string{"name": &id.Name, "namespace": &id.Namespace}); err != nil {
+			return id, err
+		}
+	} else if metadata != nil && string(metadata) != "null" {
+		return id, errors.New("metadata is not a JSON object")
+	}
+	if id.APIVersion == "" && id.Kind == "" {
+		return id, nil
+	}
+	if apiVersion, kind := want.ToAPIVersionAndKind(); id.APIVersion != apiVersion || id.Kind != kind {
+		return id, fmt.Errorf("item is apiVersion %q kind %q, want %q %q", id.APIVersion, id.Kind, apiVersion, kind)
+	}
+	return id, nil
+}
+
+// decodeStrings decodes the members named in fields, each a JSON string or null (the empty
+// string), into their targets; a repeated key counts with its last value. Errors name the key
+// after prefix.
+func decodeStrings(ms []jsonscan.Member, prefix string, fields map[string]*string) error {
+	for _, m := range ms {
+		dst, ok := fields[m.Key]
+		switch {
+		case !ok:
+		case string(m.Value) == "null":
+			*dst = ""
+		case m.Value[0] != '"':
+			return fmt.Errorf("%s%s is %s, want a string", prefix, m.Key, m.Value)
+		default:
+			v, ok := jsonscan.String(m.Value)
+			if !ok {
+				return fmt.Errorf("%s%s is %s, want a string", prefix, m.Key, m.Value)
+			}
+			*dst = v
+		}
+	}
+	return nil
+}
+
+// withTypeMeta returns item with apiVersion and kind of gvk added in front when it has
+// neither, else item itself. item must be a JSON object.
+func (id itemID) withTypeMeta(item []byte, gvk schema.GroupVersionKind) ([]byte, error) {
+	if id.APIVersion != "" || id.Kind != "" {
+		return item, nil
+	}
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	head, err := json.Marshal(struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}{apiVersion, kind})
+	if err != nil {
+		return nil, err
+	}
+	body := bytes.TrimSpace(bytes.TrimSpace(item)[1:]) // after the opening brace
+	if len(body) > 0 && body[0] == '}' {
+		return head, nil
+	}
+	out := make([]byte, 0, len(head)+1+len(body))
+	out = append(out, head[:len(head)-1]...)
+	out = append(out, ',')
+	return append(out, body...), nil
+}

@@ -1,0 +1,463 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/patch"
+)
+
+// errNotMetadataPath is returned by runMetadata when the request has a form the fast path does
+// not handle exactly as the typed decoder would (a repeated key); the typed path runs instead.
+var errNotMetadataPath = errors.New("not for the metadata path")
+
+// metadataDoc is where the labels and annotations of a request are, as offsets into it.
+type metadataDoc struct {
+	raw []byte
+	// metaStart/metaEnd delimit metadata's value in raw; metaStart < 0 when metadata is
+	// absent or null (then metaEnd is the offset of that null, or -1 when absent).
+	metaStart, metaEnd int
+	namespace          string
+	maps               [2]mapField // labels, annotations
+}
+
+// mapField is metadata.labels or metadata.annotations: its value's offsets in raw (start < 0
+// when the member is absent) and its decoded content.
+type mapField struct {
+	name       string
+	start, end int
+	value      map[string]string
+	// members are the value's members (offsets relative to start); dups says a key repeats.
+	members []jsonscan.Member
+	dups    bool
+}
+
+// parseMetadata finds metadata.namespace, .labels and .annotations of raw and decodes them the
+// way the typed decoder would; *DecodeError for a value it would refuse, errNotMetadataPath for
+// a repeated key. valid says raw is known to be valid JSON (it is then not checked again). The
+// chain's kind is checked against apiVersion and kind when it is unstructured.
+func (c *chain) parseMetadata(raw []byte, valid bool) (*metadataDoc, error) {
+	fail := func(format string, a ...any) error {
+		return &DecodeError{GVK: c.key.GVK, Err: fmt.Errorf(format, a...)}
+	}
+	if !valid && !jsonscan.Valid(raw) {
+		var v any
+		return nil, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
+	}
+	top, ok := jsonscan.Members(raw)
+	if !ok {
+		return nil, fail("the object is not a JSON object")
+	}
+	doc := &metadataDoc{raw: raw, metaStart: -1, metaEnd: -1}
+	doc.maps[0].name, doc.maps[1].name = "labels", "annotations"
+	doc.maps[0].start, doc.maps[1].start = -1, -1
+	var apiVersion, kind, metadata *jsonscan.Member
+	for i := range top {
+		m := &top[i]
+		var slot **jsonscan.Member
+		switch m.Key {
+		case "metadata":
+			slot = &metadata
+		case "apiVersion":
+			slot = &apiVersion
+		case "kind":
+			slot = &kind
+		default:
+			continue
+		}
+		if *slot != nil {
+			return nil, errNotMetadataPath
+		}
+		*slot = m
+	}
+	if c.unstructured {
+		want, gvk := c.key.GVK, c.key.GVK
+		var av, k string
+		if apiVersion == nil || kind == nil || json.Unmarshal(apiVersion.Value, &av) != nil || json.Unmarshal(kind.Value, &k) != nil {
+			return nil, fail("apiVersion and kind must be strings")
+		}
+		if gvk.GroupVersion().String() != av || gvk.Kind != k {
+			return nil, fail("object is %s %s, want %s", av, k, want)
+		}
+	}
+	if metadata == nil {
+		return doc, nil
+	}
+	base := offset(raw, metadata.Value)
+	if string(metadata.Value) == "null" {
+		doc.metaEnd = base
+		return doc, nil
+	}
+	inner, ok := jsonscan.Members(metadata.Value)
+	if !ok {
+		return nil, fail("metadata is not an object")
+	}
+	doc.metaStart, doc.metaEnd = base, base+len(metadata.Value)
+	seen := map[string]bool{}
+	for _, m := range inner {
+		switch m.Key {
+		case "namespace", "labels", "annotations":
+		default:
+			continue
+		}
+		if seen[m.Key] {
+			return nil, errNotMetadataPath
+		}
+		seen[m.Key] = true
+		if m.Key == "namespace" {
+			if string(m.Value) != "null" && json.Unmarshal(m.Value, &doc.namespace) != nil {
+				return nil, fail("metadata.namespace is not a string")
+			}
+			continue
+		}
+		f := &doc.maps[0]
+		if m.Key == "annotations" {
+			f = &doc.maps[1]
+		}
+		f.start, f.end = base+offset(metadata.Value, m.Value), base+offset(metadata.Value, m.Value)+len(m.Value)
+		var err error
+		if f.value, f.members, f.dups, err = decodeStringMap(m.Value); err != nil {
+			return nil, fail("metadata.%s: %v", m.Key, err)
+		}
+	}
+	return doc, nil
+}
+
+// decodeStringMap decodes the JSON value into a map[string]string exactly as encoding/json's
+// Unmarshal does (null: a nil map; a member that is null: ""; a repeated key: its last value),
+// and returns the object's members too; dups says a key repeats (or that the members are
+// unknown). It decodes without encoding/json unless a value is no plain string (escapes,
+// non-ASCII text) or the value is refused (then the error is encoding/json's own).
+func decodeStringMap(value []byte) (m map[string]string, members []jsonscan.Member, dups bool, err error) {
+	if string(value) == "null" {
+		return nil, nil, false, nil
+	}
+	decoder := func() (map[string]string, []jsonscan.Member, bool, error) {
+		var into map[string]string
+		err := json.Unmarshal(value, &into)
+		return into, nil, true, err // no members: the answer encodes the map whole
+	}
+	ms, ok := jsonscan.Members(value)
+	if !ok {
+		return decoder()
+	}
+	m = make(map[string]string, len(ms))
+	for _, member := range ms {
+		v, ok := "", string(member.Value) == "null"
+		if !ok {
+			if v, ok = jsonscan.String(member.Value); !ok {
+				return decoder()
+			}
+		}
+		if _, seen := m[member.Key]; seen {
+			dups = true
+		}
+		m[member.Key] = v
+	}
+	return m, ms, dups, nil
+}
+
+// offset returns where sub starts in doc; sub must be a sub-slice of doc.
+func offset(doc, sub []byte) int {
+	if len(sub) == 0 {
+		return len(doc)
+	}
+	return cap(doc) - cap(sub)
+}
+
+// runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
+// operations on raw, the merge answer (see Result.MergeObject) and the number of hooks run.
+func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte, undo bool, maxUndo int) ([]patch.Operation, []byte, error) {
+	doc, err := c.parseMetadata(raw, rn.validJSON)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := c.metadataHooked(ctx, rn, doc.namespace, [2]map[string]string{doc.maps[0].value, doc.maps[1].value})
+	if err != nil {
+		return nil, nil, err
+	}
+	if undo {
+		if err := recordMetadataUndo(doc, m, maxUndo); err != nil {
+			return nil, nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+		}
+	}
+	return doc.answer([2]map[string]string{m.Labels, m.Annotations})
+}
+
+// metadataHooked runs the MetadataFuncs of c's hooks, in one concurrency slot of rn, on copies
+// of the labels and annotations before (reserved annotations dropped first on a write chain)
+// and returns what they made.
+func (c *chain) metadataHooked(ctx context.Context, rn *Runner, namespace string, before [2]map[string]string) (*hooks.Metadata, error) {
+	m := &hooks.Metadata{Namespace: namespace, Labels: maps.Clone(before[0]), Annotations: maps.Clone(before[1])}
+	if _, write := undoPair[c.key.Type]; write {
+		dropReserved(m.Annotations) // synchook's own: never what the request brings (undo.go)
+	}
+	err := c.supervise(ctx, rn, func(running *atomic.Int32) error {
+		for i, h := range c.hooks {
+			running.Store(int32(i))
+			if err := ctx.Err(); err != nil {
+				return &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+			}
+			var start time.Time
+			if rn.observer != nil {
+				start = time.Now()
+			}
+			err := hookFailure(c.key.GVK, callMetadata(ctx, rn.hookTimeout, h.meta, m))
+			if rn.observer != nil {
+				rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
+			}
+			if err != nil {
+				return &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// answer returns the operations of the patch that gives doc's object the labels and
+// annotations after (nil: none), and the merge answer (see Result.MergeObject).
+func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, []byte, error) {
+	raw := doc.raw
+	var ops []patch.Operation
+	var edits []edit
+	var metaMembers []string // members to add to metadata (absent before)
+	for i := range doc.maps {
+		f := &doc.maps[i]
+		now := after[i]
+		if len(f.value) == 0 && len(now) == 0 {
+			continue
+		}
+		path := "/metadata/" + f.name
+		if f.start < 0 || f.value == nil { // absent or null (so now has keys): add the whole map
+			encoded, err := json.Marshal(now)
+			if err != nil {
+				return nil, nil, err
+			}
+			if doc.metaStart >= 0 {
+				ops = append(ops, patch.Operation{Operation: "add", Path: path, Value: json.RawMessage(encoded)})
+			}
+			if f.start < 0 {
+				metaMembers = append(metaMembers, fmt.Sprintf("%q:%s", f.name, encoded))
+			} else {
+				edits = append(edits, edit{f.start, f.end, encoded})
+			}
+			continue
+		}
+		removed, set := changedKeys(f.value, now)
+		if len(removed) == 0 && len(set) == 0 {
+			continue // the same keys and values
+		}
+		for _, k := range removed {
+			ops = append(ops, patch.Operation{Operation: "remove", Path: path + "/" + escapeToken(k)})
+		}
+		for _, k := range set {
+			op := "add"
+			if _, had := f.value[k]; had {
+				op = "replace"
+			}
+			ops = append(ops, patch.Operation{Operation: op, Path: path + "/" + escapeToken(k), Value: now[k]})
+		}
+		if len(removed) == 0 && !f.dups {
+			edits = append(edits, f.spliced(now, set)...)
+			continue
+		}
+		// A merging decoder keeps map keys the answer lacks: reset the map first.
+		encoded := []byte("null")
+		if len(now) > 0 {
+			all, err := json.Marshal(now)
+			if err != nil {
+				return nil, nil, err
+			}
+			encoded = append([]byte(`null,"`+f.name+`":`), all...)
+		}
+		edits = append(edits, edit{f.start, f.end, encoded})
+	}
+	if len(ops) == 0 && len(metaMembers) == 0 {
+		return nil, nil, nil
+	}
+	switch {
+	case doc.metaStart >= 0 && len(metaMembers) > 0:
+		text := strings.Join(metaMembers, ",")
+		at := doc.metaStart + 1 // just past metadata's '{'
+		if len(bytes.TrimSpace(raw[at:doc.metaEnd-1])) > 0 {
+			text += ","
+		}
+		edits = append(edits, edit{at, at, []byte(text)})
+	case doc.metaStart < 0: // metadata absent or null: add it whole
+		value := "{" + strings.Join(metaMembers, ",") + "}"
+		ops = append(ops, patch.Operation{Operation: "add", Path: "/metadata", Value: json.RawMessage(value)})
+		if doc.metaEnd >= 0 {
+			edits = append(edits, edit{doc.metaEnd, doc.metaEnd + len("null"), []byte(value)})
+		} else {
+			at := bytes.IndexByte(raw, '{') + 1
+			text := `"metadata":` + value
+			if len(bytes.TrimSpace(raw[at:bytes.LastIndexByte(raw, '}')])) > 0 {
+				text += ","
+			}
+			edits = append(edits, edit{at, at, []byte(text)})
+		}
+	}
+	return ops, applyEdits(raw, edits), nil
+}
+
+// changedKeys returns, sorted, the keys of before that now lacks and the keys of now that
+// before lacks or holds with another value.
+func changedKeys(before, now map[string]string) (removed, set []string) {
+	for k := range before {
+		if _, ok := now[k]; !ok {
+			removed = append(removed, k)
+		}
+	}
+	for k, v := range now {
+		if old, ok := before[k]; !ok || old != v {
+			set = append(set, k)
+		}
+	}
+	slices.Sort(removed)
+	slices.Sort(set)
+	return removed, set
+}
+
+// spliced returns the edits that turn the map f, which has no repeated key, into now when
+// now only adds or changes the keys set: the changed values replaced where they stand and the
+// new members inserted first, the other members' bytes kept as they are.
+func (f *mapField) spliced(now map[string]string, set []string) []edit {
+	value := f.start // offsets of members are relative to the map's value
+	var edits []edit
+	var added []byte
+	for _, k := range set {
+		if _, had := f.value[k]; had {
+			for _, m := range f.members {
+				if m.Key == k {
+					at := value + m.End - len(m.Value)
+					edits = append(edits, edit{at, value + m.End, jsonString(now[k])})
+				}
+			}
+			continue
+		}
+		if len(added) > 0 {
+			added = append(added, ',')
+		}
+		added = append(added, jsonString(k)...)
+		added = append(added, ':')
+		added = append(added, jsonString(now[k])...)
+	}
+	if len(added) > 0 {
+		if len(f.members) > 0 {
+			added = append(added, ',')
+		}
+		edits = append(edits, edit{value + 1, value + 1, added}) // just past the map's '{'
+	}
+	return edits
+}
+
+// callMetadata calls fn with the hook's own deadline d (RunnerOptions.HookTimeout) and turns a panic into a
+// *PanicError, as callHook does for typed hooks.
+func callMetadata(ctx context.Context, d time.Duration, fn hooks.MetadataFunc, m *hooks.Metadata) (err error) {
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: fmt.Sprint(v), Stack: debug.Stack()}
+		}
+	}()
+	return fn(ctx, m)
+}
+
+// edit replaces raw[start:end] with text.
+type edit struct {
+	start, end int
+	text       []byte
+}
+
+// applyEdits returns raw with the non-overlapping edits made, in a new slice.
+func applyEdits(raw []byte, edits []edit) []byte {
+	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
+	out := make([]byte, 0, len(raw)+256)
+	at := 0
+	for _, e := range edits {
+		out = append(out, raw[at:e.start]...)
+		out = append(out, e.text...)
+		at = e.end
+	}
+	return append(out, raw[at:]...)
+}
+
+// escapeToken escapes a JSON Pointer reference token (RFC 6901: ~ → ~0, / → ~1).
+func escapeToken(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// recordMetadataUndo sets UndoAnnotation in m to the undo of the change from doc's labels and
+// annotations to m's (nothing when they are equal).
+func recordMetadataUndo(doc *metadataDoc, m *hooks.Metadata, maxUndo int) error {
+	var entries []UndoEntry
+	for i, after := range []map[string]string{m.Labels, m.Annotations} {
+		before := doc.maps[i].value
+		field := doc.maps[i].name
+		removed, set := changedKeys(before, after)
+		var added []string
+		for _, k := range set {
+			if _, had := before[k]; had {
+				removed = append(removed, k) // changed: restored like a removed key
+			} else {
+				added = append(added, k)
+			}
+		}
+		slices.Sort(removed)
+		for _, k := range removed {
+			e := UndoEntry{Path: "/metadata/" + field + "/" + escapeToken(k), Original: jsonString(before[k])}
+			if v, ok := after[k]; ok {
+				e.Hooked = jsonString(v)
+			}
+			entries = append(entries, e)
+		}
+		for _, k := range added {
+			if field != "annotations" || k != UndoAnnotation {
+				entries = append(entries, UndoEntry{Path: "/metadata/" + field + "/" + escapeToken(k), Hooked: jsonString(after[k])})
+			}
+		}
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	// Maps the change creates (the annotations one at least, for the undo itself) go again when
+	// they are left empty.
+	for i, after := range []map[string]string{m.Labels, m.Annotations} {
+		if doc.maps[i].value == nil && (len(after) > 0 || i == 1) {
+			entries = append([]UndoEntry{emptyMapEntry("/metadata/" + doc.maps[i].name)}, entries...)
+		}
+	}
+	value, err := encodeUndo(entries, maxUndo)
+	if err != nil {
+		return err
+	}
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[UndoAnnotation] = value
+	return nil
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}

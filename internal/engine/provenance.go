@@ -1,0 +1,42 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/synchook/synchook/patch"
+)
+
+// ProvenanceAnnotation lists the hooks that changed an object (RegistryOptions.Provenance):
+// "hook@version#sha" per hook, comma-separated, in chain order; sha is the first 8 hex digits
+// of the SHA-256 of the hook's own JSON Patch, so the same change always has the same sha.
+const ProvenanceAnnotation = "synchook.io/mutated-by"
+
+// marksProvenance reports whether chain c sets ProvenanceAnnotation: RegistryOptions.Provenance
+// is on and c is a write chain (Create/Update). A read chain never marks its view: a syncer that
+// copies what it reads to the other side (vcluster copies host annotations to the virtual
+// object) would carry the mark into the tenant's cluster.
+func (r *Registry) marksProvenance(c *chain) bool {
+	_, write := undoPair[c.key.Type]
+	return r.opts.Provenance && write
+}
+
+// provenanceMark returns "name@version#sha" for a hook that turned pre into post.
+func provenanceMark(name, version string, pre, post []byte) string {
+	p, _ := patch.Marshal(patch.DiffMarshaled(pre, post))
+	sum := sha256.Sum256(p)
+	return name + "@" + version + "#" + hex.EncodeToString(sum[:4])
+}
+
+// setProvenance puts marks into obj's ProvenanceAnnotation.
+func setProvenance(obj client.Object, marks []string) {
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[ProvenanceAnnotation] = strings.Join(marks, ",")
+	obj.SetAnnotations(ann)
+}

@@ -1,0 +1,334 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/synchook/synchook/hooks"
+)
+
+// Key identifies one hook chain: a resource kind and a hook type.
+type Key struct {
+	GVK  schema.GroupVersionKind
+	Type hooks.HookType
+}
+
+// String returns "<group/version>, Kind=<kind> <type>", for logs and errors.
+func (k Key) String() string { return k.GVK.String() + " " + string(k.Type) }
+
+// Registry holds every registered hook, keyed by (GVK, HookType), in registration order: what
+// runs, not how. It is built once (Register every hook, then hand it to NewRunner) and is
+// read-only and safe for concurrent use from then on. A Runner executes its chains.
+type Registry struct {
+	opts   RegistryOptions
+	plain  *Runner // runs Mutate: no limits, deadlines or observer
+	scheme *runtime.Scheme
+	names  map[string]bool
+	chains map[Key]*chain
+	gvks   []schema.GroupVersionKind // in order of first registration, for Capabilities
+}
+
+// namedFunc is one link of a chain.
+type namedFunc struct {
+	name string
+	fn   hooks.MutateFunc
+	// meta is the hook's MetadataFunc when it is a MetadataHook, else nil.
+	meta hooks.MetadataFunc
+	// noUndo is set for a hook whose Undo() is false.
+	noUndo bool
+}
+
+// chain is the ordered list of hooks for one Key, with what it takes to decode the object once.
+type chain struct {
+	key   Key
+	hooks []namedFunc
+	// undoRead is set on a read chain (Get*) that applies the undo of its kind's write chains
+	// before its hooks (RegistryOptions.Undo); it may have no hooks of its own.
+	undoRead bool
+	// newObject returns an empty object to decode into: the scheme's typed object for known
+	// kinds, an *unstructured.Unstructured for the rest.
+	newObject func() client.Object
+	// unstructured says newObject returns an *unstructured.Unstructured (a kind the scheme
+	// does not know).
+	unstructured bool
+	// changedMore says the typed path's last run of this chain changed more than labels and
+	// annotations: the next run keeps a deep copy of the object before the hooks, not only
+	// its labels and annotations. Only the cost of a run depends on it, never its result.
+	changedMore atomic.Bool
+}
+
+// of returns a chain of c's kind (the same object to decode into) for key with hooks hs.
+func (c *chain) of(key Key, hs []namedFunc) *chain {
+	return &chain{key: key, hooks: hs, newObject: c.newObject, unstructured: c.unstructured}
+}
+
+// recordsUndo reports whether the write chain c records an undo: the registry has Undo on,
+// c's hook type has a read pair and no hook of c opted out (a chain is undone whole or not at
+// all: a hook whose change the tenant should see makes its whole chain visible).
+func (r *Registry) recordsUndo(c *chain) bool {
+	if _, ok := undoPair[c.key.Type]; !ok || !r.opts.Undo {
+		return false
+	}
+	for _, h := range c.hooks {
+		if h.noUndo {
+			return false
+		}
+	}
+	return len(c.hooks) > 0
+}
+
+// metadataOnly reports whether every hook of c is a MetadataHook: then the chain runs on the
+// request's JSON (runMetadata).
+func (c *chain) metadataOnly() bool {
+	for _, h := range c.hooks {
+		if h.meta == nil {
+			return false
+		}
+	}
+	return len(c.hooks) > 0
+}
+
+// NewRegistry returns an empty Registry that resolves hook resources with scheme (nil:
+// client-go's scheme, all built-in Kubernetes kinds), without automatic undo.
+func NewRegistry(scheme *runtime.Scheme) *Registry {
+	return NewRegistryWithOptions(RegistryOptions{Scheme: scheme})
+}
+
+// RegistryOptions configures a Registry. The zero value is NewRegistry(nil).
+type RegistryOptions struct {
+	// Scheme resolves hook resources and decodes typed objects. Default client-go's scheme.
+	Scheme *runtime.Scheme
+	// Undo makes every write chain (CreatePhysical, UpdatePhysical, CreateVirtual,
+	// UpdateVirtual) record in the object's UndoAnnotation how to restore exactly the object the
+	// syncer sent, and the paired read type (GetPhysical, GetVirtual) of the same kind apply it
+	// and remove the annotation before its own hooks run — registered for that kind even when it
+	// has no hooks, so that the syncer never sees the hooks' changes coming back. A chain with a
+	// hook whose Undo() is false records nothing. The synchook binary turns it on.
+	Undo bool
+	// MaxUndoBytes bounds the annotation's value; a change whose undo is larger fails with
+	// ErrUndoTooLarge. Default DefaultMaxUndoBytes (16 KiB).
+	MaxUndoBytes int
+	// Provenance makes every object a chain changed carry ProvenanceAnnotation: one
+	// "hook@version#sha" per hook that changed it, sha the first 8 hex digits of the SHA-256 of
+	// that hook's own JSON Patch. With Undo it is taken off again on the way back like any
+	// change. It costs an encode per hook: off by default.
+	Provenance bool
+	// Version is the build's version in ProvenanceAnnotation. Default "dev".
+	Version string
+}
+
+// NewRegistryWithOptions returns an empty Registry configured by opts.
+func NewRegistryWithOptions(opts RegistryOptions) *Registry {
+	if opts.Scheme == nil {
+		opts.Scheme = clientgoscheme.Scheme
+	}
+	if opts.MaxUndoBytes <= 0 {
+		opts.MaxUndoBytes = DefaultMaxUndoBytes
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	r := &Registry{opts: opts, scheme: opts.Scheme, names: map[string]bool{}, chains: map[Key]*chain{}}
+	r.plain = &Runner{reg: r}
+	return r
+}
+
+// Scheme returns the scheme the Registry decodes typed objects with.
+func (r *Registry) Scheme() *runtime.Scheme { return r.scheme }
+
+// Register adds h to the end of the chain of every hook type it implements, for the GVK of
+// h.Resource(). It fails when the name is empty or already registered, when the GVK cannot be
+// resolved (a typed object the scheme does not know, or an Unstructured without apiVersion and
+// kind), or when h implements none of the eight hook types.
+func (r *Registry) Register(h hooks.ClientHook) error {
+	name := h.Name()
+	if name == "" {
+		return errors.New("register hook: empty name")
+	}
+	if r.names[name] {
+		return fmt.Errorf("register hook %q: a hook with this name is already registered", name)
+	}
+	gvk, err := r.resolveGVK(h.Resource())
+	if err != nil {
+		return fmt.Errorf("register hook %q: %w", name, err)
+	}
+	funcs, err := hooks.Funcs(h)
+	if err != nil {
+		return fmt.Errorf("register hook %q: %w", name, err)
+	}
+	if len(funcs) == 0 {
+		return fmt.Errorf("register hook %q: it implements none of the hook types (%s)", name, hooks.ValidHookTypes())
+	}
+	var meta hooks.MetadataFunc
+	if mh, ok := h.(hooks.MetadataHook); ok {
+		meta = mh.MetadataFunc()
+	}
+	undo := true
+	if u, ok := h.(hooks.Undoer); ok {
+		undo = u.Undo()
+	}
+	for _, t := range hooks.AllHookTypes() {
+		fn, ok := funcs[t]
+		if !ok || fn == nil {
+			continue
+		}
+		key := Key{GVK: gvk, Type: t}
+		c := r.chains[key]
+		if c == nil {
+			c = &chain{key: key, newObject: func() client.Object { return r.NewObject(gvk) }}
+			_, c.unstructured = c.newObject().(*unstructured.Unstructured)
+			r.chains[key] = c
+		}
+		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn, meta: meta, noUndo: !undo})
+		if read, ok := undoPair[t]; ok && r.opts.Undo && undo {
+			rk := Key{GVK: gvk, Type: read}
+			if r.chains[rk] == nil {
+				r.chains[rk] = c.of(rk, nil)
+			}
+			r.chains[rk].undoRead = true
+		}
+	}
+	if !slices.Contains(r.gvks, gvk) {
+		r.gvks = append(r.gvks, gvk)
+	}
+	r.names[name] = true
+	return nil
+}
+
+// MustRegister is Register that panics on error, for hooks compiled into main.
+func (r *Registry) MustRegister(hs ...hooks.ClientHook) {
+	for _, h := range hs {
+		if err := r.Register(h); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// resolveGVK returns the GVK of a hook's Resource: from the object itself for Unstructured,
+// from the scheme for typed objects.
+func (r *Registry) resolveGVK(obj client.Object) (schema.GroupVersionKind, error) {
+	if obj == nil {
+		return schema.GroupVersionKind{}, errors.New("Resource() returned nil")
+	}
+	if u, ok := obj.(runtime.Unstructured); ok {
+		gvk := u.GetObjectKind().GroupVersionKind()
+		if gvk.Version == "" || gvk.Kind == "" {
+			return gvk, errors.New("Resource() is Unstructured without apiVersion and kind")
+		}
+		return gvk, nil
+	}
+	gvk, err := apiutil.GVKForObject(obj, r.scheme)
+	if err != nil {
+		return gvk, fmt.Errorf("resolve GVK of %T: %w", obj, err)
+	}
+	return gvk, nil
+}
+
+// NewObject returns an empty object of gvk to decode into: the scheme's typed object when the
+// scheme knows gvk, else an *unstructured.Unstructured with apiVersion and kind set.
+func (r *Registry) NewObject(gvk schema.GroupVersionKind) client.Object {
+	if obj, err := r.scheme.New(gvk); err == nil {
+		if co, ok := obj.(client.Object); ok {
+			return co
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+// Has reports whether any hook is registered for (gvk, t). It is the transports' fast path:
+// no hooks means no decode and no patch.
+func (r *Registry) Has(gvk schema.GroupVersionKind, t hooks.HookType) bool {
+	return r.chains[Key{GVK: gvk, Type: t}] != nil
+}
+
+// Keys returns every (GVK, HookType) that has at least one hook, GVKs in order of first
+// registration and hook types in canonical order.
+func (r *Registry) Keys() []Key {
+	var keys []Key
+	for _, gvk := range r.gvks {
+		for _, t := range hooks.AllHookTypes() {
+			if key := (Key{GVK: gvk, Type: t}); r.chains[key] != nil {
+				keys = append(keys, key)
+			}
+		}
+	}
+	return keys
+}
+
+// Capabilities describes what a Registry serves, as returned by GET /capabilities.
+type Capabilities struct {
+	// Resources lists one entry per GVK, in order of first registration.
+	Resources []ResourceCapabilities `json:"resources"`
+}
+
+// ResourceCapabilities lists the hook types of one GVK and, for each, its hook names in chain
+// order.
+type ResourceCapabilities struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// HookTypes lists the hook types that have hooks, in canonical order.
+	HookTypes []HookTypeCapabilities `json:"hookTypes"`
+}
+
+// HookTypeCapabilities names the hooks of one hook type, in chain order.
+type HookTypeCapabilities struct {
+	Type  hooks.HookType `json:"type"`
+	Hooks []string       `json:"hooks"`
+}
+
+// Capabilities returns GVK → hook types → hook names for every registered hook.
+func (r *Registry) Capabilities() Capabilities {
+	caps := Capabilities{Resources: []ResourceCapabilities{}}
+	for _, gvk := range r.gvks {
+		apiVersion, kind := gvk.ToAPIVersionAndKind()
+		rc := ResourceCapabilities{APIVersion: apiVersion, Kind: kind}
+		for _, t := range hooks.AllHookTypes() {
+			c := r.chains[Key{GVK: gvk, Type: t}]
+			if c == nil {
+				continue
+			}
+			names := make([]string, 0, len(c.hooks)+1)
+			if c.undoRead {
+				names = append(names, UndoAnnotation)
+			}
+			for _, h := range c.hooks {
+				names = append(names, h.name)
+			}
+			rc.HookTypes = append(rc.HookTypes, HookTypeCapabilities{Type: t, Hooks: names})
+		}
+		caps.Resources = append(caps.Resources, rc)
+	}
+	return caps
+}
+
+// ObjectGVK returns the GVK named by the apiVersion and kind of a JSON object, or an error when
+// either is missing or the JSON is malformed.
+func ObjectGVK(objectJSON []byte) (schema.GroupVersionKind, error) {
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := json.Unmarshal(objectJSON, &tm); err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("read apiVersion and kind: %w", err)
+	}
+	if tm.APIVersion == "" || tm.Kind == "" {
+		return schema.GroupVersionKind{}, errors.New("object has no apiVersion and kind")
+	}
+	gv, err := schema.ParseGroupVersion(tm.APIVersion)
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("apiVersion %q: %w", tm.APIVersion, err)
+	}
+	return gv.WithKind(tm.Kind), nil
+}

@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+
+	"github.com/synchook/synchook/hooks"
+)
+
+// Observer is told about every hook call, for metrics and for noticing a hook that keeps
+// failing. ObserveHook runs on the hook's goroutine right after the hook returns (also for a
+// hook abandoned at its deadline, when it finally returns); err is the hook's error, a
+// *PanicError, or nil (for a Secret or SecretList, a *WithheldError in place of the hook's
+// error or panic). It must be safe for concurrent use and fast.
+type Observer interface {
+	ObserveHook(hook string, t hooks.HookType, gvk schema.GroupVersionKind, d time.Duration, err error)
+}
+
+// ErrOverloaded is returned by Runner.Mutate when RunnerOptions.MaxConcurrent chains are
+// already running; transports answer it with 429 (HTTP) or ResourceExhausted (gRPC). The
+// request did not run any hook.
+var ErrOverloaded = errors.New("too many hook chains running; retry later")
+
+// RunnerOptions configures a Runner. The zero value runs every chain at once, without a
+// per-hook deadline and without an observer.
+type RunnerOptions struct {
+	// MaxConcurrent bounds how many requests run hook chains at once (n <= 0: unlimited). A
+	// batched List is one request: it takes one slot for all its items. A chain abandoned at
+	// its deadline keeps its slot until its hook really returns, so hooks that never return
+	// cannot pile up goroutines: once every slot is held, Mutate returns ErrOverloaded at once.
+	MaxConcurrent int
+	// HookTimeout gives every hook call its own deadline (<= 0: none), within the request's
+	// budget: a hook's context ends at whichever comes first. A hook that returns its context's
+	// error fails the chain with a deadline error; a hook that ignores its context is abandoned
+	// when the request's context ends.
+	HookTimeout time.Duration
+	// Observer is told about every hook call (metrics.Recorder). Default nil: none. When it is
+	// also a LoopObserver it is told about loops (see LoopThreshold).
+	Observer Observer
+	// LoopThreshold is how many times in a row the same object (metadata.uid) may get the same
+	// patch from an Update chain within LoopWindow before it counts as a loop: the syncer keeps
+	// "fixing" what a hook changes. Default DefaultLoopThreshold (5); < 0 turns detection off.
+	LoopThreshold int
+	// LoopWindow is the time in which those patches must come. Default DefaultLoopWindow (5 min).
+	LoopWindow time.Duration
+	// Capture, when set, is called by Mutate once per request after its chain ran (a List is
+	// one request), with the request's hook type, GVK and object and Mutate's result and error
+	// (a failed chain too; not ErrOverloaded, where no hook ran, nor an *InputError: the
+	// object's kind is in doubt, and capture redacts Secret values by kind). It runs on the
+	// request's goroutine: it must be fast, must not block, and must copy raw and res.Patch if
+	// it keeps them (package capture samples, copies and writes on its own goroutine).
+	// Default nil.
+	Capture CaptureFunc
+	// Clock tells when each concurrency slot was taken, for Runner.Stuck. Default the real
+	// clock (k8s.io/utils/clock); tests inject a fake one.
+	Clock clock.PassiveClock
+}
+
+// CaptureFunc is the type of RunnerOptions.Capture.
+type CaptureFunc func(t hooks.HookType, gvk schema.GroupVersionKind, raw []byte, res Result, err error)
+
+// Defaults of RunnerOptions' loop detection.
+const (
+	DefaultLoopThreshold = 5
+	DefaultLoopWindow    = 5 * time.Minute
+)
+
+// LoopObserver is told, once per object and chain, that an Update chain patched the same
+// object identically more than RunnerOptions.LoopThreshold times within LoopWindow: hooks
+// names the chain's hooks, uid the object, path the first JSON Pointer the patch changes.
+type LoopObserver interface {
+	ObserveLoop(hooks string, t hooks.HookType, gvk schema.GroupVersionKind, uid, path string)
+}
+
+// Runner executes the chains of a Registry for requests: limits, deadlines, the observer and
+// the redaction of Secret values from errors. It is safe for concurrent use.
+type Runner struct {
+	reg         *Registry
+	slots       *slotTable // nil: unlimited
+	hookTimeout time.Duration
+	observer    Observer
+	loops       *loopDetector // nil: off
+	capture     CaptureFunc   // nil: off
+	// pending, when set, replaces the slots: the items of a List run under the List's one slot
+	// and count their running chains here, so the slot is released after the last returns.
+	pending *heldSlot
+	// validJSON is set for requests known to be valid JSON (MutateValidJSON, a List's items):
+	// the label/annotation fast path and the List split do not check them again.
+	validJSON bool
+}
+
+// NewRunner returns a Runner for reg with o. reg must have all its hooks: it must not change
+// from now on.
+func NewRunner(reg *Registry, o RunnerOptions) *Runner {
+	r := &Runner{reg: reg, hookTimeout: o.HookTimeout, observer: o.Observer, capture: o.Capture}
+	if lo, ok := o.Observer.(LoopObserver); ok && o.LoopThreshold >= 0 {
+		if o.LoopThreshold == 0 {
+			o.LoopThreshold = DefaultLoopThreshold
+		}
+		if o.LoopWindow <= 0 {
+			o.LoopWindow = DefaultLoopWindow
+		}
+		r.loops = &loopDetector{threshold: o.LoopThreshold, window: o.LoopWindow, observer: lo, seen: map[loopKey]*loopState{}}
+	}
+	if o.MaxConcurrent > 0 {
+		if o.Clock == nil {
+			o.Clock = clock.RealClock{}
+		}
+		r.slots = newSlotTable(o.MaxConcurrent, o.Clock)
+	}
+	return r
+}
+
+// Registry returns the Registry whose chains r runs.
+func (r *Runner) Registry() *Registry { return r.reg }
+
+// Mutate runs the chain of (gvk, t) on the JSON object raw for one request and returns the JSON
+// Patch from raw to the hooked object (see Registry.Mutate for what it does; a list kind of a
+// hooked item kind is a batch). Errors: *DecodeError for malformed input (with an *InputError
+// for an object of another kind or with ambiguous keys: input.go), *HookError naming
+// the hook when one fails, *ItemError for a list item, ErrOverloaded when every slot is busy.
+func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
+	res, err := r.reg.run(ctx, r, gvk, t, raw)
+	if err == nil && r.loops != nil && res.Patch != nil && (t == hooks.UpdatePhysical || t == hooks.UpdateVirtual) {
+		r.loops.observe(r.reg, gvk, t, raw, res.Patch)
+	}
+	if r.capture != nil && !errors.Is(err, ErrOverloaded) && !errors.As(err, new(*InputError)) {
+		r.capture(t, gvk, raw, res, err)
+	}
+	return res, err
+}
+
+// MutateValidJSON is Mutate for a raw that the caller has already checked is valid JSON, e.g.
+// an object cut out of a request body that was checked whole: the label/annotation fast path
+// and the List split then do not check it again. Passing invalid JSON is a bug of the caller;
+// the answer is then undefined (no panic).
+func (r *Runner) MutateValidJSON(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
+	valid := *r
+	valid.validJSON = true
+	return valid.Mutate(ctx, gvk, t, raw)
+}
+
+// acquire takes a slot of MaxConcurrent without waiting; ok is false when none is free.
+func (r *Runner) acquire() (release func(), ok bool) {
+	if r.pending != nil {
+		r.pending.add()
+		return r.pending.done, true
+	}
+	if r.slots == nil {
+		return func() {}, true
+	}
+	return r.slots.acquire()
+}
+
+// hold takes one slot for a group of chain runs of one request (a List's items, an undo
+// read's verification and its hooks) and returns a Runner whose chains run under that slot
+// without taking slots of their own, and done, which the caller defers: the slot is freed when
+// done has been called and every chain run on inner has returned (a hook abandoned at its
+// deadline keeps it until it really returns). A Runner that already runs under a held slot is
+// returned as it is.
+func (r *Runner) hold() (inner *Runner, done func(), ok bool) {
+	if r.pending != nil {
+		return r, func() {}, true
+	}
+	release, ok := r.acquire()
+	if !ok {
+		return nil, nil, false
+	}
+	in := *r
+	in.pending = &heldSlot{release: release}
+	in.pending.add() // the caller's own reference, dropped by done
+	return &in, in.pending.done, true
+}
+
+// heldSlot is one concurrency slot shared by the chain runs of one request (Runner.hold).
+type heldSlot struct {
+	refs    atomic.Int32
+	release func()
+}
+
+func (h *heldSlot) add() { h.refs.Add(1) }
+
+// done drops a reference; the last one frees the slot, at once.
+func (h *heldSlot) done() {
+	if h.refs.Add(-1) == 0 {
+		h.release()
+	}
+}
+
+// quiet returns r without its observer: for the runs of a write chain that only verify an
+// undo, which are not the hooks' own calls and must not count as such.
+func (r *Runner) quiet() *Runner {
+	q := *r
+	q.observer = nil
+	return &q
+}
+
+// observeUndoRejected tells the observer, when it is an UndoObserver, that a read of key
+// dropped an undo annotation for reason.
+func (r *Runner) observeUndoRejected(key Key, reason string) {
+	if o, ok := r.observer.(UndoObserver); ok {
+		o.ObserveUndoRejected(key.Type, key.GVK, reason)
+	}
+}

@@ -1,0 +1,79 @@
+package engine_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/tenanttest"
+	"github.com/synchook/synchook/patch"
+)
+
+// undoCounter is an Observer that counts dropped undos by reason and loops.
+type undoCounter struct {
+	mu       sync.Mutex
+	rejected map[string]int
+	loops    int
+}
+
+func (*undoCounter) ObserveHook(string, hooks.HookType, schema.GroupVersionKind, time.Duration, error) {
+}
+
+func (u *undoCounter) ObserveUndoRejected(_ hooks.HookType, _ schema.GroupVersionKind, reason string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.rejected[reason]++
+}
+
+func (u *undoCounter) ObserveLoop(string, hooks.HookType, schema.GroupVersionKind, string, string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.loops++
+}
+
+// runnerMutator is the in-process transport: Runner.Mutate with the patch applied.
+func runnerMutator(r *engine.Runner) tenanttest.Mutator {
+	return func(t *testing.T, typ hooks.HookType, gvk schema.GroupVersionKind, obj []byte) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		res, err := r.Mutate(ctx, gvk, typ, obj)
+		if err != nil || res.Patch == nil {
+			return obj, err
+		}
+		return patch.Apply(obj, res.Patch)
+	}
+}
+
+func TestTenantAttacksInProcess(t *testing.T) {
+	obs := &undoCounter{rejected: map[string]int{}}
+	r := engine.NewRunner(tenanttest.Registry(t), engine.RunnerOptions{MaxConcurrent: 1, Observer: obs})
+	tenanttest.Run(t, tenanttest.Transport{Mutate: runnerMutator(r), Lists: true})
+
+	t.Run("every dropped undo is counted by its reason", func(t *testing.T) {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		for _, reason := range []string{engine.UndoIdentity, engine.UndoUnverified, engine.UndoTooLarge, engine.UndoMalformed} {
+			if obs.rejected[reason] == 0 {
+				t.Errorf("no undo counted as %q: %v", reason, obs.rejected)
+			}
+		}
+	})
+	t.Run("the loop detector does not blame the hooks for a tenant's annotation the chain keeps removing", func(t *testing.T) {
+		sent := tenanttest.Pod("web", map[string]string{engine.UndoAnnotation: "[]", engine.ProvenanceAnnotation: "x@y#z"})
+		for range 2 * engine.DefaultLoopThreshold {
+			if _, err := r.Mutate(t.Context(), tenanttest.PodGVK, hooks.UpdatePhysical, sent); err != nil {
+				t.Fatal(err)
+			}
+		}
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		if obs.loops != 0 {
+			t.Errorf("%d loops reported for a patch that only handles the reserved annotations", obs.loops)
+		}
+	})
+}

@@ -1,0 +1,125 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
+)
+
+// optOut is a hook whose change the tenant should see (hooks.Undoer).
+type optOut struct{ hooks.FuncHook }
+
+func (optOut) Undo() bool { return false }
+
+func TestUndoIsRegisteredOnTheReadTypeAndCanBeRefusedOrOptedOutOf(t *testing.T) {
+	label := func(_ context.Context, o client.Object) (client.Object, error) {
+		o.SetLabels(map[string]string{"tenant": strings.Repeat("a", 63)})
+		return o, nil
+	}
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, MaxUndoBytes: 80})
+	reg.MustRegister(
+		hooks.NewFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, label),
+		optOut{hooks.NewFunc("visible", &corev1.Service{}, []hooks.HookType{hooks.CreatePhysical}, label)},
+	)
+	podGVK := corev1.SchemeGroupVersion.WithKind("Pod")
+	t.Run("GetPhysical is served for the kind with no Get hook, and announced", func(t *testing.T) {
+		if !reg.Has(podGVK, hooks.GetPhysical) || reg.Has(podGVK, hooks.GetVirtual) {
+			t.Error("Has(Pod, GetPhysical) must be true, Has(Pod, GetVirtual) false")
+		}
+		found := false
+		for _, rc := range reg.Capabilities().Resources {
+			for _, ht := range rc.HookTypes {
+				if rc.Kind == "Pod" && ht.Type == hooks.GetPhysical && slices.Contains(ht.Hooks, engine.UndoAnnotation) {
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.Errorf("capabilities %+v do not list the undo on Pod GetPhysical", reg.Capabilities())
+		}
+	})
+	t.Run("a hook that opted out records no undo and gets no read type", func(t *testing.T) {
+		if reg.Has(corev1.SchemeGroupVersion.WithKind("Service"), hooks.GetPhysical) {
+			t.Error("Service GetPhysical is registered for a hook with Undo() false")
+		}
+		res, err := reg.Mutate(t.Context(), corev1.SchemeGroupVersion.WithKind("Service"), hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"}}`))
+		if err != nil || strings.Contains(string(res.Patch), "undo") {
+			t.Errorf("patch %s, %v", res.Patch, err)
+		}
+	})
+	t.Run("an undo over the size limit refuses the change, naming the hook", func(t *testing.T) {
+		_, err := reg.Mutate(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
+		if !errors.Is(err, engine.ErrUndoTooLarge) || !strings.Contains(err.Error(), `"label"`) || engine.StatusCode(err) != 422 {
+			t.Errorf("error %v (status %d), want ErrUndoTooLarge naming the hook, 422", err, engine.StatusCode(err))
+		}
+	})
+}
+
+func TestCheckIdempotentNamesTheHookAndThePathThatKeptChanging(t *testing.T) {
+	appendToleration := func(_ context.Context, o client.Object) (client.Object, error) {
+		p := o.(*corev1.Pod)
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "tenant", Operator: corev1.TolerationOpExists})
+		return p, nil
+	}
+	setLabel := func(_ context.Context, o client.Object) (client.Object, error) {
+		o.SetLabels(map[string]string{"tenant": "a"})
+		return o, nil
+	}
+	samples := func(schema.GroupVersionKind) [][]byte {
+		return [][]byte{[]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c"}]}}`)}
+	}
+	good := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true})
+	good.MustRegister(hooks.NewFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical}, setLabel))
+	if err := good.CheckIdempotent(t.Context(), samples); err != nil {
+		t.Errorf("a label hook (with its undo): %v", err)
+	}
+	bad := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true})
+	bad.MustRegister(hooks.NewFunc("append-toleration", &corev1.Pod{}, []hooks.HookType{hooks.UpdatePhysical}, appendToleration))
+	err := bad.CheckIdempotent(t.Context(), samples)
+	var ne *engine.NotIdempotentError
+	if !errors.As(err, &ne) || ne.Hooks != "append-toleration" || ne.Path != "/spec/tolerations/1" {
+		t.Errorf("error %v, want NotIdempotentError naming append-toleration at /spec/tolerations/1", err)
+	}
+}
+
+// Regression (issue 20): a chain with a hook that opted out of undo used to run the whole
+// chain and then the opted-out hooks again, twice per request.
+func TestAChainWithAnOptedOutHookRunsEachHookOnceAndRecordsNoUndo(t *testing.T) {
+	var calls atomic.Int32
+	count := func(_ context.Context, o client.Object) (client.Object, error) {
+		calls.Add(1)
+		o.SetLabels(map[string]string{"visible": "yes"})
+		return o, nil
+	}
+	label := func(_ context.Context, o client.Object) (client.Object, error) {
+		l := o.GetLabels()
+		l["hidden"] = "yes"
+		o.SetLabels(l)
+		return o, nil
+	}
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true})
+	reg.MustRegister(
+		optOut{hooks.NewFunc("visible", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, count)},
+		hooks.NewFunc("hidden", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, label),
+	)
+	res, err := reg.Mutate(t.Context(), corev1.SchemeGroupVersion.WithKind("Pod"), hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the opted-out hook ran %d times for one request, want 1", n)
+	}
+	if strings.Contains(string(res.Patch), "undo") {
+		t.Errorf("patch %s records an undo for a chain with an opted-out hook (undo is per chain)", res.Patch)
+	}
+}

@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/synchook/synchook/patch"
+)
+
+// undoRead is what undoMetadata answers for a read.
+type undoRead struct {
+	ops   []patch.Operation
+	merge []byte // the merge answer (Result.MergeObject)
+	hooks int    // how many of the read chain's own hooks ran
+	// reason is why the undo was dropped, "" when it was applied.
+	reason string
+}
+
+// undoOnMetadata reports whether the undo read of c with steps can take the label/annotation
+// fast path: every entry addresses labels or annotations (a key, or the whole map), the read
+// chain's own hooks (if any) and every write chain that records its undo are MetadataHooks.
+func (r *Registry) undoOnMetadata(c *chain, steps []undoStep) bool {
+	if len(c.hooks) > 0 && !c.metadataOnly() {
+		return false
+	}
+	for _, s := range steps {
+		if len(s.tokens) < 2 || len(s.tokens) > 3 || s.tokens[0] != "metadata" || mapIndex(s.tokens[1]) < 0 {
+			return false
+		}
+	}
+	writers := 0
+	for _, t := range undoWriters[c.key.Type] {
+		if wc := r.chains[Key{GVK: c.key.GVK, Type: t}]; wc != nil && r.recordsUndo(wc) {
+			if !wc.metadataOnly() || r.marksProvenance(wc) {
+				return false
+			}
+			writers++
+		}
+	}
+	return writers > 0
+}
+
+// mapIndex is 0 for "labels", 1 for "annotations", else -1: the index in metadataDoc.maps.
+func mapIndex(name string) int {
+	switch name {
+	case "labels":
+		return 0
+	case "annotations":
+		return 1
+	}
+	return -1
+}
+
+// undoMetadata is undoView, its verification and the answer for an undo that undoOnMetadata
+// admits, on the labels and annotations alone: no decode of the object, no JSON Patch apply.
+// It returns errNotMetadataPath for a request the fast path does not handle exactly (a
+// repeated key, a null map): the caller takes the general path.
+func (r *Registry) undoMetadata(ctx context.Context, rn *Runner, c *chain, raw []byte, steps []undoStep) (undoRead, error) {
+	doc, err := c.parseMetadata(raw, rn.validJSON)
+	if err != nil {
+		return undoRead{}, err
+	}
+	var stored [2]map[string]string
+	for i, f := range doc.maps {
+		if f.start >= 0 && f.value == nil || f.dups {
+			return undoRead{}, errNotMetadataPath
+		}
+		stored[i] = f.value // nil: absent
+	}
+	view, reason := undoMaps(stored, steps)
+	if reason == "" {
+		reason = r.verifyMetadataUndo(ctx, rn.quiet(), c.key, doc.namespace, view, stored)
+	}
+	if reason != "" {
+		view = stored
+	}
+	res := undoRead{reason: reason}
+	after := view
+	if len(c.hooks) > 0 {
+		m, err := c.metadataHooked(ctx, rn, doc.namespace, view)
+		if err != nil {
+			return undoRead{}, err
+		}
+		after, res.hooks = [2]map[string]string{m.Labels, m.Annotations}, len(c.hooks)
+	}
+	if reason != "" && len(c.hooks) == 0 {
+		return res, nil
+	}
+	res.ops, res.merge, err = doc.answer(after)
+	return res, err
+}
+
+// undoMaps applies steps (all on labels or annotations) to copies of the stored maps with the
+// semantics of applyUndoSteps: the undo annotation goes first, then the entries in reverse
+// order, each only where the map still holds what the hooks wrote. A nil map is absent.
+func undoMaps(stored [2]map[string]string, steps []undoStep) ([2]map[string]string, string) {
+	view := [2]map[string]string{maps.Clone(stored[0]), maps.Clone(stored[1])}
+	delete(view[1], UndoAnnotation)
+	for _, s := range slices.Backward(steps) {
+		i := mapIndex(s.tokens[1])
+		e := s.entry
+		if len(s.tokens) == 3 {
+			key := s.tokens[2]
+			cur, has := view[i][key]
+			var hooked string
+			if e.Hooked != nil && json.Unmarshal(e.Hooked, &hooked) != nil {
+				continue // not a string: no map value equals it
+			}
+			if has != (e.Hooked != nil) || has && cur != hooked {
+				continue
+			}
+			switch {
+			case e.Original == nil:
+				delete(view[i], key)
+			case view[i] == nil:
+				// the map is gone: nothing to restore into
+			default:
+				var original string
+				if json.Unmarshal(e.Original, &original) != nil {
+					return view, UndoUnverified // a value no write chain could have recorded
+				}
+				view[i][key] = original
+			}
+			continue
+		}
+		has := view[i] != nil
+		if has && e.Hooked == nil && i == 1 && len(view[i]) == 0 {
+			has = false // only the undo annotation was there: the hooks had removed the map
+		}
+		var hooked map[string]string
+		if e.Hooked != nil && json.Unmarshal(e.Hooked, &hooked) != nil {
+			continue
+		}
+		if has != (e.Hooked != nil) || has && !maps.Equal(view[i], hooked) {
+			continue
+		}
+		view[i] = nil
+		if e.Original != nil {
+			var original map[string]string
+			if json.Unmarshal(e.Original, &original) != nil || original == nil {
+				return view, UndoUnverified
+			}
+			view[i] = original
+		}
+	}
+	return view, ""
+}
+
+// verifyMetadataUndo is verifyUndo on the maps: "" when one of the write chains that record
+// the undo of read type key.Type, run on the view's maps, gives back the stored maps exactly
+// (the undo annotation compared by its entries as a set).
+func (r *Registry) verifyMetadataUndo(ctx context.Context, rn *Runner, key Key, namespace string, view, stored [2]map[string]string) string {
+	var tried []string
+	for _, t := range undoWriters[key.Type] {
+		wc := r.chains[Key{GVK: key.GVK, Type: t}]
+		if wc == nil || !r.recordsUndo(wc) || slices.Contains(tried, wc.names()) {
+			continue
+		}
+		tried = append(tried, wc.names())
+		m, err := wc.metadataHooked(ctx, rn, namespace, view)
+		if err != nil {
+			if ctx.Err() != nil {
+				return UndoDeadline
+			}
+			continue
+		}
+		before := &metadataDoc{maps: [2]mapField{{name: "labels", value: view[0]}, {name: "annotations", value: view[1]}}}
+		if recordMetadataUndo(before, m, r.opts.MaxUndoBytes) != nil {
+			continue
+		}
+		if maps.Equal(m.Labels, stored[0]) && sameAnnotations(m.Annotations, stored[1]) {
+			return ""
+		}
+	}
+	return UndoUnverified
+}
+
+// sameAnnotations compares two annotation maps, their undo annotations by their entries as a
+// set.
+func sameAnnotations(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok {
+			return false
+		}
+		if v != w && (k != UndoAnnotation || canonicalEntries(v) != canonicalEntries(w)) {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalEntries returns the entries of an undo annotation value, each as JSON with sorted
+// keys, sorted and joined: the same for two values that differ only in entry order. A value
+// that is not a JSON array gives "".
+func canonicalEntries(value string) string {
+	var entries []any
+	if json.Unmarshal([]byte(value), &entries) != nil {
+		return ""
+	}
+	canon := make([]string, len(entries))
+	for i, e := range entries {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return ""
+		}
+		canon[i] = string(b)
+	}
+	slices.Sort(canon)
+	return "[" + strings.Join(canon, ",") + "]"
+}
