@@ -1,4 +1,4 @@
-// Package webhook serves a engine.Registry over HTTPS the way a Kubernetes mutating admission
+// Package webhook serves an engine.Registry over HTTPS the way a Kubernetes mutating admission
 // webhook is served, on controller-runtime's webhook server.
 //
 // Endpoints (see Server.Handler):

@@ -1,4 +1,4 @@
-// Package bridge serves a engine.Registry to real vcluster over its plugin v1 gRPC protocol
+// Package bridge serves an engine.Registry to real vcluster over its plugin v1 gRPC protocol
 // (package remote, generated from remote.proto: vcluster's own wire protocol, names and numbers
 // unchanged), so that synchook runs as a sidecar declared under the vcluster chart's legacy
 // plugin: values key.

@@ -1,4 +1,4 @@
-// Package bridgev2 serves a engine.Registry to real vcluster as a plugin v2: the protocol of the
+// Package bridgev2 serves an engine.Registry to real vcluster as a plugin v2: the protocol of the
 // vcluster chart's current plugins: values key (vcluster >= 0.20), in which the syncer starts
 // the plugin binary itself with hashicorp/go-plugin and calls it over one kept gRPC connection.
 // The v1 sidecar protocol (legacy plugin: key) is package bridge.
