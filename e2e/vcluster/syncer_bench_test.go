@@ -35,7 +35,8 @@ type syncerBenchResult struct {
 // set vcluster.example.com/tenant, encode; CreatePhysical only), (c) synchook's labels hook
 // doing that labelling (CreatePhysical; synchook also registers GetPhysical for its undo) and
 // (d) synchook with a policy: hook (toleration and nodeSelector, CreatePhysical and
-// UpdatePhysical). Each variant gets fresh apiservers; the pods are created before the syncer
+// UpdatePhysical), and (e) (c) with undo: false, which registers no GetPhysical hook. Each
+// variant gets fresh apiservers; the pods are created before the syncer
 // starts, so the syncer, not the tenant, sets the pace; the window runs from the first host pod
 // to the last, which leaves the syncer's start out. The host client's QPS/burst (vcluster's
 // default 40/80, VCLUSTER_PHYSICAL_CLIENT_QPS/_BURST) are raised to 1000/2000 so that the
@@ -60,6 +61,13 @@ func TestVClusterSyncerThroughput(t *testing.T) {
   types: [CreatePhysical]
   labels: {labels: {vcluster.example.com/tenant: team-a}}
 `)}
+	labelsNoUndo := map[string]any{"hooks": yamlList(t, `
+- name: tenant-label
+  resources: [{apiVersion: v1, kind: Pod}]
+  types: [CreatePhysical]
+  undo: false
+  labels: {labels: {vcluster.example.com/tenant: team-a}}
+`)}
 	policy := map[string]any{"hooks": yamlList(t, syncerHooks)[3:]} // pool-scheduling
 	variants := []struct {
 		name    string
@@ -71,6 +79,9 @@ func TestVClusterSyncerThroughput(t *testing.T) {
 		}},
 		{"synchook labels hook", func(tb testing.TB) []syncerPlugin { return []syncerPlugin{synchookFromPluginYAML(tb, labels)} }},
 		{"synchook policy: hook", func(tb testing.TB) []syncerPlugin { return []syncerPlugin{synchookFromPluginYAML(tb, policy)} }},
+		// (e) is not in the issue: (c) without its GetPhysical registration (undo off), to
+		// tell the cost of the undo's read hook from the cost of the labelling itself
+		{"synchook labels, undo: false", func(tb testing.TB) []syncerPlugin { return []syncerPlugin{synchookFromPluginYAML(tb, labelsNoUndo)} }},
 	}
 	// build every binary before the first measurement
 	for _, v := range variants {

@@ -60,6 +60,9 @@ const (
 	// settled (a Go duration); default defaultNoLoopWindow. The figure is 30s.
 	envNoLoopWindow     = "SYNCHOOK_NO_LOOP_WINDOW"
 	defaultNoLoopWindow = 8 * time.Second
+	// envSyncerLogDir, when set, is a directory where every syncer's whole log (vcluster's and
+	// its plugins') is written when its test ends.
+	envSyncerLogDir = "SYNCHOOK_SYNCER_LOG_DIR"
 	// kubebuilderAssets names the directory of kube-apiserver and etcd.
 	kubebuilderAssets = "KUBEBUILDER_ASSETS"
 )
@@ -376,6 +379,12 @@ func startSyncer(tb testing.TB, cl *clusters, spec syncerSpec) *syncer {
 	}()
 	tb.Cleanup(func() {
 		s.stop()
+		if dir := os.Getenv(envSyncerLogDir); dir != "" {
+			name := strings.NewReplacer("/", "_", " ", "_").Replace(tb.Name()) + "-" + strconv.Itoa(s.cmd.Process.Pid) + ".log"
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(s.log.String()), 0o644); err != nil {
+				tb.Errorf("keep the syncer log: %v", err)
+			}
+		}
 		if tb.Failed() {
 			tb.Logf("syncer log (last 150 lines):\n%s", s.log.tail(150))
 		}
