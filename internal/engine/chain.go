@@ -150,84 +150,94 @@ func StatusCode(err error) int32 {
 // Mutate runs without limits, per-hook deadlines or an observer: it is for tools and tests.
 // Servers run requests through a Runner (NewRunner), which has them.
 func (r *Registry) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
-	return r.run(ctx, r.plain, gvk, t, raw)
+	return NewRunner(r, RunnerOptions{}).run(ctx, gvk, t, raw)
 }
 
 // run is Mutate with the Runner rn's limits, deadlines and observer.
-func (r *Registry) run(ctx context.Context, rn *Runner, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
-	if err := r.checkInput(gvk, t, raw, rn.validJSON); err != nil { // before any chain reads it: input.go
+func (rn *Runner) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
+	if err := rn.reg.checkInput(gvk, t, raw, rn.validJSON); err != nil { // before any chain reads it: input.go
 		return Result{}, err
 	}
-	if r.listChain(gvk, t) != nil { // a list of a hooked kind is a batch: list.go
-		return r.runList(ctx, rn, gvk, t, raw)
+	if rn.reg.listChain(gvk, t) != nil { // a list of a hooked kind is a batch: list.go
+		return rn.runList(ctx, gvk, t, raw)
 	}
-	ops, n, merge, err := r.runOps(ctx, rn, gvk, t, raw)
+	o, err := rn.runOps(ctx, gvk, t, raw)
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{raw: raw, Hooks: n, Operations: len(ops), merge: merge}
-	if res.Patch, err = patch.Marshal(ops); err != nil {
+	res := Result{raw: raw, Hooks: o.hooks, Operations: len(o.ops), merge: o.merge}
+	if res.Patch, err = patch.Marshal(o.ops); err != nil {
 		return Result{}, err
 	}
 	return res, nil
 }
 
+// outcome is what one chain run gives: the operations of the patch from the request object to
+// the hooked one (nil: no change), the number of hooks that ran, and the merge answer when it
+// was cheap to make (Result.MergeObject).
+type outcome struct {
+	ops   []patch.Operation
+	hooks int
+	merge []byte
+}
+
 // runOps is Run for one object: it returns the operations of the patch from raw to the hooked
 // object (nil when nothing changed), the number of hooks that ran and, when it could make it
 // cheaply, the merge answer (Result.MergeObject).
-func (r *Registry) runOps(ctx context.Context, rn *Runner, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) ([]patch.Operation, int, []byte, error) {
-	c := r.chains[Key{GVK: gvk, Type: t}]
+func (rn *Runner) runOps(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (outcome, error) {
+	c := rn.reg.chains[Key{GVK: gvk, Type: t}]
 	if c == nil {
-		return nil, 0, nil, nil
+		return outcome{}, nil
 	}
-	return r.runChainOps(ctx, rn, c, raw)
+	return rn.runChainOps(ctx, c, raw)
 }
 
 // runChainOps is runOps for the chain c.
-func (r *Registry) runChainOps(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
+func (rn *Runner) runChainOps(ctx context.Context, c *chain, raw []byte) (outcome, error) {
 	if c.undoRead {
-		return r.runUndoRead(ctx, rn, c, raw)
+		return rn.runUndoRead(ctx, c, raw)
 	}
-	return r.runChain(ctx, rn, c, raw)
+	return rn.runChain(ctx, c, raw)
 }
 
 // applyChain runs the chain c on doc and returns the hooked object and the number of hooks run.
-func (r *Registry) applyChain(ctx context.Context, rn *Runner, c *chain, doc []byte) ([]byte, int, error) {
-	ops, n, _, err := r.runChainOps(ctx, rn, c, doc)
-	if err != nil || len(ops) == 0 {
-		return doc, n, err
+func (rn *Runner) applyChain(ctx context.Context, c *chain, doc []byte) ([]byte, int, error) {
+	o, err := rn.runChainOps(ctx, c, doc)
+	if err != nil || len(o.ops) == 0 {
+		return doc, o.hooks, err
 	}
-	out, err := applyOps(doc, ops...)
+	out, err := applyOps(doc, o.ops...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", c.key, err)
 	}
-	return out, n, nil
+	return out, o.hooks, nil
 }
 
 // runChain is runOps for a chain without an undo to apply first.
-func (r *Registry) runChain(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
-	undo := r.recordsUndo(c)
-	if c.metadataOnly() && !r.marksProvenance(c) {
-		ops, merge, err := c.runMetadata(ctx, rn, raw, undo, r.opts.MaxUndoBytes)
+func (rn *Runner) runChain(ctx context.Context, c *chain, raw []byte) (outcome, error) {
+	undo := rn.reg.recordsUndo(c)
+	if c.metadataOnly() && !rn.reg.marksProvenance(c) {
+		ops, merge, err := c.runMetadata(ctx, rn, raw, undo, rn.reg.opts.MaxUndoBytes)
 		if !errors.Is(err, errNotMetadataPath) {
 			if err != nil {
-				return nil, 0, nil, err
+				return outcome{}, err
 			}
-			return ops, len(c.hooks), merge, nil
+			return outcome{ops: ops, hooks: len(c.hooks), merge: merge}, nil
 		}
 	}
-	ops, n, after, err := runTyped(ctx, rn, c, raw)
-	if err != nil || len(ops) == 0 {
-		return ops, n, nil, err
+	o, err := runTyped(ctx, rn, c, raw)
+	if err != nil || len(o.ops) == 0 {
+		return outcome{ops: o.ops, hooks: o.hooks}, err
 	}
 	if undo {
-		ops, err = r.withUndo(c, raw, ops)
-		return ops, n, nil, err
+		o.ops, err = rn.reg.withUndo(c, raw, o.ops)
+		o.merge = nil
+		return o, err
 	}
-	if !mergeSafe(ops) {
-		return ops, n, nil, nil
+	if !mergeSafe(o.ops) {
+		o.merge = nil
 	}
-	return ops, n, after, nil
+	return o, nil
 }
 
 // withUndo returns ops (a patch of raw) followed by the operation that records, in
@@ -266,41 +276,38 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation) ([]patc
 // an undo of labels and annotations only, verified by fast-path write chains, works on the
 // two maps alone (undoMetadata).
 // An object without the annotation goes to the hooks as it is, which validate it.
-func (r *Registry) runUndoRead(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
+func (rn *Runner) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome, error) {
 	value, had := undoAnnotation(raw)
 	if !had {
 		if len(c.hooks) == 0 {
 			if !rn.validJSON && !jsonscan.Valid(raw) {
 				var v any
-				return nil, 0, nil, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
+				return outcome{}, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
 			}
-			return nil, 0, nil, nil
+			return outcome{}, nil
 		}
-		return r.runChain(ctx, rn, c, raw)
+		return rn.runChain(ctx, c, raw)
 	}
 	inner, done, ok := rn.hold()
 	if !ok {
-		return nil, 0, nil, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
+		return outcome{}, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
 	}
 	defer done()
-	steps, reason := r.parseUndo(value)
-	if reason == "" && r.undoOnMetadata(c, steps) {
-		res, err := r.undoMetadata(ctx, inner, c, raw, steps)
+	steps, reason := rn.reg.parseUndo(value)
+	if reason == "" && rn.reg.undoOnMetadata(c, steps) {
+		o, dropped, err := inner.undoMetadata(ctx, c, raw, steps)
 		if !errors.Is(err, errNotMetadataPath) {
-			if err != nil {
-				return nil, 0, nil, err
+			if dropped != "" {
+				rn.observeUndoRejected(c.key, dropped)
 			}
-			if res.reason != "" {
-				rn.observeUndoRejected(c.key, res.reason)
-			}
-			return res.ops, res.hooks, res.merge, nil
+			return o, err
 		}
 	}
 	var view []byte
 	if reason == "" {
 		var err error
-		if view, reason, err = r.undoView(ctx, inner.quiet(), c, raw, steps); err != nil {
-			return nil, 0, nil, err
+		if view, reason, err = inner.quiet().undoView(ctx, c, raw, steps); err != nil {
+			return outcome{}, err
 		}
 	}
 	changed := reason == ""
@@ -311,26 +318,26 @@ func (r *Registry) runUndoRead(ctx context.Context, rn *Runner, c *chain, raw []
 	final, n := view, 0
 	if len(c.hooks) > 0 {
 		// The same hooks without the undo step: runChain, not runChainOps.
-		ops, hooksRun, _, err := r.runChain(ctx, inner, c, view)
+		o, err := inner.runChain(ctx, c, view)
 		if err != nil {
-			return nil, 0, nil, err
+			return outcome{}, err
 		}
-		n = hooksRun
-		if len(ops) > 0 {
+		n = o.hooks
+		if len(o.ops) > 0 {
 			changed = true
-			if final, err = applyOps(view, ops...); err != nil {
-				return nil, 0, nil, fmt.Errorf("%s: %w", c.key, err)
+			if final, err = applyOps(view, o.ops...); err != nil {
+				return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 			}
 		}
 	}
 	if !changed {
-		return nil, n, nil, nil // the undo dropped and no change by the hooks
+		return outcome{hooks: n}, nil // the undo dropped and no change by the hooks
 	}
 	ops, err := patch.Diff(raw, final)
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("%s: %w", c.key, err)
+		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	}
-	return ops, n, nil, nil
+	return outcome{ops: ops, hooks: n}, nil
 }
 
 // mergeSafe reports whether a merging decoder (encoding/json into an existing object) applies
@@ -361,13 +368,13 @@ func mergeSafe(ops []patch.Operation) bool {
 	return true
 }
 
-// runTyped is runOps on the typed (or Unstructured) object: it also returns the JSON of the
-// hooked object.
-func runTyped(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Operation, int, []byte, error) {
+// runTyped is runOps on the typed (or Unstructured) object; the outcome's merge is the JSON of
+// the hooked object, a merge answer only where mergeSafe says so.
+func runTyped(ctx context.Context, rn *Runner, c *chain, raw []byte) (outcome, error) {
 	gvk, t := c.key.GVK, c.key.Type
 	obj := c.newObject()
 	if err := decode(raw, obj); err != nil {
-		return nil, 0, nil, &DecodeError{GVK: gvk, Err: err}
+		return outcome{}, &DecodeError{GVK: gvk, Err: err}
 	}
 	// The object before the hooks, for a typed object: its labels and annotations alone while
 	// the chain's last run changed nothing else (metadataOps needs no more), else a deep copy
@@ -389,7 +396,7 @@ func runTyped(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Op
 	}
 	if snapshot == nil {
 		if before, err = json.Marshal(obj); err != nil {
-			return nil, 0, nil, fmt.Errorf("encode %s: %w", gvk.Kind, err)
+			return outcome{}, fmt.Errorf("encode %s: %w", gvk.Kind, err)
 		}
 	}
 	if _, write := undoPair[c.key.Type]; write {
@@ -399,11 +406,11 @@ func runTyped(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Op
 	}
 	out, err := c.exec(ctx, rn, obj) // a hook's error on a Secret is withheld already (hookFailure)
 	if err != nil {
-		return nil, 0, nil, err
+		return outcome{}, err
 	}
 	after, err := json.Marshal(out)
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
+		return outcome{}, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
 	}
 	if snapshot != nil {
 		ops, ok := metadataOps(raw, after, snapshot, out)
@@ -411,29 +418,29 @@ func runTyped(ctx context.Context, rn *Runner, c *chain, raw []byte) ([]patch.Op
 			c.changedMore.Store(!ok)
 		}
 		if ok {
-			return ops, len(c.hooks), after, nil
+			return outcome{ops: ops, hooks: len(c.hooks), merge: after}, nil
 		}
 		if light { // the whole object before the hooks is the typed round trip of raw
 			snapshot = c.newObject()
 			if err := decode(raw, snapshot); err != nil {
-				return nil, 0, nil, fmt.Errorf("decode %s again: %w", gvk.Kind, err)
+				return outcome{}, fmt.Errorf("decode %s again: %w", gvk.Kind, err)
 			}
 		}
 		if before, err = json.Marshal(snapshot); err != nil {
-			return nil, 0, nil, fmt.Errorf("encode %s: %w", gvk.Kind, err)
+			return outcome{}, fmt.Errorf("encode %s: %w", gvk.Kind, err)
 		}
 	}
 	if bytes.Equal(before, after) {
-		return nil, len(c.hooks), nil, nil
+		return outcome{hooks: len(c.hooks)}, nil
 	}
 	ops := patch.DiffMarshaled(before, after)
 	if err := patch.GuardDocuments(c.names(), ops, before, after); err != nil {
-		return nil, 0, nil, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
+		return outcome{}, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
 	}
 	if ops, err = patch.Rebase(raw, ops); err != nil {
-		return nil, 0, nil, fmt.Errorf("%s: %w", c.key, err)
+		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	}
-	return ops, len(c.hooks), after, nil
+	return outcome{ops: ops, hooks: len(c.hooks), merge: after}, nil
 }
 
 // decode unmarshals raw into obj the way the Kubernetes JSON serializer does: case-sensitive

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
@@ -442,15 +443,14 @@ func TestStuckHooksHoldTheirSlotsAndNewWorkIsRefusedNotQueued(t *testing.T) {
 	}
 	close(release)
 	running.Wait()
-	for i := 0; ; i++ { // the slot is freed right after the hook's goroutine returns
-		running.Add(1)
-		_, err = runner.Mutate(t.Context(), podGVK, hooks.CreatePhysical, raw)
-		if err == nil || i > 100 {
-			break
-		}
-		running.Done()
-		time.Sleep(time.Millisecond)
+	// The slot is freed right after the hook's goroutine returns: wait until none is held.
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return runner.Stuck(0).Held == 0, nil
+	}); err != nil {
+		t.Fatalf("slots still held after the stuck hooks returned: %v (%s)", err, runner.Stuck(0))
 	}
+	running.Add(1)
+	_, err = runner.Mutate(t.Context(), podGVK, hooks.CreatePhysical, raw)
 	if err != nil {
 		t.Fatalf("after the stuck hooks returned: %v", err)
 	}

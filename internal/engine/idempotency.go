@@ -33,17 +33,18 @@ func (e *NotIdempotentError) Error() string {
 // for a GVK (none: the chain is not checked). A chain that fails on a sample (it refuses it,
 // say) is not judged on that sample.
 func (r *Registry) CheckIdempotent(ctx context.Context, samples func(schema.GroupVersionKind) [][]byte) error {
+	plain := NewRunner(r, RunnerOptions{})
 	for _, key := range r.Keys() {
 		c := r.chains[key]
 		if len(c.hooks) == 0 {
 			continue
 		}
 		for _, x := range samples(key.GVK) {
-			once, _, err := r.applyChain(ctx, r.plain, c, x)
+			once, _, err := plain.applyChain(ctx, c, x)
 			if err != nil {
 				continue
 			}
-			twice, _, err := r.applyChain(ctx, r.plain, c, once)
+			twice, _, err := plain.applyChain(ctx, c, once)
 			if err != nil {
 				continue
 			}
@@ -72,16 +73,17 @@ func changedPath(ops []patch.Operation) string {
 // culprit names the hook of c that is not idempotent on its own on x, or c's hook names when
 // none is alone.
 func (r *Registry) culprit(ctx context.Context, c *chain, x []byte) string {
+	plain := NewRunner(r, RunnerOptions{})
 	if len(c.hooks) == 1 {
 		return c.names()
 	}
 	for _, h := range c.hooks {
 		alone := c.of(c.key, []namedFunc{h})
-		once, _, err := r.applyChain(ctx, r.plain, alone, x)
+		once, _, err := plain.applyChain(ctx, alone, x)
 		if err != nil {
 			continue
 		}
-		twice, _, err := r.applyChain(ctx, r.plain, alone, once)
+		twice, _, err := plain.applyChain(ctx, alone, once)
 		if err != nil {
 			continue
 		}

@@ -86,7 +86,7 @@ func (e *ItemError) Unwrap() error { return e.Err }
 //
 // Result.Hooks counts hook calls (chain length × items); Result.Operations counts the
 // operations of the combined patch.
-func (r *Registry) runList(ctx context.Context, rn *Runner, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
+func (rn *Runner) runList(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
 	itemGVK, _ := ListItemGVK(gvk)
 	items, err := listItems(raw, rn.validJSON)
 	if err != nil {
@@ -113,7 +113,7 @@ func (r *Registry) runList(ctx context.Context, rn *Runner, gvk schema.GroupVers
 		item := items[i]
 		id, err := itemIdentity(item, itemGVK) // item is valid JSON: raw was validated
 		// The input check (input.go) before itemIdentity's own kind check; id names the item.
-		if inputErr := r.checkItem(itemGVK, item); inputErr != nil {
+		if inputErr := rn.reg.checkItem(itemGVK, item); inputErr != nil {
 			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: inputErr}
 		}
 		if err == nil && ctx.Err() != nil {
@@ -130,11 +130,11 @@ func (r *Registry) runList(ctx context.Context, rn *Runner, gvk schema.GroupVers
 				Err: &DecodeError{GVK: itemGVK, Err: err},
 			}
 		}
-		ops, n, _, err := r.runOps(ctx, itemRunner, itemGVK, t, item)
+		o, err := itemRunner.runOps(ctx, itemGVK, t, item)
 		if err != nil {
 			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: err}
 		}
-		results[i] = itemResult{ops: ops, hooks: n}
+		results[i] = itemResult{ops: o.ops, hooks: o.hooks}
 		return nil
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,10 +228,21 @@ func TestRunOnAListFailsTheWholeBatchNamingTheItem(t *testing.T) {
 // TestRunOnAListReportsTheLowestFailingItem: items run in parallel, but the error is always
 // the one of the failing item with the lowest index, whichever failed first.
 func TestRunOnAListReportsTheLowestFailingItem(t *testing.T) {
+	// Items run on GOMAXPROCS goroutines: at least two, so that pod-7 can wait for a later item.
+	prev := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	type round struct {
+		once        sync.Once
+		laterFailed chan struct{}
+	}
+	var current atomic.Pointer[round]
 	refuse := hooks.NewFunc("refuse", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
 		if o.GetLabels()["deny"] == "yes" {
+			r := current.Load()
 			if o.GetName() == "pod-7" {
-				time.Sleep(5 * time.Millisecond) // the later items fail first
+				<-r.laterFailed // a later item fails first
+			} else {
+				r.once.Do(func() { close(r.laterFailed) })
 			}
 			return nil, errors.New("no thanks")
 		}
@@ -247,6 +259,7 @@ func TestRunOnAListReportsTheLowestFailingItem(t *testing.T) {
 	}
 	raw := []byte(`{"items":[` + strings.Join(items, ",") + `]}`)
 	for range 5 {
+		current.Store(&round{laterFailed: make(chan struct{})})
 		_, err := reg.Mutate(t.Context(), podListGVK, hooks.GetPhysical, raw)
 		var itemErr *engine.ItemError
 		if !errors.As(err, &itemErr) || itemErr.Index != 7 || itemErr.Name != "pod-7" {

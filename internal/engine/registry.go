@@ -31,7 +31,6 @@ func (k Key) String() string { return k.GVK.String() + " " + string(k.Type) }
 // read-only and safe for concurrent use from then on. A Runner executes its chains.
 type Registry struct {
 	opts   RegistryOptions
-	plain  *Runner // runs Mutate: no limits, deadlines or observer
 	scheme *runtime.Scheme
 	names  map[string]bool
 	chains map[Key]*chain
@@ -139,7 +138,6 @@ func NewRegistryWithOptions(opts RegistryOptions) *Registry {
 		opts.Version = "dev"
 	}
 	r := &Registry{opts: opts, scheme: opts.Scheme, names: map[string]bool{}, chains: map[Key]*chain{}}
-	r.plain = &Runner{reg: r}
 	return r
 }
 

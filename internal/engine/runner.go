@@ -125,7 +125,7 @@ func (r *Runner) Registry() *Registry { return r.reg }
 // for an object of another kind or with ambiguous keys: input.go), *HookError naming
 // the hook when one fails, *ItemError for a list item, ErrOverloaded when every slot is busy.
 func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
-	res, err := r.reg.run(ctx, r, gvk, t, raw)
+	res, err := r.run(ctx, gvk, t, raw)
 	if err == nil && r.loops != nil && res.Patch != nil && (t == hooks.UpdatePhysical || t == hooks.UpdateVirtual) {
 		r.loops.observe(r.reg, gvk, t, raw, res.Patch)
 	}

@@ -175,7 +175,7 @@ func encodeUndo(entries []UndoEntry, max int) (string, error) {
 // of this file). steps are the annotation's entries (parseUndo). Otherwise view is nil and
 // reason says why the annotation was dropped. err is a
 // *DecodeError when raw is not valid JSON. rn runs the verifying write chain.
-func (r *Registry) undoView(ctx context.Context, rn *Runner, c *chain, raw []byte, steps []undoStep) (view []byte, reason string, err error) {
+func (rn *Runner) undoView(ctx context.Context, c *chain, raw []byte, steps []undoStep) (view []byte, reason string, err error) {
 	stored, err := decodeTree(raw)
 	if err != nil {
 		return nil, "", &DecodeError{GVK: c.key.GVK, Err: err}
@@ -191,7 +191,7 @@ func (r *Registry) undoView(ctx context.Context, rn *Runner, c *chain, raw []byt
 		return nil, UndoMalformed, nil
 	}
 	canonicalUndo(stored)
-	if reason := r.verifyUndo(ctx, rn, c.key, view, stored); reason != "" {
+	if reason := rn.verifyUndo(ctx, c.key, view, stored); reason != "" {
 		return nil, reason, nil
 	}
 	return view, "", nil
@@ -224,18 +224,18 @@ func (r *Registry) parseUndo(value string) ([]undoStep, string) {
 
 // verifyUndo returns "" when one of the write chains that record the undo of read type
 // key.Type, run on view, gives back stored exactly; else why not.
-func (r *Registry) verifyUndo(ctx context.Context, rn *Runner, key Key, view []byte, stored any) string {
+func (rn *Runner) verifyUndo(ctx context.Context, key Key, view []byte, stored any) string {
 	var tried []string
 	for _, t := range undoWriters[key.Type] {
-		wc := r.chains[Key{GVK: key.GVK, Type: t}]
-		if wc == nil || !r.recordsUndo(wc) || slices.Contains(tried, wc.names()) {
+		wc := rn.reg.chains[Key{GVK: key.GVK, Type: t}]
+		if wc == nil || !rn.reg.recordsUndo(wc) || slices.Contains(tried, wc.names()) {
 			continue // chains with the same hooks give the same answer
 		}
 		tried = append(tried, wc.names())
 		if ctx.Err() != nil {
 			return UndoDeadline
 		}
-		rewritten, _, err := r.applyChain(ctx, rn, wc, view)
+		rewritten, _, err := rn.applyChain(ctx, wc, view)
 		if err != nil {
 			if ctx.Err() != nil {
 				return UndoDeadline

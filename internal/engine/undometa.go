@@ -6,18 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/synchook/synchook/patch"
 )
-
-// undoRead is what undoMetadata answers for a read.
-type undoRead struct {
-	ops   []patch.Operation
-	merge []byte // the merge answer (Result.MergeObject)
-	hooks int    // how many of the read chain's own hooks ran
-	// reason is why the undo was dropped, "" when it was applied.
-	reason string
-}
 
 // undoOnMetadata reports whether the undo read of c with steps can take the label/annotation
 // fast path: every entry addresses labels or annotations (a key, or the whole map), the read
@@ -56,41 +45,41 @@ func mapIndex(name string) int {
 
 // undoMetadata is undoView, its verification and the answer for an undo that undoOnMetadata
 // admits, on the labels and annotations alone: no decode of the object, no JSON Patch apply.
-// It returns errNotMetadataPath for a request the fast path does not handle exactly (a
-// repeated key, a null map): the caller takes the general path.
-func (r *Registry) undoMetadata(ctx context.Context, rn *Runner, c *chain, raw []byte, steps []undoStep) (undoRead, error) {
+// dropped says why the undo was dropped ("" when it was applied). It returns
+// errNotMetadataPath for a request the fast path does not handle exactly (a repeated key, a
+// null map): the caller takes the general path.
+func (rn *Runner) undoMetadata(ctx context.Context, c *chain, raw []byte, steps []undoStep) (o outcome, dropped string, err error) {
 	doc, err := c.parseMetadata(raw, rn.validJSON)
 	if err != nil {
-		return undoRead{}, err
+		return outcome{}, "", err
 	}
 	var stored [2]map[string]string
 	for i, f := range doc.maps {
 		if f.start >= 0 && f.value == nil || f.dups {
-			return undoRead{}, errNotMetadataPath
+			return outcome{}, "", errNotMetadataPath
 		}
 		stored[i] = f.value // nil: absent
 	}
-	view, reason := undoMaps(stored, steps)
-	if reason == "" {
-		reason = r.verifyMetadataUndo(ctx, rn.quiet(), c.key, doc.namespace, view, stored)
+	view, dropped := undoMaps(stored, steps)
+	if dropped == "" {
+		dropped = rn.quiet().verifyMetadataUndo(ctx, c.key, doc.namespace, view, stored)
 	}
-	if reason != "" {
+	if dropped != "" {
 		view = stored
 	}
-	res := undoRead{reason: reason}
 	after := view
 	if len(c.hooks) > 0 {
 		m, err := c.metadataHooked(ctx, rn, doc.namespace, view)
 		if err != nil {
-			return undoRead{}, err
+			return outcome{}, dropped, err
 		}
-		after, res.hooks = [2]map[string]string{m.Labels, m.Annotations}, len(c.hooks)
+		after, o.hooks = [2]map[string]string{m.Labels, m.Annotations}, len(c.hooks)
 	}
-	if reason != "" && len(c.hooks) == 0 {
-		return res, nil
+	if dropped != "" && len(c.hooks) == 0 {
+		return o, dropped, nil
 	}
-	res.ops, res.merge, err = doc.answer(after)
-	return res, err
+	o.ops, o.merge, err = doc.answer(after)
+	return o, dropped, err
 }
 
 // undoMaps applies steps (all on labels or annotations) to copies of the stored maps with the
@@ -152,11 +141,11 @@ func undoMaps(stored [2]map[string]string, steps []undoStep) ([2]map[string]stri
 // verifyMetadataUndo is verifyUndo on the maps: "" when one of the write chains that record
 // the undo of read type key.Type, run on the view's maps, gives back the stored maps exactly
 // (the undo annotation compared by its entries as a set).
-func (r *Registry) verifyMetadataUndo(ctx context.Context, rn *Runner, key Key, namespace string, view, stored [2]map[string]string) string {
+func (rn *Runner) verifyMetadataUndo(ctx context.Context, key Key, namespace string, view, stored [2]map[string]string) string {
 	var tried []string
 	for _, t := range undoWriters[key.Type] {
-		wc := r.chains[Key{GVK: key.GVK, Type: t}]
-		if wc == nil || !r.recordsUndo(wc) || slices.Contains(tried, wc.names()) {
+		wc := rn.reg.chains[Key{GVK: key.GVK, Type: t}]
+		if wc == nil || !rn.reg.recordsUndo(wc) || slices.Contains(tried, wc.names()) {
 			continue
 		}
 		tried = append(tried, wc.names())
@@ -168,7 +157,7 @@ func (r *Registry) verifyMetadataUndo(ctx context.Context, rn *Runner, key Key, 
 			continue
 		}
 		before := &metadataDoc{maps: [2]mapField{{name: "labels", value: view[0]}, {name: "annotations", value: view[1]}}}
-		if recordMetadataUndo(before, m, r.opts.MaxUndoBytes) != nil {
+		if recordMetadataUndo(before, m, rn.reg.opts.MaxUndoBytes) != nil {
 			continue
 		}
 		if maps.Equal(m.Labels, stored[0]) && sameAnnotations(m.Annotations, stored[1]) {

@@ -296,7 +296,7 @@ func TestConformance(t *testing.T) {
 func loadCase(t *testing.T, tc conformanceCase) *admissionregistrationv1.MutatingAdmissionPolicy {
 	t.Helper()
 	if tc.file != "" {
-		p, err := policy.ParseFile(filepath.Join("..", "examples", "policies", tc.file))
+		p, err := policy.ParseFile(filepath.Join("..", "..", "examples", "policies", tc.file))
 		must(t, err)
 		return p
 	}

@@ -246,7 +246,7 @@ func samplePod() *corev1.Pod {
 
 func runExample(t *testing.T, file string, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
-	m, err := policy.ParseFile(filepath.Join("..", "examples", "policies", file))
+	m, err := policy.ParseFile(filepath.Join("..", "..", "examples", "policies", file))
 	if err != nil {
 		t.Fatal(err)
 	}
