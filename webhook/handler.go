@@ -79,7 +79,7 @@ func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if runErr != nil {
 		resp.Result = &metav1.Status{
 			Status:  metav1.StatusFailure,
-			Code:    engine.StatusCode(runErr),
+			Code:    StatusCode(runErr),
 			Message: runErr.Error(),
 		}
 	} else if res.Patch != nil {

@@ -58,7 +58,7 @@ func TestASecretCanaryLeavesTheAdmissionEndpointInNoForm(t *testing.T) {
 	captured := 0 // requests capture writes: not those that failed on a deadline
 	for i, leak := range canary.Leaks {
 		cause := leak.Cause(canary.Secret(i))
-		want := engine.StatusCode(&engine.HookError{Err: cause})
+		want := webhook.StatusCode(&engine.HookError{Err: cause})
 		list := fmt.Appendf(nil, `{"apiVersion":"v1","kind":"SecretList","items":[%s]}`, canary.SecretJSON(i))
 		for _, req := range []struct {
 			what, kind string

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -180,19 +179,32 @@ func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, ob
 // other 4xx FailedPrecondition, other 5xx Internal). Errors that are none of these are
 // Internal.
 func StatusCode(err error) codes.Code {
-	var hookErr *engine.HookError
-	var decodeErr *engine.DecodeError
-	switch {
-	case err == nil:
+	failure, apiCode := engine.Classify(err)
+	switch failure {
+	case engine.NoFailure:
 		return codes.OK
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled
-	case errors.Is(err, engine.ErrOverloaded):
+	case engine.Invalid:
+		return codes.InvalidArgument
+	case engine.Protected:
+		return codes.FailedPrecondition
+	case engine.Overloaded:
 		return codes.ResourceExhausted
-	case !errors.As(err, &hookErr) && !errors.As(err, &decodeErr):
+	case engine.Canceled:
+		return codes.Canceled
+	case engine.Deadline:
+		return codes.DeadlineExceeded
+	case engine.Refused:
+		return codes.PermissionDenied
+	case engine.APIStatus:
+		return apiStatusCode(apiCode)
+	default: // Crashed, Internal
 		return codes.Internal
 	}
-	switch code := engine.StatusCode(err); code {
+}
+
+// apiStatusCode maps the HTTP code of a Kubernetes API status error a hook returned.
+func apiStatusCode(code int32) codes.Code {
+	switch code {
 	case http.StatusBadRequest:
 		return codes.InvalidArgument
 	case http.StatusUnauthorized:
@@ -209,12 +221,11 @@ func StatusCode(err error) codes.Code {
 		return codes.Unavailable
 	case http.StatusGatewayTimeout:
 		return codes.DeadlineExceeded
-	default:
-		if code >= 400 && code < 500 {
-			return codes.FailedPrecondition // 422 and the rest: the request cannot be done as it is
-		}
-		return codes.Internal
 	}
+	if code >= 400 && code < 500 {
+		return codes.FailedPrecondition // 422 and the rest: the request cannot be done as it is
+	}
+	return codes.Internal
 }
 
 // toStatus turns an error of Run into a gRPC status whose message is the error's text, which

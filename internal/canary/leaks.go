@@ -97,7 +97,7 @@ var Leaks = []Leak{
 
 // Cause returns the cause that the hook's failure on s would have in a *engine.HookError if
 // nothing were withheld: Fail's error, or a *engine.PanicError of its panic. Tests give it to
-// engine.StatusCode (or a transport's own mapping) to know which status the withheld error
+// webhook.StatusCode (or a transport's own mapping) to know which status the withheld error
 // must still give.
 func (l Leak) Cause(s *corev1.Secret) (err error) {
 	defer func() {

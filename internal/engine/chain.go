@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"reflect"
 	"runtime/debug"
 	"strings"
@@ -103,33 +102,66 @@ func (e *DecodeError) Error() string {
 
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// StatusCode maps an error from Run to the HTTP status code that transports report:
-// 400 for a DecodeError, 422 for a protected-field change or an undo too large to record, 429 for ErrOverloaded, 504 for a deadline, 500 for a panic
-// or a wrong kind, the code of a Kubernetes API status error a hook returned, and 403 for any
-// other hook error (the hook refused the object).
-func StatusCode(err error) int32 {
+// Failure is what kind of failure an error of Runner.Mutate is, for transports, which each map
+// it to their own codes (webhook: HTTP statuses, internal/bridge: gRPC codes); it carries no
+// code of any protocol.
+type Failure int
+
+// The kinds of Failure, in the order Classify checks them.
+const (
+	// NoFailure: the error is nil.
+	NoFailure Failure = iota
+	// Invalid: the object is not valid JSON for its kind, or ambiguous (*DecodeError).
+	Invalid
+	// Protected: a hook changed apiVersion, kind, name, namespace or uid, or its change was too
+	// large to record its undo (patch.ErrForbiddenPath, ErrUndoTooLarge).
+	Protected
+	// Overloaded: every concurrency slot was busy; no hook ran (ErrOverloaded).
+	Overloaded
+	// Canceled: the caller went away while a hook ran (context.Canceled).
+	Canceled
+	// Deadline: a hook was still running at the deadline (context.DeadlineExceeded).
+	Deadline
+	// Crashed: a hook panicked or returned another kind of object (*PanicError, ErrWrongKind).
+	Crashed
+	// APIStatus: a hook returned a Kubernetes API status error; Classify also returns its code.
+	APIStatus
+	// Refused: a hook returned any other error: it refused the object.
+	Refused
+	// Internal: an error that is none of the above (not a hook's: synchook's own).
+	Internal
+)
+
+// Classify returns the Failure of an error of Runner.Mutate and, for APIStatus, the HTTP
+// status code of the Kubernetes status error a hook returned (0 otherwise).
+func Classify(err error) (Failure, int32) {
 	var (
 		decodeErr *DecodeError
+		hookErr   *HookError
 		panicErr  *PanicError
 		apiStatus apierrors.APIStatus
 	)
 	switch {
 	case err == nil:
-		return http.StatusOK
+		return NoFailure, 0
 	case errors.As(err, &decodeErr):
-		return http.StatusBadRequest
+		return Invalid, 0
 	case errors.Is(err, patch.ErrForbiddenPath), errors.Is(err, ErrUndoTooLarge):
-		return http.StatusUnprocessableEntity
+		return Protected, 0
 	case errors.Is(err, ErrOverloaded):
-		return http.StatusTooManyRequests
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return http.StatusGatewayTimeout
+		return Overloaded, 0
+	case errors.Is(err, context.Canceled):
+		return Canceled, 0
+	case errors.Is(err, context.DeadlineExceeded):
+		return Deadline, 0
 	case errors.As(err, &panicErr), errors.Is(err, ErrWrongKind):
-		return http.StatusInternalServerError
+		return Crashed, 0
 	case errors.As(err, &apiStatus) && apiStatus.Status().Code != 0:
-		return apiStatus.Status().Code
+		return APIStatus, apiStatus.Status().Code
+	case errors.As(err, &hookErr):
+		return Refused, 0
 	default:
-		return http.StatusForbidden
+		return Internal, 0
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/patch"
+	"github.com/synchook/synchook/webhook"
 )
 
 var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
@@ -348,7 +349,7 @@ func TestRunReportsHookFailures(t *testing.T) {
 			if tc.target != nil && !errors.Is(err, tc.target) {
 				t.Errorf("error %v is not %v", err, tc.target)
 			}
-			if got := engine.StatusCode(err); got != tc.code {
+			if got := webhook.StatusCode(err); got != tc.code {
 				t.Errorf("StatusCode = %d, want %d", got, tc.code)
 			}
 		})
@@ -369,8 +370,8 @@ func TestRunAbandonsAHookThatOutlivesTheDeadline(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `hook "stuck"`) {
 		t.Fatalf("error = %v, want a deadline error naming hook stuck", err)
 	}
-	if engine.StatusCode(err) != 504 {
-		t.Errorf("StatusCode = %d, want 504", engine.StatusCode(err))
+	if webhook.StatusCode(err) != 504 {
+		t.Errorf("StatusCode = %d, want 504", webhook.StatusCode(err))
 	}
 }
 
@@ -380,7 +381,7 @@ func TestRunRejectsMalformedObjects(t *testing.T) {
 	for _, raw := range []string{`{`, `[]`, `{"metadata":{"labels":"notamap"}}`} {
 		_, err := reg.Mutate(t.Context(), podGVK, hooks.CreatePhysical, []byte(raw))
 		var decodeErr *engine.DecodeError
-		if !errors.As(err, &decodeErr) || engine.StatusCode(err) != 400 {
+		if !errors.As(err, &decodeErr) || webhook.StatusCode(err) != 400 {
 			t.Errorf("Run(%s) error = %v, want a DecodeError (400)", raw, err)
 		}
 	}
@@ -438,7 +439,7 @@ func TestStuckHooksHoldTheirSlotsAndNewWorkIsRefusedNotQueued(t *testing.T) {
 		}
 	}
 	_, err := runner.Mutate(t.Context(), podGVK, hooks.CreatePhysical, raw)
-	if !errors.Is(err, engine.ErrOverloaded) || engine.StatusCode(err) != 429 {
+	if !errors.Is(err, engine.ErrOverloaded) || webhook.StatusCode(err) != 429 {
 		t.Fatalf("third run with two stuck hooks: %v, want ErrOverloaded (429)", err)
 	}
 	close(release)
@@ -497,7 +498,7 @@ func TestAHookThatRespectsItsOwnDeadlineFailsTheChainEarly(t *testing.T) {
 	}))
 	start := time.Now()
 	_, err := engine.NewRunner(reg, engine.RunnerOptions{HookTimeout: 20 * time.Millisecond}).Mutate(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `hook "slow"`) || engine.StatusCode(err) != 504 {
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `hook "slow"`) || webhook.StatusCode(err) != 504 {
 		t.Fatalf("error = %v", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {

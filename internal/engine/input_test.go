@@ -16,6 +16,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/patch"
+	"github.com/synchook/synchook/webhook"
 )
 
 // inputRegistry has, for the input check: a typed label hook on Pod CreatePhysical (with undo,
@@ -187,7 +188,7 @@ func TestTenantInputIsRefused(t *testing.T) {
 				if err.Error() != tc.want {
 					t.Errorf("%s: error\n %s\nwant\n %s", mutate.name, err, tc.want)
 				}
-				if code := engine.StatusCode(err); code != 400 {
+				if code := webhook.StatusCode(err); code != 400 {
 					t.Errorf("%s: StatusCode %d, want 400", mutate.name, code)
 				}
 			}

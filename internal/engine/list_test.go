@@ -20,6 +20,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/patch"
+	"github.com/synchook/synchook/webhook"
 )
 
 var podListGVK = corev1.SchemeGroupVersion.WithKind("PodList")
@@ -214,7 +215,7 @@ func TestRunOnAListFailsTheWholeBatchNamingTheItem(t *testing.T) {
 			if res.Patch != nil {
 				t.Errorf("a failed batch returned the patch %s", res.Patch)
 			}
-			if got := engine.StatusCode(err); got != tc.code {
+			if got := webhook.StatusCode(err); got != tc.code {
 				t.Errorf("StatusCode = %d, want %d", got, tc.code)
 			}
 			var hookErr *engine.HookError
@@ -284,7 +285,7 @@ func TestRunOnAListSharesOneDeadline(t *testing.T) {
 	raw := []byte(`{"items":[{}` + strings.Repeat(`,{}`, 3*runtime.GOMAXPROCS(0)) + `]}`)
 	_, err := reg.Mutate(ctx, podListGVK, hooks.GetPhysical, raw)
 	var itemErr *engine.ItemError
-	if !errors.As(err, &itemErr) || itemErr.Index < 1 || engine.StatusCode(err) != 504 {
+	if !errors.As(err, &itemErr) || itemErr.Index < 1 || webhook.StatusCode(err) != 504 {
 		t.Fatalf("error = %v, want a deadline (504) on a later item", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/canary"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/webhook"
 )
 
 var (
@@ -118,8 +119,8 @@ func TestAHookFailingOnASecretLeavesNoValueInAnyEncoding(t *testing.T) {
 			} else if pe != nil && (pe.Stack != nil || pe.Value != "withheld") {
 				t.Errorf("the panic keeps value %q and a stack of %d bytes", pe.Value, len(pe.Stack))
 			}
-			want := engine.StatusCode(&engine.HookError{Hook: "leaky", Type: hooks.UpdatePhysical, GVK: secretGVK, Err: leak.Cause(s)})
-			if got := engine.StatusCode(err); got != want {
+			want := webhook.StatusCode(&engine.HookError{Hook: "leaky", Type: hooks.UpdatePhysical, GVK: secretGVK, Err: leak.Cause(s)})
+			if got := webhook.StatusCode(err); got != want {
 				t.Errorf("StatusCode = %d, want %d as for the hook's own error", got, want)
 			}
 		})
@@ -170,8 +171,8 @@ func TestAFailingItemOfASecretListLeavesNoValue(t *testing.T) {
 				t.Fatalf("error %v, want item 1's", err)
 			}
 			canary.Check(t, "the error of a SecretList", errorTexts(err), canary.Value)
-			want := engine.StatusCode(&engine.HookError{Err: leak.Cause(canary.Secret(i))})
-			if got := engine.StatusCode(err); got != want {
+			want := webhook.StatusCode(&engine.HookError{Err: leak.Cause(canary.Secret(i))})
+			if got := webhook.StatusCode(err); got != want {
 				t.Errorf("StatusCode = %d, want %d", got, want)
 			}
 		})
@@ -225,7 +226,7 @@ func TestALabelHookFailingOnASecretLeavesNoValue(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), fmt.Sprintf("hook %q %s Secret: the hook ", tc.hook, tc.typ)) {
 				t.Errorf("message %q", err.Error())
 			}
-			if got := engine.StatusCode(err); got != tc.status {
+			if got := webhook.StatusCode(err); got != tc.status {
 				t.Errorf("StatusCode = %d, want %d", got, tc.status)
 			}
 		})

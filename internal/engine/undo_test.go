@@ -14,6 +14,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/webhook"
 )
 
 // optOut is a hook whose change the tenant should see (hooks.Undoer).
@@ -59,8 +60,8 @@ func TestUndoIsRegisteredOnTheReadTypeAndCanBeRefusedOrOptedOutOf(t *testing.T) 
 	})
 	t.Run("an undo over the size limit refuses the change, naming the hook", func(t *testing.T) {
 		_, err := reg.Mutate(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
-		if !errors.Is(err, engine.ErrUndoTooLarge) || !strings.Contains(err.Error(), `"label"`) || engine.StatusCode(err) != 422 {
-			t.Errorf("error %v (status %d), want ErrUndoTooLarge naming the hook, 422", err, engine.StatusCode(err))
+		if !errors.Is(err, engine.ErrUndoTooLarge) || !strings.Contains(err.Error(), `"label"`) || webhook.StatusCode(err) != 422 {
+			t.Errorf("error %v (status %d), want ErrUndoTooLarge naming the hook, 422", err, webhook.StatusCode(err))
 		}
 	})
 }

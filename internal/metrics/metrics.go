@@ -151,16 +151,17 @@ func (r *Recorder) Start(transport string, t hooks.HookType, gvk schema.GroupVer
 // Result classifies a chain outcome for the result label: patched, unchanged, refused (the hook
 // said no), invalid (bad input), overloaded, or failed (panic, deadline, wrong kind, guard).
 func Result(res engine.Result, err error) string {
-	switch code := engine.StatusCode(err); {
+	failure, apiCode := engine.Classify(err)
+	switch {
 	case err == nil && res.Patch != nil:
 		return "patched"
 	case err == nil:
 		return "unchanged"
-	case code == http.StatusForbidden:
+	case failure == engine.Refused || failure == engine.APIStatus && apiCode == http.StatusForbidden:
 		return "refused"
-	case code == http.StatusBadRequest:
+	case failure == engine.Invalid || failure == engine.APIStatus && apiCode == http.StatusBadRequest:
 		return "invalid"
-	case code == http.StatusTooManyRequests:
+	case failure == engine.Overloaded || failure == engine.APIStatus && apiCode == http.StatusTooManyRequests:
 		return "overloaded"
 	default:
 		return "failed"
