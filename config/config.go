@@ -13,7 +13,8 @@ import (
 
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/internal/policy"
+	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/policyreg"
 )
 
 // ErrInvalid is wrapped by every error about the content of a config (syntax, unknown keys,
@@ -45,7 +46,7 @@ func invalid(agg utilerrors.Aggregate, causes ...error) error {
 // Config is synchook's configuration: the built-in hooks to register, in order.
 type Config struct {
 	// Provenance, when true, makes every object a chain changed carry the annotation
-	// synchook.io/mutated-by naming each hook that changed it (hooks.ProvenanceAnnotation).
+	// synchook.io/mutated-by naming each hook that changed it (engine.ProvenanceAnnotation).
 	// Default false.
 	Provenance bool `json:"provenance,omitempty"`
 	// Hooks are the hook entries; each registers one hook per resource.
@@ -77,12 +78,14 @@ type Hook struct {
 	// Policy is a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1) exactly as one
 	// would kubectl apply it, run as this hook (package policy). Resources default to the kinds
 	// its spec.matchConstraints.resourceRules select; types run where its rules' operations
-	// allow (CREATE: Create*, UPDATE: Update*, DELETE: Delete*, any: Get*).
+	// allow (CREATE: Create*, UPDATE: Update*, DELETE: Delete*, any: Get*). Policy hooks are
+	// linked into a binary only when it imports github.com/synchook/synchook/config/policy
+	// (the synchook binary does); without it, validation refuses the entry.
 	Policy *json.RawMessage `json:"policy,omitempty"`
 	// PolicyFile is the path of a file holding such a policy, instead of Policy.
 	PolicyFile string `json:"policyFile,omitempty"`
 	// compiled is the compiled Policy or PolicyFile, set by validate.
-	compiled *policy.Policy
+	compiled policyreg.Policy
 	// Undo, when false, keeps the hook's change visible on the way back up: its chains record no
 	// synchook.io/undo (README, "automatic undo"). Default true.
 	Undo *bool `json:"undo,omitempty"`
@@ -168,7 +171,7 @@ func (h *Hook) hookNames(i int) []string {
 // the kind, else an *unstructured.Unstructured with apiVersion and kind set. Errors wrap
 // ErrInvalid; when registration fails part-way (e.g. a name that main already registered), the
 // hooks before the failing one stay registered.
-func (c *Config) Build(reg *hooks.Registry) error {
+func (c *Config) Build(reg *engine.Registry) error {
 	if err := c.validate(reg.Scheme()); err != nil {
 		return err
 	}
@@ -248,7 +251,7 @@ func (h *Hook) mutateFunc() (hooks.MutateFunc, error) {
 // buildPolicy registers the policy hook of entry i: per resource, the entry's types that the
 // policy's rules allow for it, each with the policy's function for that type, behind the
 // entry's namespaces and objectSelector.
-func (h *Hook) buildPolicy(reg *hooks.Registry, i int) error {
+func (h *Hook) buildPolicy(reg *engine.Registry, i int) error {
 	names := h.hookNames(i)
 	for j, r := range h.Resources {
 		gvk, err := r.GroupVersionKind()

@@ -18,6 +18,7 @@ import (
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -71,7 +72,7 @@ func podJSON(t *testing.T, ns string, labels map[string]string) []byte {
 
 // run runs the chain of (gvk, typ) on raw and returns the patched object, or nil when the
 // result has no patch.
-func run(t *testing.T, reg *hooks.Registry, gvk schema.GroupVersionKind, typ hooks.HookType, raw []byte) map[string]any {
+func run(t *testing.T, reg *engine.Registry, gvk schema.GroupVersionKind, typ hooks.HookType, raw []byte) map[string]any {
 	t.Helper()
 	res, err := reg.Mutate(t.Context(), gvk, typ, raw)
 	if err != nil {
@@ -496,13 +497,13 @@ func TestBuildExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	if err := c.Build(reg); err != nil {
 		t.Fatalf("Build: %v", err)
 	}
-	want := hooks.Capabilities{Resources: []hooks.ResourceCapabilities{{
+	want := engine.Capabilities{Resources: []engine.ResourceCapabilities{{
 		APIVersion: "v1", Kind: "Pod",
-		HookTypes: []hooks.HookTypeCapabilities{
+		HookTypes: []engine.HookTypeCapabilities{
 			{Type: hooks.CreatePhysical, Hooks: []string{"team-labels"}},
 			{Type: hooks.UpdatePhysical, Hooks: []string{"team-labels"}},
 			{Type: hooks.GetPhysical, Hooks: []string{"strip-host-annotations"}},
@@ -593,7 +594,7 @@ hooks:
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	if err := c.Build(reg); err != nil {
 		t.Fatalf("Build: %v", err)
 	}
@@ -617,13 +618,13 @@ hooks:
 func TestBuildErrors(t *testing.T) {
 	tests := []struct {
 		name  string
-		setup func(reg *hooks.Registry)
+		setup func(reg *engine.Registry)
 		cfg   *config.Config
 		want  string
 	}{
 		{
 			name: "a name already registered by main is an error",
-			setup: func(reg *hooks.Registry) {
+			setup: func(reg *engine.Registry) {
 				reg.MustRegister(hooks.NewFunc(config.DefaultHookName, &corev1.Pod{}, []hooks.HookType{hooks.GetVirtual},
 					builtin.LabelsFunc(builtin.Labels{})))
 			},
@@ -642,7 +643,7 @@ func TestBuildErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reg := hooks.NewRegistry(nil)
+			reg := engine.NewRegistry(nil)
 			if tt.setup != nil {
 				tt.setup(reg)
 			}
@@ -665,7 +666,7 @@ func TestDefault(t *testing.T) {
 	if err := config.Default().Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	if err := config.Default().Build(reg); err != nil {
 		t.Fatalf("Build: %v", err)
 	}
@@ -799,7 +800,7 @@ hooks:
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := hooks.NewRegistryWithOptions(hooks.RegistryOptions{Undo: true})
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true})
 	if err := cfg.Build(reg); err != nil {
 		t.Fatal(err)
 	}
@@ -839,7 +840,7 @@ hooks:
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := hooks.NewRegistry(nil)
+	reg := engine.NewRegistry(nil)
 	if err := cfg.Build(reg); err != nil {
 		t.Fatal(err)
 	}
@@ -877,7 +878,7 @@ hooks:
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := config.Parse([]byte(tc.config))
 			if err == nil {
-				err = cfg.Build(hooks.NewRegistry(nil))
+				err = cfg.Build(engine.NewRegistry(nil))
 			}
 			if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want ErrInvalid naming %s", err, tc.want)

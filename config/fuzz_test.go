@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/synchook/synchook/config"
-	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
 )
 
 // FuzzParse feeds arbitrary YAML to config.Parse: it must never panic, every error must wrap
@@ -24,7 +24,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if err := cfg.Build(hooks.NewRegistry(nil)); err != nil {
+		if err := cfg.Build(engine.NewRegistry(nil)); err != nil {
 			t.Fatalf("a config that parsed does not build: %v", err)
 		}
 	})

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -21,7 +20,7 @@ import (
 
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/internal/policy"
+	"github.com/synchook/synchook/internal/policyreg"
 )
 
 // Validate checks c against client-go's scheme (all built-in Kubernetes kinds) and returns
@@ -365,32 +364,33 @@ func (v *validator) strip(p *field.Path, s *builtin.Strip) {
 	}
 }
 
-// policy parses and compiles the entry's policy (or policyFile) into h.compiled, fills the
-// entry's resources from the policy's rules when it lists none, and checks that every type runs
-// on some resource.
+// notLinked is the error of a policy entry in a binary without policy hooks.
+const notLinked = "policy hooks are not linked into this binary: import github.com/synchook/synchook/config/policy (the synchook binary has them)"
+
+// policy parses and compiles the entry's policy (or policyFile) into h.compiled, with the
+// compiler that config/policy registers (refusing the entry when none is), fills the entry's
+// resources from the policy's rules when it lists none, and checks that every type runs on
+// some resource.
 func (v *validator) policy(p *field.Path, h *Hook) {
 	where := p.Child("policy")
-	var (
-		mutating *admissionregistrationv1.MutatingAdmissionPolicy
-		err      error
-	)
+	src := policyreg.Source{Scheme: v.scheme}
 	if h.PolicyFile != "" {
 		where = p.Child("policyFile")
-		mutating, err = policy.ParseFile(h.PolicyFile)
+		src.File = h.PolicyFile
 	} else if h.Policy != nil {
-		mutating, err = policy.Parse(*h.Policy)
+		src.Manifest = *h.Policy
 	}
-	if err != nil {
-		v.fail(where, err)
+	compile := policyreg.Lookup()
+	if compile == nil {
+		v.errs = append(v.errs, field.Forbidden(where, notLinked))
 		return
 	}
-	var kinds []schema.GroupVersionKind
 	for _, r := range h.Resources {
 		if gvk, err := r.GroupVersionKind(); err == nil {
-			kinds = append(kinds, gvk)
+			src.Kinds = append(src.Kinds, gvk)
 		}
 	}
-	compiled, err := policy.CompileWithOptions(mutating, policy.Options{Scheme: v.scheme, Kinds: kinds})
+	compiled, err := compile(src)
 	if err != nil {
 		v.fail(where, err)
 		return
