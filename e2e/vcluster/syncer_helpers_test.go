@@ -10,7 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -302,10 +305,13 @@ type syncerSpec struct {
 
 // syncer is a running vcluster syncer process (and its plugins, in its process group).
 type syncer struct {
-	cmd  *exec.Cmd
-	log  *logBuffer
-	done chan struct{} // closed when the process exited
-	err  error         // its exit, after done
+	// metricsAddr is where synchook serves /metrics (SYNCHOOK_METRICS_BIND_ADDRESS, set in the
+	// syncer's environment, which vcluster passes on to its plugins).
+	metricsAddr string
+	cmd         *exec.Cmd
+	log         *logBuffer
+	done        chan struct{} // closed when the process exited
+	err         error         // its exit, after done
 }
 
 // startSyncer lays out the plugin folder and config in a fresh directory, bootstraps the
@@ -350,7 +356,7 @@ func startSyncer(tb testing.TB, cl *clusters, spec syncerSpec) *syncer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &syncer{log: &logBuffer{}, done: make(chan struct{})}
+	s := &syncer{log: &logBuffer{}, done: make(chan struct{}), metricsAddr: freeAddr(tb)}
 	s.cmd = exec.Command(self)
 	s.cmd.Env = append(os.Environ(),
 		envSyncerProcess+"="+configPath,
@@ -361,6 +367,7 @@ func startSyncer(tb testing.TB, cl *clusters, spec syncerSpec) *syncer {
 		"NAMESPACE="+hostNamespace,
 		"KUBECONFIG="+hostKubeconfig,
 		"PLUGIN_FOLDER="+folder,
+		envMetricsBindAddress+"="+s.metricsAddr,
 	)
 	s.cmd.Env = append(s.cmd.Env, spec.Env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
@@ -428,6 +435,58 @@ func (s *syncer) stop() {
 	}
 	// plugins may outlive the syncer's exit by a moment; the group is the syncer's pid
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// envMetricsBindAddress is synchook's env var for a /metrics listener in plugin v2 mode.
+const envMetricsBindAddress = "SYNCHOOK_METRICS_BIND_ADDRESS"
+
+// errNoMetrics: nothing serves synchook's metrics at the syncer's metrics address (a synchook
+// that predates SYNCHOOK_METRICS_BIND_ADDRESS, or no synchook plugin).
+var errNoMetrics = errors.New("no synchook /metrics listener")
+
+// metricSum returns the sum of every sample of the metric family name that synchook serves
+// (0 when the family has no samples yet).
+func (s *syncer) metricSum(ctx context.Context, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.metricsAddr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", errNoMetrics, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("synchook_")) {
+		return 0, fmt.Errorf("%w: %s answered %s", errNoMetrics, s.metricsAddr, resp.Status)
+	}
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("metric line %q: %w", line, err)
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// freeAddr returns a 127.0.0.1 address whose port was free a moment ago.
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // cpu returns the CPU time (user + system) used so far by the live processes of the syncer's
