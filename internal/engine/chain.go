@@ -571,7 +571,7 @@ func (c *chain) runHooks(ctx context.Context, rn *Runner, obj client.Object, run
 		if prov {
 			pre, _ = json.Marshal(obj) // the hook may change obj in place
 		}
-		out, err := callHook(ctx, rn.hookTimeout, h.fn, obj)
+		out, err := callHook(rn.hookContext(ctx, c, h.name), rn.hookTimeout, h.fn, obj)
 		err = hookFailure(c.key.GVK, err) // before anything sees it: a Secret's hook text stays here
 		if prov && err == nil && out != nil {
 			if post, perr := json.Marshal(out); perr == nil && !bytes.Equal(pre, post) {

@@ -213,7 +213,7 @@ func (c *chain) metadataHooked(ctx context.Context, rn *Runner, namespace string
 			if rn.observer != nil {
 				start = time.Now()
 			}
-			err := hookFailure(c.key.GVK, callMetadata(ctx, rn.hookTimeout, h.meta, m))
+			err := hookFailure(c.key.GVK, callMetadata(rn.hookContext(ctx, c, h.name), rn.hookTimeout, h.meta, m))
 			if rn.observer != nil {
 				rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
 			}

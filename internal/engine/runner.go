@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
+	"github.com/go-logr/logr"
+
 	"github.com/synchook/synchook/hooks"
 )
 
@@ -29,6 +31,10 @@ var ErrOverloaded = errors.New("too many hook chains running; retry later")
 // RunnerOptions configures a Runner. The zero value runs every chain at once, without a
 // per-hook deadline and without an observer.
 type RunnerOptions struct {
+	// Log is the logger hooks find in their context (logr.FromContextOrDiscard(ctx), as
+	// controller-runtime's log.FromContext), with the values hook, hookType and gvk of the call.
+	// Default: none (hooks get logr.Discard()).
+	Log logr.Logger
 	// MaxConcurrent bounds how many requests run hook chains at once (n <= 0: unlimited). A
 	// batched List is one request: it takes one slot for all its items. A chain abandoned at
 	// its deadline keeps its slot until its hook really returns, so hooks that never return
@@ -81,7 +87,8 @@ type LoopObserver interface {
 // the redaction of Secret values from errors. It is safe for concurrent use.
 type Runner struct {
 	reg         *Registry
-	slots       *slotTable // nil: unlimited
+	log         logr.Logger // GetSink() nil: no logger in the hooks' context
+	slots       *slotTable  // nil: unlimited
 	hookTimeout time.Duration
 	observer    Observer
 	loops       *loopDetector // nil: off
@@ -97,7 +104,7 @@ type Runner struct {
 // NewRunner returns a Runner for reg with o. reg must have all its hooks: it must not change
 // from now on.
 func NewRunner(reg *Registry, o RunnerOptions) *Runner {
-	r := &Runner{reg: reg, hookTimeout: o.HookTimeout, observer: o.Observer, capture: o.Capture}
+	r := &Runner{reg: reg, log: o.Log, hookTimeout: o.HookTimeout, observer: o.Observer, capture: o.Capture}
 	if lo, ok := o.Observer.(LoopObserver); ok && o.LoopThreshold >= 0 {
 		if o.LoopThreshold == 0 {
 			o.LoopThreshold = DefaultLoopThreshold
@@ -206,4 +213,13 @@ func (r *Runner) observeUndoRejected(key Key, reason string) {
 	if o, ok := r.observer.(UndoObserver); ok {
 		o.ObserveUndoRejected(key.Type, key.GVK, reason)
 	}
+}
+
+// hookContext returns ctx with the Runner's logger for a call of hook on chain c, named by the
+// hook, its hook type and the GVK (RunnerOptions.Log); ctx itself when there is no logger.
+func (r *Runner) hookContext(ctx context.Context, c *chain, hook string) context.Context {
+	if r.log.GetSink() == nil {
+		return ctx
+	}
+	return logr.NewContext(ctx, r.log.WithValues("hook", hook, "hookType", c.key.Type, "gvk", c.key.GVK.String()))
 }

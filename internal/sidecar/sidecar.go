@@ -254,7 +254,7 @@ func Serve(ctx context.Context, opts Options) error {
 		return err
 	}
 	rec := metrics.New(reg, log.WithName("hooks"))
-	ropts := engine.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec}
+	ropts := engine.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec, Log: log.WithName("hook")}
 	cw, err := startCapture(&opts, reg, &ropts)
 	if err != nil {
 		return err
@@ -456,7 +456,7 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	// undos. A listener only where SYNCHOOK_METRICS_BIND_ADDRESS asks for one: the plugin runs
 	// in the syncer's container, whose ports are vcluster's.
 	rec := metrics.New(reg, opts.Log.WithName("hooks"))
-	ropts := engine.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec}
+	ropts := engine.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec, Log: opts.Log.WithName("hook")}
 	if addr := opts.Getenv(MetricsBindAddressEnvVar); addr != "" && addr != "0" {
 		ctx, stop := context.WithCancel(context.Background())
 		defer stop()
