@@ -615,14 +615,18 @@ func TestRunRenewsOnItsIntervalAndReturnsNilWhenTheContextEnds(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 
+	// waitFor polls cond (Run works on its own goroutine, on a real CheckInterval ticker).
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		deadline, tick := time.NewTimer(10*time.Second), time.NewTicker(2*time.Millisecond)
+		defer deadline.Stop()
+		defer tick.Stop()
 		for !cond() {
-			if time.Now().After(deadline) {
+			select {
+			case <-deadline.C:
 				t.Fatalf("timed out waiting for %s", what)
+			case <-tick.C:
 			}
-			time.Sleep(2 * time.Millisecond)
 		}
 	}
 	var first []byte

@@ -309,7 +309,7 @@ func TestCARotation(t *testing.T) {
 		next := authority(t)
 		s.cert.Store(keyPair(t, next))
 		copyFile(t, next.CAFile(), s.CAFile)
-		s.closeConns()
+		s.closeConns(t)
 		p := pod("web", nil)
 		if err := c.Mutate(t.Context(), hooks.CreatePhysical, p); err != nil {
 			t.Fatalf("after the rotation: %v", err)
@@ -366,7 +366,7 @@ func TestCARotation(t *testing.T) {
 			t.Fatal(err)
 		}
 		clk.Step(5 * time.Millisecond) // past the reload interval
-		s.closeConns()
+		s.closeConns(t)
 		if err := c.Mutate(t.Context(), hooks.CreatePhysical, pod("web", nil)); err != nil {
 			t.Fatalf("with a broken CA file: %v", err)
 		}

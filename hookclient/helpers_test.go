@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,11 +89,12 @@ type sidecar struct {
 	cert   atomic.Pointer[tls.Certificate]
 	srv    *http.Server
 
-	mu        sync.Mutex
-	requests  map[string]int // by path
-	protos    map[int]int    // by HTTP major version
-	conns     []net.Conn
-	connCount int
+	mu         sync.Mutex
+	requests   map[string]int // by path
+	protos     map[int]int    // by HTTP major version
+	conns      []net.Conn     // open ones
+	connCount  int
+	connClosed chan struct{} // closed and replaced whenever a connection closes
 }
 
 // startSidecar serves reg on 127.0.0.1 (on addr when not empty). wrap, when not nil, wraps the
@@ -108,7 +110,7 @@ func startSidecar(t testing.TB, reg *engine.Registry, addr string, wrap func(htt
 		h = wrap(h)
 	}
 	a := authority(t)
-	s := &sidecar{CAFile: filepath.Join(t.TempDir(), "ca.crt"), requests: map[string]int{}, protos: map[int]int{}}
+	s := &sidecar{CAFile: filepath.Join(t.TempDir(), "ca.crt"), requests: map[string]int{}, protos: map[int]int{}, connClosed: make(chan struct{})}
 	copyFile(t, a.CAFile(), s.CAFile)
 	s.cert.Store(keyPair(t, a))
 	if addr == "" {
@@ -132,11 +134,16 @@ func startSidecar(t testing.TB, reg *engine.Registry, addr string, wrap func(htt
 			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.cert.Load(), nil },
 		},
 		ConnState: func(c net.Conn, state http.ConnState) {
-			if state == http.StateNew {
-				s.mu.Lock()
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			switch state {
+			case http.StateNew:
 				s.conns = append(s.conns, c)
 				s.connCount++
-				s.mu.Unlock()
+			case http.StateClosed, http.StateHijacked:
+				s.conns = slices.DeleteFunc(s.conns, func(o net.Conn) bool { return o == c })
+				close(s.connClosed)
+				s.connClosed = make(chan struct{})
 			}
 		},
 		ErrorLog: log.New(io.Discard, "", 0), // aborted handshakes are expected in these tests
@@ -166,17 +173,37 @@ func (s *sidecar) mutations() int {
 	return n
 }
 
-// closeConns closes every connection the server accepted, so the next request needs a new
-// handshake, and gives the client a moment to notice: a request sent on a connection the
-// server has just closed may have reached it, so the client does not retry it.
-func (s *sidecar) closeConns() {
+// closeConns makes the client drop every connection the server accepted, so that the next
+// request needs a new handshake. The server ends each one (a TLS close_notify) and waits until
+// the client has closed it in turn: had the server only closed them, the client could send its
+// next request on a connection it has not yet seen closed, and such a request may have reached
+// the server, so the client would not retry it.
+func (s *sidecar) closeConns(t testing.TB) {
+	t.Helper()
 	s.mu.Lock()
-	for _, c := range s.conns {
-		_ = c.Close()
-	}
-	s.conns = nil
+	ending := slices.Clone(s.conns)
 	s.mu.Unlock()
-	time.Sleep(50 * time.Millisecond)
+	for _, c := range ending {
+		if tc, ok := c.(*tls.Conn); !ok || tc.CloseWrite() != nil {
+			_ = c.Close() // no handshake yet: the client has never used it
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for {
+		s.mu.Lock()
+		open := slices.ContainsFunc(s.conns, func(c net.Conn) bool { return slices.Contains(ending, c) })
+		closed := s.connClosed
+		s.mu.Unlock()
+		if !open {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the client did not close its connections after the server ended them")
+		case <-closed:
+		}
+	}
 }
 
 func newClient(t testing.TB, s *sidecar, opts hookclient.Options) *hookclient.Client {

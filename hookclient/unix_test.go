@@ -12,6 +12,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
+	"github.com/synchook/synchook/internal/testenv"
 	"github.com/synchook/synchook/webhook"
 )
 
@@ -34,15 +35,10 @@ func TestMutateOverTheUnixSocket(t *testing.T) {
 	}
 	defer c.Close()
 	pod := fixtures.Pod("ns", "web")
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if err = c.Mutate(t.Context(), hooks.CreatePhysical, pod); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The socket appears when Start has got that far: until then the client cannot connect.
+	testenv.Eventually(t, 10*time.Second, "a Mutate over the socket", func() error {
+		return c.Mutate(t.Context(), hooks.CreatePhysical, pod)
+	})
 	if pod.Labels["via"] != "unix" {
 		t.Errorf("labels %v", pod.Labels)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
+	"github.com/synchook/synchook/internal/testenv"
 	"github.com/synchook/synchook/webhook"
 )
 
@@ -111,12 +112,13 @@ func BenchmarkTransport(b *testing.B) {
 		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 		}}}
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if resp, err := hc.Get("http://s/healthz"); err == nil {
+		testenv.Eventually(b, 10*time.Second, "/healthz over the socket", func() error {
+			resp, err := hc.Get("http://s/healthz")
+			if err == nil {
 				resp.Body.Close()
-				break
 			}
-		}
+			return err
+		})
 		b.ReportAllocs()
 		for b.Loop() {
 			roundTrip(b, hc, "http://s/mutate/CreatePhysical", body)

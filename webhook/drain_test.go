@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,11 +33,11 @@ func TestShutdownFinishesInFlightRequests(t *testing.T) {
 	if err := ca.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	entered := make(chan struct{})
+	entered, release := make(chan struct{}), make(chan struct{})
 	reg := engine.NewRegistry(nil)
 	reg.MustRegister(testHook("slow", func(ctx context.Context, o client.Object) (client.Object, error) {
 		close(entered)
-		time.Sleep(300 * time.Millisecond)
+		<-release // until the server is shutting down
 		return addLabel(ctx, o)
 	}))
 	port := testenv.FreePort(t)
@@ -67,6 +69,17 @@ func TestShutdownFinishesInFlightRequests(t *testing.T) {
 	}()
 	<-entered
 	stop() // shut down while the hook runs
+	// The server closes its listener first when it shuts down: once it refuses connections,
+	// the hook may finish.
+	testenv.Eventually(t, 30*time.Second, "the listener closed by the shutdown", func() error {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return nil
+		}
+		c.Close()
+		return errors.New("still accepting connections")
+	})
+	close(release)
 	a := <-got
 	if a.err != nil {
 		t.Fatalf("in-flight request failed during shutdown: %v", a.err)

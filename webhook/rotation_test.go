@@ -105,11 +105,11 @@ func TestCertificateRotationUnderLoadDropsNoRequest(t *testing.T) {
 func waitHTTPS(t *testing.T, url string) {
 	t.Helper()
 	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // readiness poll only
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if resp, err := hc.Get(url); err == nil {
+	testenv.Eventually(t, 30*time.Second, url, func() error {
+		resp, err := hc.Get(url)
+		if err == nil {
 			resp.Body.Close()
-			return
 		}
-	}
-	t.Fatalf("%s never answered", url)
+		return err
+	})
 }

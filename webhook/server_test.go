@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/testenv"
 	"github.com/synchook/synchook/webhook"
 )
 
@@ -36,16 +37,11 @@ func TestUnixSocketServesPlainHTTPWithMode0600(t *testing.T) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}
 	var resp *http.Response
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	// The socket appears when Start has got that far: until then the client cannot connect.
+	testenv.Eventually(t, 10*time.Second, "a POST over the socket", func() error {
 		resp, err = hc.Post("http://synchook/mutate/CreatePhysical", "application/json", strings.NewReader(podReview))
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+		return err
+	})
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !strings.Contains(string(body), `"patchType":"JSONPatch"`) {

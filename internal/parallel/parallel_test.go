@@ -5,20 +5,27 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/synchook/synchook/internal/parallel"
 )
 
 func TestForRunsEveryIndexOnceAndReportsTheLowestError(t *testing.T) {
+	// At least two workers, so that item 30 can wait for a higher index to fail first.
+	prev := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
 	var calls [100]atomic.Int32
+	var once sync.Once
+	higherFailed := make(chan struct{})
 	err := parallel.For(len(calls), func(i int) error {
 		calls[i].Add(1)
 		if i >= 30 {
 			if i == 30 {
-				time.Sleep(5 * time.Millisecond) // higher indexes fail first
+				<-higherFailed
+			} else {
+				once.Do(func() { close(higherFailed) })
 			}
 			return fmt.Errorf("item %d", i)
 		}
