@@ -47,7 +47,7 @@ import (
 )
 
 const (
-	// tenant is the value main gives PodHook.Tenant.
+	// tenant is the default of the example's Settings.Tenant (no settings in the config).
 	tenant = "team-a"
 	// startTimeout bounds every wait for the binary: the machine is shared with other builds.
 	startTimeout = 90 * time.Second
@@ -79,6 +79,33 @@ func TestPodHookExample(t *testing.T) {
 		patch, result := parseMutateOutput(t, runMutate(t, bin, "GetPhysical", file))
 		wantOp(t, patch, jsonOp{Op: "remove", Path: "/metadata/labels/example.com~1tenant"})
 		wantPodBack(t, "GetPhysical of the hooked pod", result)
+	})
+
+	t.Run("the tenant comes from the config's settings key, decoded strictly (plugin.UnmarshalConfig)", func(t *testing.T) {
+		run := func(config string) (string, string, error) {
+			var stdout, stderr bytes.Buffer
+			cmd := exec.CommandContext(t.Context(), bin, "mutate", "--type", "CreatePhysical", "-f", "../../examples/pod.yaml", "-o", "yaml")
+			cmd.Env = append(cleanEnv(), "SYNCHOOK_CONFIG="+config)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			return stdout.String(), stderr.String(), err
+		}
+		out, errOut, err := run("settings: {tenant: team-b}")
+		if err != nil {
+			t.Fatalf("mutate: %v\n%s", err, errOut)
+		}
+		var pod corev1.Pod
+		if err := yaml.Unmarshal([]byte(out), &pod); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]string{"app": "web", TenantLabel: "team-b"}; !maps.Equal(pod.Labels, want) {
+			t.Errorf("labels %v, want %v", pod.Labels, want)
+		}
+		_, errOut, err = run("settings: {tennant: team-b}")
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(errOut, `settings: unknown field "tennant" (valid: tenant)`) {
+			t.Errorf("a misspelt setting: %v, stderr %q; want exit 2 naming the key", err, errOut)
+		}
 	})
 
 	t.Run("serve mutates a pod through the admission endpoint and the v1 bridge and stops on SIGTERM", func(t *testing.T) {
@@ -209,6 +236,19 @@ func TestPodHookExample(t *testing.T) {
 			wantPodBack(t, "GetPhysical of the hooked pod", pod)
 		})
 
+		// The bridge reports the absent vcluster on its first failed registration: wait for
+		// it before stopping serve, which would otherwise end the attempt unreported.
+		const unreachable = "vcluster plugin server not reachable, retrying"
+		ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
+		defer cancel()
+		if err := poll(ctx, srv, func() error {
+			if !strings.Contains(srv.stderr.String(), unreachable) {
+				return fmt.Errorf("no %q in the output", unreachable)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("the bridge did not report the absent vcluster at %s: %v", vclusterAddr, err)
+		}
 		if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatalf("SIGTERM: %v", err)
 		}
@@ -219,9 +259,6 @@ func TestPodHookExample(t *testing.T) {
 		}
 		if srv.err != nil {
 			t.Errorf("serve after SIGTERM: %v, want exit code 0", srv.err)
-		}
-		if !strings.Contains(srv.stderr.String(), "vcluster plugin server not reachable, retrying") {
-			t.Errorf("the bridge did not report the absent vcluster at %s; stderr:\n%s", vclusterAddr, srv.stderr)
 		}
 	})
 
@@ -513,25 +550,34 @@ func waitReady(t *testing.T, s *server, certDir, probeAddr, base string) *http.C
 		}},
 		{base + "/readyz", func() error { return getOK(client, base+"/readyz") }},
 	}
-	deadline := time.Now().Add(startTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
+	defer cancel()
 	for _, step := range steps {
-		for {
-			err := step.fn()
-			if err == nil {
-				break
-			}
-			select {
-			case <-s.done:
-				t.Fatalf("serve exited (%v) before %s was ready; output:\n%s", s.err, step.what, s.stderr)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s not ready after %s: %v", step.what, startTimeout, err)
-			}
-			time.Sleep(100 * time.Millisecond)
+		if err := poll(ctx, s, step.fn); err != nil {
+			t.Fatalf("%s not ready: %v", step.what, err)
 		}
 	}
 	return client
+}
+
+// poll calls cond every 100 ms until it returns nil; it fails when ctx ends or serve exits
+// first.
+func poll(ctx context.Context, s *server, cond func() error) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("serve exited (%v); output:\n%s", s.err, s.stderr)
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
 }
 
 func getOK(c *http.Client, url string) error {
