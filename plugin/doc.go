@@ -20,6 +20,8 @@
 // MutateCreateVirtual, MutateUpdateVirtual, MutateDeleteVirtual, MutateGetVirtual with
 // vcluster-sdk's signature, func(ctx, client.Object) (client.Object, error). Hooks are called
 // concurrently (List items in parallel): keep them free of shared mutable state.
+// hooks.Typed makes one from a func(ctx, *corev1.Pod) error; package hooks/hookstest runs one
+// through synchook's engine in a unit test.
 //
 // Go hooks share their chain with the config's hooks (labels, strip, and policy:
 // MutatingAdmissionPolicy in CEL), which run first, and everything the chain guarantees:
