@@ -1,6 +1,6 @@
 module example.com/pod-hook
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/evanphx/json-patch/v5 v5.9.11

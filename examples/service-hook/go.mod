@@ -1,6 +1,6 @@
 module example.com/service-hook
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/synchook/synchook v0.0.0
