@@ -598,6 +598,19 @@ func (c *chain) runHooks(ctx context.Context, rn *Runner, obj client.Object, run
 // callHook calls fn with the hook's own deadline d (RunnerOptions.HookTimeout) and turns a panic into a
 // *PanicError.
 func callHook(ctx context.Context, d time.Duration, fn hooks.MutateFunc, obj client.Object) (out client.Object, err error) {
+	err = guardedCall(ctx, d, func(ctx context.Context) error {
+		out, err = fn(ctx, obj)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// guardedCall calls call with the hook's own deadline d (<= 0: none) and turns a panic into a
+// *PanicError with its stack.
+func guardedCall(ctx context.Context, d time.Duration, call func(context.Context) error) (err error) {
 	if d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
@@ -605,10 +618,10 @@ func callHook(ctx context.Context, d time.Duration, fn hooks.MutateFunc, obj cli
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			out, err = nil, &PanicError{Value: fmt.Sprint(v), Stack: debug.Stack()}
+			err = &PanicError{Value: fmt.Sprint(v), Stack: debug.Stack()}
 		}
 	}()
-	return fn(ctx, obj)
+	return call(ctx)
 }
 
 // identity is what no hook may change.

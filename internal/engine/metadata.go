@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -366,20 +365,10 @@ func (f *mapField) spliced(now map[string]string, set []string) []edit {
 	return edits
 }
 
-// callMetadata calls fn with the hook's own deadline d (RunnerOptions.HookTimeout) and turns a panic into a
-// *PanicError, as callHook does for typed hooks.
-func callMetadata(ctx context.Context, d time.Duration, fn hooks.MetadataFunc, m *hooks.Metadata) (err error) {
-	if d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: fmt.Sprint(v), Stack: debug.Stack()}
-		}
-	}()
-	return fn(ctx, m)
+// callMetadata calls fn with the hook's own deadline d (RunnerOptions.HookTimeout) and turns a
+// panic into a *PanicError, as callHook does for typed hooks.
+func callMetadata(ctx context.Context, d time.Duration, fn hooks.MetadataFunc, m *hooks.Metadata) error {
+	return guardedCall(ctx, d, func(ctx context.Context) error { return fn(ctx, m) })
 }
 
 // edit replaces raw[start:end] with text.

@@ -359,53 +359,30 @@ func lookupTree(tree any, tokens []string) (any, bool) {
 // setAt sets the value at tokens (RFC 6902 add: a member is set, an array index inserts, "-"
 // appends). It reports false when the parent does not exist.
 func setAt(tree any, tokens []string, v any) bool {
-	parent, ok := lookupTree(tree, tokens[:len(tokens)-1])
-	if !ok {
-		return false
-	}
-	last := tokens[len(tokens)-1]
-	switch node := parent.(type) {
-	case map[string]any:
-		node[last] = v
+	return editParent(tree, tokens, func(m map[string]any, key string) bool {
+		m[key] = v
 		return true
-	case []any:
-		i, ok := arrayIndex(last, len(node))
-		if !ok {
-			return false
-		}
-		// Arrays are values inside their parent: rebuild and store back.
-		grown := slices.Insert(slices.Clone(node), i, v)
-		return replaceAt(tree, tokens[:len(tokens)-1], grown)
-	}
-	return false
+	}, func(a []any, i int) ([]any, bool) {
+		return slices.Insert(slices.Clone(a), i, v), true
+	})
 }
 
 // removeAt removes the value at tokens; false when there is none.
 func removeAt(tree any, tokens []string) bool {
-	parent, ok := lookupTree(tree, tokens[:len(tokens)-1])
-	if !ok {
-		return false
-	}
-	last := tokens[len(tokens)-1]
-	switch node := parent.(type) {
-	case map[string]any:
-		if _, ok := node[last]; !ok {
-			return false
-		}
-		delete(node, last)
-		return true
-	case []any:
-		i, ok := arrayIndex(last, len(node))
-		if !ok || i == len(node) {
-			return false
-		}
-		return replaceAt(tree, tokens[:len(tokens)-1], slices.Delete(slices.Clone(node), i, i+1))
-	}
-	return false
+	return editParent(tree, tokens, func(m map[string]any, key string) bool {
+		_, ok := m[key]
+		delete(m, key)
+		return ok
+	}, func(a []any, i int) ([]any, bool) {
+		return slices.Delete(slices.Clone(a), i, i+1), i < len(a)
+	})
 }
 
-// replaceAt replaces the existing value at tokens (not the root) with v.
-func replaceAt(tree any, tokens []string, v any) bool {
+// editParent changes the parent of the value at tokens (not the root): inMap for an object, inArray
+// for an array, which returns the new array (arrays are values inside their own parent, so it
+// is stored back there) and whether the index suits it. It reports false when the parent does
+// not exist or the edit does not apply.
+func editParent(tree any, tokens []string, inMap func(map[string]any, string) bool, inArray func([]any, int) ([]any, bool)) bool {
 	if len(tokens) == 0 {
 		return false
 	}
@@ -416,15 +393,23 @@ func replaceAt(tree any, tokens []string, v any) bool {
 	last := tokens[len(tokens)-1]
 	switch node := parent.(type) {
 	case map[string]any:
-		node[last] = v
-		return true
+		return inMap(node, last)
 	case []any:
 		i, ok := arrayIndex(last, len(node))
-		if !ok || i == len(node) {
+		if !ok {
 			return false
 		}
-		node[i] = v
-		return true
+		changed, ok := inArray(node, i)
+		return ok && editParent(tree, tokens[:len(tokens)-1], func(m map[string]any, key string) bool {
+			m[key] = changed
+			return true
+		}, func(a []any, j int) ([]any, bool) {
+			if j == len(a) {
+				return nil, false
+			}
+			a[j] = changed
+			return a, true
+		})
 	}
 	return false
 }
