@@ -2,8 +2,11 @@ package vcluster
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -188,7 +191,7 @@ func syncOnce(t *testing.T, n int, plugins []syncerPlugin) syncerBenchResult {
 	}()
 
 	started := time.Now()
-	startSyncer(t, cl, syncerSpec{
+	s := startSyncer(t, cl, syncerSpec{
 		Plugins: plugins,
 		Env:     []string{"VCLUSTER_PHYSICAL_CLIENT_QPS=1000", "VCLUSTER_PHYSICAL_CLIENT_BURST=2000"},
 		OnStart: func(pid int) { pgid.Store(int64(pid)) },
@@ -209,6 +212,22 @@ func syncOnce(t *testing.T, n int, plugins []syncerPlugin) syncerBenchResult {
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())
 		}
+	}
+	// how often synchook was called per synced pod, by hook type (when it serves metrics)
+	if calls, err := s.metricSamples(ctx, "synchook_requests_total"); err == nil {
+		byType := map[string]float64{}
+		for labels, v := range calls {
+			for _, l := range strings.Split(strings.Trim(labels, "{}"), ",") {
+				if k, val, _ := strings.Cut(l, "="); k == "hook_type" {
+					byType[strings.Trim(val, `"`)] += v
+				}
+			}
+		}
+		var parts []string
+		for _, typ := range slices.Sorted(maps.Keys(byType)) {
+			parts = append(parts, fmt.Sprintf("%s %.2f", typ, byType[typ]/float64(n)))
+		}
+		t.Logf("synchook calls per synced pod (whole run, startup included): %s", strings.Join(parts, ", "))
 	}
 	r := syncerBenchResult{pods: n, elapsed: l.at.Sub(f.at), cpu: l.cpu - f.cpu, startup: f.at.Sub(started)}
 	if r.elapsed <= 0 {

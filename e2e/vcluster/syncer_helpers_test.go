@@ -447,35 +447,46 @@ var errNoMetrics = errors.New("no synchook /metrics listener")
 // metricSum returns the sum of every sample of the metric family name that synchook serves
 // (0 when the family has no samples yet).
 func (s *syncer) metricSum(ctx context.Context, name string) (float64, error) {
+	samples, err := s.metricSamples(ctx, name)
+	var sum float64
+	for _, v := range samples {
+		sum += v
+	}
+	return sum, err
+}
+
+// metricSamples returns the samples of the metric family name that synchook serves, by their
+// label set as written ({...}, "" for none).
+func (s *syncer) metricSamples(ctx context.Context, name string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.metricsAddr+"/metrics", nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", errNoMetrics, err)
+		return nil, fmt.Errorf("%w: %v", errNoMetrics, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("synchook_")) {
-		return 0, fmt.Errorf("%w: %s answered %s", errNoMetrics, s.metricsAddr, resp.Status)
+		return nil, fmt.Errorf("%w: %s answered %s", errNoMetrics, s.metricsAddr, resp.Status)
 	}
-	var sum float64
+	samples := map[string]float64{}
 	for _, line := range strings.Split(string(body), "\n") {
 		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
 			continue
 		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
 		if err != nil {
-			return 0, fmt.Errorf("metric line %q: %w", line, err)
+			return nil, fmt.Errorf("metric line %q: %w", line, err)
 		}
-		sum += v
+		samples[strings.TrimPrefix(line[:i], name)] += v
 	}
-	return sum, nil
+	return samples, nil
 }
 
 // freeAddr returns a 127.0.0.1 address whose port was free a moment ago.
