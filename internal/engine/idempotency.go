@@ -60,10 +60,11 @@ func (r *Registry) CheckIdempotent(ctx context.Context, samples func(schema.Grou
 	return nil
 }
 
-// changedPath returns the first path of ops other than the undo annotation's, or "".
+// changedPath returns the first path of ops other than the reserved annotations' (a second run
+// replaces the undo and drops a provenance mark when its hooks change nothing more), or "".
 func changedPath(ops []patch.Operation) string {
 	for _, op := range ops {
-		if !isUndoPath(op.Path) && op.Path != "/metadata/annotations" {
+		if !isReservedPath(op.Path) && op.Path != "/metadata/annotations" {
 			return op.Path
 		}
 	}

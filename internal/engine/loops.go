@@ -117,13 +117,13 @@ func onlyReserved(p []byte) bool {
 		return false
 	}
 	for _, op := range ops {
-		switch op.Path {
-		case "/metadata/annotations/synchook.io~1undo", "/metadata/annotations/synchook.io~1mutated-by":
-		case "/metadata/annotations": // a map made for the undo alone
+		switch {
+		case isReservedPath(op.Path):
+		case op.Path == "/metadata/annotations": // a map made for the undo alone
 			if !reservedKeysOnly(op.Value) {
 				return false
 			}
-		case "/metadata":
+		case op.Path == "/metadata":
 			var meta map[string]json.RawMessage
 			if json.Unmarshal(op.Value, &meta) != nil || len(meta) != 1 || !reservedKeysOnly(meta["annotations"]) {
 				return false

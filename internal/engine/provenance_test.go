@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
@@ -86,5 +87,28 @@ func TestProvenanceMarksWritesNeverReadViews(t *testing.T) {
 		if res.Patch == nil || regexp.MustCompile(`mutated-by`).Match(res.Patch) {
 			t.Errorf("%s patch %s: want the strip and no provenance mark", read, res.Patch)
 		}
+	}
+}
+
+// Regression (issue 21, seen with vcluster's real syncer and plugin.yaml): with provenance on,
+// the start-up idempotency check called a labels chain not idempotent, because its second run
+// drops the provenance mark of the first (its hooks change nothing more).
+func TestTheIdempotencyCheckAcceptsAChainWithProvenance(t *testing.T) {
+	labels := func(_ context.Context, o client.Object) (client.Object, error) {
+		l := o.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		l["synchook.io/hooked"] = "true"
+		o.SetLabels(l)
+		return o, nil
+	}
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Provenance: true})
+	reg.MustRegister(hooks.NewFunc("pod-labels", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical}, labels))
+	samples := func(schema.GroupVersionKind) [][]byte {
+		return [][]byte{[]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","annotations":{"a":"b"}}}`)}
+	}
+	if err := reg.CheckIdempotent(t.Context(), samples); err != nil {
+		t.Errorf("CheckIdempotent: %v", err)
 	}
 }

@@ -157,6 +157,11 @@ func isUndoPath(p string) bool {
 	return p == "/metadata/annotations/synchook.io~1undo"
 }
 
+// isReservedPath reports whether p is the JSON Pointer of a reserved annotation.
+func isReservedPath(p string) bool {
+	return isUndoPath(p) || p == "/metadata/annotations/synchook.io~1mutated-by"
+}
+
 // encodeUndo returns the annotation value for entries, or ErrUndoTooLarge past max bytes.
 func encodeUndo(entries []UndoEntry, max int) (string, error) {
 	data, err := json.Marshal(entries)
