@@ -151,10 +151,13 @@ func CompileWithOptions(p *admissionregistrationv1.MutatingAdmissionPolicy, opts
 	return out, nil
 }
 
+// compileMode compiles the policy's expressions as the apiserver compiles new ones (not as
+// stored ones).
+const compileMode = environment.NewExpressions
+
 // compile compiles the variables, matchConditions and mutations of p into out, returning the
 // problems.
 func (out *Policy) compile(p *admissionregistrationv1.MutatingAdmissionPolicy, spec *field.Path) field.ErrorList {
-	var errs field.ErrorList
 	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
 		return field.ErrorList{field.InternalError(spec, fmt.Errorf("CEL compiler: %w", err))}
@@ -162,121 +165,158 @@ func (out *Policy) compile(p *admissionregistrationv1.MutatingAdmissionPolicy, s
 	out.compiler = compiler
 	// No params and no authorizer: expressions that use them do not compile.
 	decls := plugincel.OptionalVariableDeclarations{}
-	const mode = environment.NewExpressions
+	errs := compileVariables(compiler, p.Spec.Variables, spec, decls)
+	errs = append(errs, out.compileMatchConditions(compiler, p, spec, decls)...)
+	return append(errs, out.compileMutations(compiler, p.Spec.Mutations, spec, decls)...)
+}
 
+// checkNamed returns the problems of the name and expression of the entry at path (a variable
+// or a matchCondition): both required, the name unique among names, which it joins.
+func checkNamed(path *field.Path, name, expression string, names sets.Set[string]) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case name == "":
+		errs = append(errs, field.Required(path.Child("name"), ""))
+	case names.Has(name):
+		errs = append(errs, field.Duplicate(path.Child("name"), name))
+	}
+	names.Insert(name)
+	if expression == "" {
+		errs = append(errs, field.Required(path.Child("expression"), ""))
+	}
+	return errs
+}
+
+// compileVariables checks spec.variables and stores each in compiler, for the expressions
+// compiled after them, returning the problems.
+func compileVariables(compiler *plugincel.CompositedCompiler, vars []admissionregistrationv1.Variable, spec *field.Path, decls plugincel.OptionalVariableDeclarations) field.ErrorList {
+	var errs field.ErrorList
 	names := sets.New[string]()
-	for i, v := range p.Spec.Variables {
+	for i, v := range vars {
 		path := spec.Child("variables").Index(i)
-		switch {
-		case v.Name == "":
-			errs = append(errs, field.Required(path.Child("name"), ""))
-		case names.Has(v.Name):
-			errs = append(errs, field.Duplicate(path.Child("name"), v.Name))
-		}
-		names.Insert(v.Name)
+		errs = append(errs, checkNamed(path, v.Name, v.Expression, names)...)
 		if v.Expression == "" {
-			errs = append(errs, field.Required(path.Child("expression"), ""))
 			continue
 		}
-		res := compiler.CompileAndStoreVariable(&variable{name: v.Name, expression: v.Expression}, decls, mode)
+		res := compiler.CompileAndStoreVariable(&variable{name: v.Name, expression: v.Expression}, decls, compileMode)
 		if res.Error != nil {
 			errs = append(errs, field.Invalid(path.Child("expression"), v.Expression, res.Error.Detail))
 		}
 	}
+	return errs
+}
 
-	if len(p.Spec.MatchConditions) > 0 {
-		conds := slices.Clone(p.Spec.MatchConditions)
-		accessors := make([]plugincel.ExpressionAccessor, len(conds))
-		names := sets.New[string]()
-		for i := range conds {
-			path := spec.Child("matchConditions").Index(i)
-			switch {
-			case conds[i].Name == "":
-				errs = append(errs, field.Required(path.Child("name"), ""))
-			case names.Has(conds[i].Name):
-				errs = append(errs, field.Duplicate(path.Child("name"), conds[i].Name))
-			}
-			names.Insert(conds[i].Name)
-			if conds[i].Expression == "" {
-				errs = append(errs, field.Required(path.Child("expression"), ""))
-			}
-			accessors[i] = (*matchconditions.MatchCondition)(&conds[i])
-		}
-		eval := compiler.CompileCondition(accessors, decls, mode)
-		// CompilationErrors has one entry per failing condition, in order, without its index:
-		// compile them one by one again only to name the field.
-		if len(eval.CompilationErrors()) > 0 {
-			for i := range conds {
-				if conds[i].Expression == "" {
-					continue
-				}
-				res := compiler.CompileCELExpression(accessors[i], decls, mode)
-				if res.Error != nil {
-					errs = append(errs, field.Invalid(spec.Child("matchConditions").Index(i).Child("expression"), conds[i].Expression, res.Error.Detail))
-				}
-			}
-		}
-		failurePolicy := out.failurePolicy
-		out.matcher = matchconditions.NewMatcher(eval, &failurePolicy, "policy", "mutate", p.Name)
+// compileMatchConditions checks and compiles the matchConditions of p into out.matcher (left
+// nil when there are none), returning the problems.
+func (out *Policy) compileMatchConditions(compiler *plugincel.CompositedCompiler, p *admissionregistrationv1.MutatingAdmissionPolicy, spec *field.Path, decls plugincel.OptionalVariableDeclarations) field.ErrorList {
+	if len(p.Spec.MatchConditions) == 0 {
+		return nil
 	}
+	var errs field.ErrorList
+	conds := slices.Clone(p.Spec.MatchConditions)
+	accessors := make([]plugincel.ExpressionAccessor, len(conds))
+	names := sets.New[string]()
+	for i := range conds {
+		errs = append(errs, checkNamed(spec.Child("matchConditions").Index(i), conds[i].Name, conds[i].Expression, names)...)
+		accessors[i] = (*matchconditions.MatchCondition)(&conds[i])
+	}
+	eval := compiler.CompileCondition(accessors, decls, compileMode)
+	// CompilationErrors has one entry per failing condition, in order, without its index:
+	// compile them one by one again only to name the field.
+	if len(eval.CompilationErrors()) > 0 {
+		for i := range conds {
+			if conds[i].Expression == "" {
+				continue
+			}
+			res := compiler.CompileCELExpression(accessors[i], decls, compileMode)
+			if res.Error != nil {
+				errs = append(errs, field.Invalid(spec.Child("matchConditions").Index(i).Child("expression"), conds[i].Expression, res.Error.Detail))
+			}
+		}
+	}
+	failurePolicy := out.failurePolicy
+	out.matcher = matchconditions.NewMatcher(eval, &failurePolicy, "policy", "mutate", p.Name)
+	return errs
+}
 
-	if len(p.Spec.Mutations) == 0 {
+// compileMutations checks spec.mutations (at least one) and compiles each into out.mutations,
+// returning the problems.
+func (out *Policy) compileMutations(compiler *plugincel.CompositedCompiler, mutations []admissionregistrationv1.Mutation, spec *field.Path, decls plugincel.OptionalVariableDeclarations) field.ErrorList {
+	var errs field.ErrorList
+	if len(mutations) == 0 {
 		errs = append(errs, field.Required(spec.Child("mutations"), "at least one mutation"))
 	}
-	patchDecls := decls
-	patchDecls.HasPatchTypes = true
-	for i, m := range p.Spec.Mutations {
-		path := spec.Child("mutations").Index(i)
-		var accessor plugincel.ExpressionAccessor
-		var expression string
-		var exprPath *field.Path
-		switch m.PatchType {
-		case admissionregistrationv1.PatchTypeJSONPatch:
-			if m.ApplyConfiguration != nil {
-				errs = append(errs, field.Forbidden(path.Child("applyConfiguration"), "must not be set when patchType is JSONPatch"))
-			}
-			if m.JSONPatch == nil {
-				errs = append(errs, field.Required(path.Child("jsonPatch"), "must be set when patchType is JSONPatch"))
-				continue
-			}
-			expression, exprPath = m.JSONPatch.Expression, path.Child("jsonPatch", "expression")
-			accessor = &patch.JSONPatchCondition{Expression: expression}
-		case admissionregistrationv1.PatchTypeApplyConfiguration:
-			if m.JSONPatch != nil {
-				errs = append(errs, field.Forbidden(path.Child("jsonPatch"), "must not be set when patchType is ApplyConfiguration"))
-			}
-			if m.ApplyConfiguration == nil {
-				errs = append(errs, field.Required(path.Child("applyConfiguration"), "must be set when patchType is ApplyConfiguration"))
-				continue
-			}
-			expression, exprPath = m.ApplyConfiguration.Expression, path.Child("applyConfiguration", "expression")
-			accessor = &patch.ApplyConfigurationCondition{Expression: expression}
-			out.applyConfig = true
-			for _, gvk := range out.kinds {
-				if !out.targets[gvk].typed {
-					errs = append(errs, field.Forbidden(path.Child("patchType"), fmt.Sprintf(
-						"ApplyConfiguration needs the schema of the kind, which synchook does not have for the custom resource %s; use JSONPatch", gvk)))
-				}
-			}
-		default:
-			errs = append(errs, field.NotSupported(path.Child("patchType"), m.PatchType, []string{
-				string(admissionregistrationv1.PatchTypeApplyConfiguration), string(admissionregistrationv1.PatchTypeJSONPatch),
-			}))
-			continue
+	decls.HasPatchTypes = true // a copy: the variables and matchConditions had none
+	for i, m := range mutations {
+		errs = append(errs, out.compileMutation(compiler, m, spec.Child("mutations").Index(i), decls)...)
+	}
+	return errs
+}
+
+// compileMutation compiles the mutation m at path into a patcher added to out.mutations (none
+// when m is refused before its expression compiles), returning the problems.
+func (out *Policy) compileMutation(compiler *plugincel.CompositedCompiler, m admissionregistrationv1.Mutation, path *field.Path, decls plugincel.OptionalVariableDeclarations) field.ErrorList {
+	accessor, exprPath, errs := out.mutationExpression(m, path)
+	if accessor == nil {
+		return errs
+	}
+	expression := accessor.GetExpression()
+	if expression == "" {
+		return append(errs, field.Required(exprPath, ""))
+	}
+	eval := compiler.CompileMutatingEvaluator(accessor, decls, compileMode)
+	for _, err := range eval.CompilationErrors() {
+		errs = append(errs, field.Invalid(exprPath, expression, celDetail(err)))
+	}
+	if m.PatchType == admissionregistrationv1.PatchTypeJSONPatch {
+		out.mutations = append(out.mutations, patch.NewJSONPatcher(eval))
+	} else {
+		out.mutations = append(out.mutations, patch.NewApplyConfigurationPatcher(eval))
+	}
+	return errs
+}
+
+// mutationExpression returns the expression of the mutation m at path, as the accessor the
+// compiler takes, and the path of its field; a nil accessor when m has none of its patchType
+// or an unknown patchType. An ApplyConfiguration marks out.applyConfig and is refused on the
+// custom resources out selects.
+func (out *Policy) mutationExpression(m admissionregistrationv1.Mutation, path *field.Path) (plugincel.ExpressionAccessor, *field.Path, field.ErrorList) {
+	switch m.PatchType {
+	case admissionregistrationv1.PatchTypeJSONPatch:
+		errs := checkPatchFields(path, m.PatchType, "jsonPatch", m.JSONPatch != nil, "applyConfiguration", m.ApplyConfiguration != nil)
+		if m.JSONPatch == nil {
+			return nil, nil, errs
 		}
-		if expression == "" {
-			errs = append(errs, field.Required(exprPath, ""))
-			continue
+		return &patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, path.Child("jsonPatch", "expression"), errs
+	case admissionregistrationv1.PatchTypeApplyConfiguration:
+		errs := checkPatchFields(path, m.PatchType, "applyConfiguration", m.ApplyConfiguration != nil, "jsonPatch", m.JSONPatch != nil)
+		if m.ApplyConfiguration == nil {
+			return nil, nil, errs
 		}
-		eval := compiler.CompileMutatingEvaluator(accessor, patchDecls, mode)
-		for _, err := range eval.CompilationErrors() {
-			errs = append(errs, field.Invalid(exprPath, expression, celDetail(err)))
+		out.applyConfig = true
+		for _, gvk := range out.kinds {
+			if !out.targets[gvk].typed {
+				errs = append(errs, field.Forbidden(path.Child("patchType"), fmt.Sprintf(
+					"ApplyConfiguration needs the schema of the kind, which synchook does not have for the custom resource %s; use JSONPatch", gvk)))
+			}
 		}
-		if m.PatchType == admissionregistrationv1.PatchTypeJSONPatch {
-			out.mutations = append(out.mutations, patch.NewJSONPatcher(eval))
-		} else {
-			out.mutations = append(out.mutations, patch.NewApplyConfigurationPatcher(eval))
-		}
+		return &patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}, path.Child("applyConfiguration", "expression"), errs
+	default:
+		return nil, nil, field.ErrorList{field.NotSupported(path.Child("patchType"), m.PatchType, []string{
+			string(admissionregistrationv1.PatchTypeApplyConfiguration), string(admissionregistrationv1.PatchTypeJSONPatch),
+		})}
+	}
+}
+
+// checkPatchFields returns the problems of the mutation at path whose patchType t needs the
+// field want (set says it is there) and forbids the field other (otherSet).
+func checkPatchFields(path *field.Path, t admissionregistrationv1.PatchType, want string, set bool, other string, otherSet bool) field.ErrorList {
+	var errs field.ErrorList
+	if otherSet {
+		errs = append(errs, field.Forbidden(path.Child(other), "must not be set when patchType is "+string(t)))
+	}
+	if !set {
+		errs = append(errs, field.Required(path.Child(want), "must be set when patchType is "+string(t)))
 	}
 	return errs
 }
