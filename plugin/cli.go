@@ -315,6 +315,26 @@ func (t *replayTally) add(equal, failed bool) {
 	}
 }
 
+// replayTotals are the outcomes of a replay, overall and per hook.
+type replayTotals struct {
+	total   replayTally
+	perHook map[string]*replayTally
+	order   []string // hooks in order of first appearance
+}
+
+// count adds an outcome to the tally of each hook of names.
+func (s *replayTotals) count(names []string, equal, failed bool) {
+	for _, h := range names {
+		t := s.perHook[h]
+		if t == nil {
+			t = &replayTally{}
+			s.perHook[h] = t
+			s.order = append(s.order, h)
+		}
+		t.add(equal, failed)
+	}
+}
+
 // replay runs every request captured in DIR (serve --capture DIR) through this build's hooks
 // and the config, and prints per request whether the outcome is the captured one and, when it
 // is not, a diff of the resulting objects; then a summary, overall and per hook. Exit 0: all
@@ -335,23 +355,9 @@ func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 	if len(dirs) != 1 {
 		return fail(exitUsage, "want exactly one argument, the capture directory (serve --capture DIR)")
 	}
-	dir := dirs[0]
-	if info, err := os.Stat(dir); err != nil {
-		return fail(exitUsage, "%v", err)
-	} else if !info.IsDir() {
-		return fail(exitUsage, "%s is not a directory", dir)
-	}
-	// Only files of this user, and no symbolic links, in a directory that no one else can
-	// write: anything else may have been planted.
-	files, skipped, err := capture.ReplayFiles(dir)
+	files, skipped, err := replayInputs(dirs[0], stderr)
 	if err != nil {
 		return fail(exitUsage, "%v", err)
-	}
-	for _, s := range skipped {
-		fmt.Fprintf(stderr, "synchook replay: skipped %s: %s\n", filepath.Base(s.Path), s.Reason)
-	}
-	if len(files) == 0 {
-		return fail(exitUsage, "no capture files (*.json) to replay in %s", dir)
 	}
 	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{
 		ConfigFile: o.configFile, NoDefaultConfig: p.hasHooks(), Getenv: p.getenv, Register: p.registerHooks,
@@ -362,68 +368,87 @@ func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 	}
 	replayer := capture.NewReplayer(reg, o.timeout)
 	progress := newProgress(stderr, len(files))
-	var (
-		total   replayTally
-		perHook = map[string]*replayTally{}
-		order   []string // hooks in order of first appearance
-	)
-	count := func(names []string, equal, failed bool) {
-		for _, h := range names {
-			t := perHook[h]
-			if t == nil {
-				t = &replayTally{}
-				perHook[h] = t
-				order = append(order, h)
-			}
-			t.add(equal, failed)
-		}
-	}
+	totals := &replayTotals{perHook: map[string]*replayTally{}}
 	for i, path := range files {
 		progress.set(i)
-		name := filepath.Base(path)
-		rec, err := capture.ReadOwnFile(path)
-		if err != nil {
-			progress.clear()
-			fmt.Fprintf(stdout, "FAILED     %s: %v\n", name, err)
-			total.add(false, true)
-			continue
-		}
-		what := describe(rec)
-		out, err := replayer.Replay(context.Background(), rec)
-		progress.clear()
-		if err != nil {
-			fmt.Fprintf(stdout, "FAILED     %s %s: %v\n", name, what, err)
-			total.add(false, true)
-			count(rec.Hooks, false, true)
-			continue
-		}
-		total.add(out.Equal, false)
-		count(out.Hooks, out.Equal, false)
-		if out.Equal {
-			fmt.Fprintf(stdout, "equal      %s %s\n", name, what)
-			continue
-		}
-		fmt.Fprintf(stdout, "DIFFERENT  %s %s\n%s", name, what, out.Diff)
+		totals.replayFile(stdout, replayer, progress, path)
 	}
 	progress.done(len(files))
-
-	fmt.Fprintf(stdout, "\n%d requests: %d equal, %d different, %d failed\n", len(files), total.equal, total.different, total.failed)
-	if len(skipped) > 0 {
-		fmt.Fprintf(stdout, "%d files skipped (symbolic links or files of other users; see stderr)\n", len(skipped))
+	totals.print(stdout, len(files), len(skipped))
+	if totals.total.different > 0 || totals.total.failed > 0 || len(skipped) > 0 {
+		return exitFailed
 	}
-	if len(order) > 0 {
+	return exitOK
+}
+
+// replayInputs returns the capture files of dir that replay may read, naming each file it
+// skips on stderr; an error when dir is no directory or has no capture file. Only files of
+// this user, and no symbolic links, in a directory that no one else can write: anything else
+// may have been planted.
+func replayInputs(dir string, stderr io.Writer) ([]string, []capture.Skipped, error) {
+	if info, err := os.Stat(dir); err != nil {
+		return nil, nil, err
+	} else if !info.IsDir() {
+		return nil, nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	files, skipped, err := capture.ReplayFiles(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(stderr, "synchook replay: skipped %s: %s\n", filepath.Base(s.Path), s.Reason)
+	}
+	if len(files) == 0 {
+		return nil, nil, fmt.Errorf("no capture files (*.json) to replay in %s", dir)
+	}
+	return files, skipped, nil
+}
+
+// replayFile replays the capture file at path with replayer, prints its outcome on stdout
+// (with the diff when it differs) and counts it; bar is cleared before printing.
+func (s *replayTotals) replayFile(stdout io.Writer, replayer *capture.Replayer, bar *progress, path string) {
+	name := filepath.Base(path)
+	rec, err := capture.ReadOwnFile(path)
+	if err != nil {
+		bar.clear()
+		fmt.Fprintf(stdout, "FAILED     %s: %v\n", name, err)
+		s.total.add(false, true)
+		return
+	}
+	what := describe(rec)
+	out, err := replayer.Replay(context.Background(), rec)
+	bar.clear()
+	if err != nil {
+		fmt.Fprintf(stdout, "FAILED     %s %s: %v\n", name, what, err)
+		s.total.add(false, true)
+		s.count(rec.Hooks, false, true)
+		return
+	}
+	s.total.add(out.Equal, false)
+	s.count(out.Hooks, out.Equal, false)
+	if out.Equal {
+		fmt.Fprintf(stdout, "equal      %s %s\n", name, what)
+		return
+	}
+	fmt.Fprintf(stdout, "DIFFERENT  %s %s\n%s", name, what, out.Diff)
+}
+
+// print writes the summary of n requests and skipped files on stdout: the counts, then a
+// table per hook.
+func (s *replayTotals) print(stdout io.Writer, n, skipped int) {
+	fmt.Fprintf(stdout, "\n%d requests: %d equal, %d different, %d failed\n", n, s.total.equal, s.total.different, s.total.failed)
+	if skipped > 0 {
+		fmt.Fprintf(stdout, "%d files skipped (symbolic links or files of other users; see stderr)\n", skipped)
+	}
+	if len(s.order) > 0 {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "hook\tequal\tdifferent\tfailed")
-		for _, h := range order {
-			t := perHook[h]
+		for _, h := range s.order {
+			t := s.perHook[h]
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", h, t.equal, t.different, t.failed)
 		}
 		_ = tw.Flush()
 	}
-	if total.different > 0 || total.failed > 0 || len(skipped) > 0 {
-		return exitFailed
-	}
-	return exitOK
 }
 
 // parseInterspersed parses args with fs when the arguments may come before, between or after
