@@ -56,95 +56,23 @@ func (s Side) hookTypes() (create, update, del, get hooks.HookType) {
 //
 // GVKs come from c's scheme (apiutil.GVKForObject). Kinds without hooks of the call's hook
 // type make no request to the sidecar. Everything else (Scheme, RESTMapper, …) is c's. It is
-// controller-runtime's client/interceptor around c, with one function per intercepted call.
+// controller-runtime's client/interceptor around c, with one method of wrapper per
+// intercepted call.
 func Wrap(c client.Client, hc *Client, side Side) client.Client {
 	w := &wrapper{hc: hc, side: side, scheme: c.Scheme()}
-	create, update, del, get := side.hookTypes()
-	status := func(name string) bool { return name == "status" }
+	w.types.create, w.types.update, w.types.del, w.types.get = side.hookTypes()
 	return interceptor.NewClient(withWatch(c), interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if err := c.Get(ctx, key, obj, opts...); err != nil {
-				return err
-			}
-			return w.run(ctx, get, obj)
-		},
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if err := c.List(ctx, list, opts...); err != nil {
-				return err
-			}
-			gvk, err := w.gvk(list)
-			if err != nil {
-				return err
-			}
-			return hc.mutateList(ctx, get, gvk, list)
-		},
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if err := w.run(ctx, create, obj); err != nil {
-				return err
-			}
-			return c.Create(ctx, obj, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			if err := w.run(ctx, update, obj); err != nil {
-				return err
-			}
-			return c.Update(ctx, obj, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if err := w.run(ctx, update, obj); err != nil {
-				return err
-			}
-			return c.Patch(ctx, obj, patch, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			if err := w.run(ctx, del, obj); err != nil {
-				return err
-			}
-			return c.Delete(ctx, obj, opts...)
-		},
-		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
-			gvk, err := w.gvk(obj)
-			if err != nil {
-				return err
-			}
-			if hc.Hooked(ctx, gvk, del) {
-				return &Error{
-					Type: del, GVK: gvk, Object: "DeleteAllOf in " + obj.GetNamespace(),
-					Err: fmt.Errorf("%w: DeleteAllOf cannot run hooks per object; list and delete one by one", ErrUnsupported),
-				}
-			}
-			return c.DeleteAllOf(ctx, obj, opts...)
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			if err := w.checkApply(ctx, obj); err != nil {
-				return err
-			}
-			return c.Apply(ctx, obj, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, name string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			if status(name) {
-				if err := w.run(ctx, update, obj); err != nil {
-					return err
-				}
-			}
-			return c.SubResource(name).Update(ctx, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, name string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if status(name) {
-				if err := w.run(ctx, update, obj); err != nil {
-					return err
-				}
-			}
-			return c.SubResource(name).Patch(ctx, obj, patch, opts...)
-		},
-		SubResourceApply: func(ctx context.Context, c client.Client, name string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-			if status(name) {
-				if err := w.checkApply(ctx, obj); err != nil {
-					return err
-				}
-			}
-			return c.SubResource(name).Apply(ctx, obj, opts...)
-		},
+		Get:               w.get,
+		List:              w.list,
+		Create:            w.create,
+		Update:            w.update,
+		Patch:             w.patch,
+		Delete:            w.delete,
+		DeleteAllOf:       w.deleteAllOf,
+		Apply:             w.apply,
+		SubResourceUpdate: w.subResourceUpdate,
+		SubResourcePatch:  w.subResourcePatch,
+		SubResourceApply:  w.subResourceApply,
 	})
 }
 
@@ -164,11 +92,127 @@ func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (
 	return nil, fmt.Errorf("hookclient: the wrapped client does not watch")
 }
 
-// wrapper holds what the interceptor functions of Wrap share.
+// wrapper holds what the interceptor functions of Wrap share; its methods named after a
+// client call are those functions.
 type wrapper struct {
 	hc     *Client
 	side   Side
 	scheme *runtime.Scheme
+	// types are the hook types of side's calls.
+	types struct{ create, update, del, get hooks.HookType }
+}
+
+// get reads the object, then runs Get{side} on it.
+func (w *wrapper) get(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := c.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	return w.run(ctx, w.types.get, obj)
+}
+
+// list reads the list, then runs Get{side} on all its items in one request.
+func (w *wrapper) list(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+	if err := c.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	gvk, err := w.gvk(list)
+	if err != nil {
+		return err
+	}
+	return w.hc.mutateList(ctx, w.types.get, gvk, list)
+}
+
+// create runs Create{side} on obj, then creates it.
+func (w *wrapper) create(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+	if err := w.run(ctx, w.types.create, obj); err != nil {
+		return err
+	}
+	return c.Create(ctx, obj, opts...)
+}
+
+// update runs Update{side} on obj, then updates it.
+func (w *wrapper) update(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+	if err := w.run(ctx, w.types.update, obj); err != nil {
+		return err
+	}
+	return c.Update(ctx, obj, opts...)
+}
+
+// patch runs Update{side} on obj, then sends the patch (computed from obj after the hooks).
+func (w *wrapper) patch(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if err := w.run(ctx, w.types.update, obj); err != nil {
+		return err
+	}
+	return c.Patch(ctx, obj, patch, opts...)
+}
+
+// delete runs Delete{side} on obj, then deletes it.
+func (w *wrapper) delete(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+	if err := w.run(ctx, w.types.del, obj); err != nil {
+		return err
+	}
+	return c.Delete(ctx, obj, opts...)
+}
+
+// deleteAllOf refuses when obj's kind has Delete{side} hooks (they cannot run per object);
+// otherwise it deletes.
+func (w *wrapper) deleteAllOf(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	gvk, err := w.gvk(obj)
+	if err != nil {
+		return err
+	}
+	if w.hc.Hooked(ctx, gvk, w.types.del) {
+		return &Error{
+			Type: w.types.del, GVK: gvk, Object: "DeleteAllOf in " + obj.GetNamespace(),
+			Err: fmt.Errorf("%w: DeleteAllOf cannot run hooks per object; list and delete one by one", ErrUnsupported),
+		}
+	}
+	return c.DeleteAllOf(ctx, obj, opts...)
+}
+
+// apply refuses when the kind of obj has Create{side} or Update{side} hooks (see checkApply);
+// otherwise it applies.
+func (w *wrapper) apply(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	if err := w.checkApply(ctx, obj); err != nil {
+		return err
+	}
+	return c.Apply(ctx, obj, opts...)
+}
+
+// isStatus reports whether the subresource name is status, the one whose writes run hooks.
+func isStatus(name string) bool { return name == "status" }
+
+// subResourceUpdate runs Update{side} on obj for the status subresource, then updates the
+// subresource.
+func (w *wrapper) subResourceUpdate(ctx context.Context, c client.Client, name string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	if isStatus(name) {
+		if err := w.run(ctx, w.types.update, obj); err != nil {
+			return err
+		}
+	}
+	return c.SubResource(name).Update(ctx, obj, opts...)
+}
+
+// subResourcePatch runs Update{side} on obj for the status subresource, then patches the
+// subresource.
+func (w *wrapper) subResourcePatch(ctx context.Context, c client.Client, name string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if isStatus(name) {
+		if err := w.run(ctx, w.types.update, obj); err != nil {
+			return err
+		}
+	}
+	return c.SubResource(name).Patch(ctx, obj, patch, opts...)
+}
+
+// subResourceApply refuses, for the status subresource, what apply refuses; otherwise it
+// applies to the subresource.
+func (w *wrapper) subResourceApply(ctx context.Context, c client.Client, name string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	if isStatus(name) {
+		if err := w.checkApply(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return c.SubResource(name).Apply(ctx, obj, opts...)
 }
 
 func (w *wrapper) gvk(obj runtime.Object) (schema.GroupVersionKind, error) {
