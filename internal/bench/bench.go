@@ -163,44 +163,82 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	typed := fixtures.Pod("ns", "web")
 	floorGRPC := grpcCaller(floors.grpc, typed, false)
 	sdkGRPC := grpcCaller(floors.sdk, typed, true)
+	v2, err := startPluginsV2(opts.Binary)
+	if err != nil {
+		return nil, err
+	}
+	defer stopPluginsV2(v2[:])
 
-	// The plugin v2 processes, each started and called as vcluster's v2 manager does.
+	sidecarCPU := sc.cpu
+	workloads := []workload{
+		{FloorHTTPS, floorHTTPS, floors.cpu},
+		{AdmissionHTTPS, sc.admissionHTTPS(review), sidecarCPU},
+		{AdmissionUnix, sc.admissionUnix(review), sidecarCPU},
+		{FloorGRPC, floorGRPC, floors.cpu},
+		{SDKGRPC, sdkGRPC, floors.cpu},
+		{BridgeGRPC, grpcCaller(sc.grpcAddr, typed, true), sidecarCPU},
+		{EchoV2, v2[0].caller(typed, false), v2[0].cpu},
+		{SDKV2, v2[1].caller(typed, true), v2[1].cpu},
+		{SynchookV2, v2[2].caller(typed, true), v2[2].cpu},
+	}
+	if err := warmUp(ctx, workloads); err != nil {
+		return nil, err
+	}
+	rep.Cells = measureAll(ctx, opts, workloads)
+	rep.RSSPeak, _ = sc.peakRSS()
+	rep.Print(opts.Out)
+	return rep, nil
+}
+
+// workload is one measured way of calling, and the process that serves it.
+type workload struct {
+	name string
+	call func(context.Context) error
+	cpu  func() (time.Duration, error) // CPU of the process that serves the workload
+}
+
+// startPluginsV2 starts the plugin v2 processes (the echo and sdk-style reference plugins,
+// then synchook with benchConfig), each started and called as vcluster's v2 manager does. On
+// an error it stops the ones it started.
+func startPluginsV2(binary string) ([3]*pluginV2, error) {
 	var v2 [3]*pluginV2
 	for i, env := range [][]string{
 		{ReferencePluginEnv + "=echo"},
 		{ReferencePluginEnv + "=sdk"},
 		{"PLUGIN_CONFIG=" + benchConfig, "SYNCHOOK_CONFIG="},
 	} {
-		if v2[i], err = startPluginV2(opts.Binary, env...); err != nil {
-			return nil, err
+		p, err := startPluginV2(binary, env...)
+		if err != nil {
+			stopPluginsV2(v2[:i])
+			return v2, err
 		}
-		defer v2[i].stop()
+		v2[i] = p
 	}
+	return v2, nil
+}
 
-	admission := sc.admissionHTTPS(review)
-	unix := sc.admissionUnix(review)
-	bridge := grpcCaller(sc.grpcAddr, typed, true)
-	sidecarCPU := sc.cpu
-	workloads := []struct {
-		name string
-		call func(context.Context) error
-		cpu  func() (time.Duration, error) // CPU of the process that serves the workload
-	}{
-		{FloorHTTPS, floorHTTPS, floors.cpu},
-		{AdmissionHTTPS, admission, sidecarCPU},
-		{AdmissionUnix, unix, sidecarCPU},
-		{FloorGRPC, floorGRPC, floors.cpu},
-		{SDKGRPC, sdkGRPC, floors.cpu},
-		{BridgeGRPC, bridge, sidecarCPU},
-		{EchoV2, v2[0].caller(typed, false), v2[0].cpu},
-		{SDKV2, v2[1].caller(typed, true), v2[1].cpu},
-		{SynchookV2, v2[2].caller(typed, true), v2[2].cpu},
+// stopPluginsV2 stops the plugins, the last started first.
+func stopPluginsV2(plugins []*pluginV2) {
+	for i := len(plugins) - 1; i >= 0; i-- {
+		plugins[i].stop()
 	}
+}
+
+// warmUp calls every workload once, to warm it up and check that it works.
+func warmUp(ctx context.Context, workloads []workload) error {
 	for _, w := range workloads {
-		if err := w.call(ctx); err != nil { // warm up and check it works
-			return nil, fmt.Errorf("%s: %w", w.name, err)
+		if err := w.call(ctx); err != nil {
+			return fmt.Errorf("%s: %w", w.name, err)
 		}
 	}
+	return nil
+}
+
+// measureAll measures every workload at each of opts.Concurrency and returns the cells: the
+// workloads of one concurrency take turns slice by slice (opts.Rounds slices each), and the
+// CPU of the process serving a workload is summed over its slices.
+func measureAll(ctx context.Context, opts Options, workloads []workload) []Cell {
+	var cells []Cell
 	for _, c := range opts.Concurrency {
 		runs := make([]run, len(workloads))
 		for range opts.Rounds {
@@ -217,12 +255,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			}
 		}
 		for i, w := range workloads {
-			rep.Cells = append(rep.Cells, runs[i].cell(w.name, c))
+			cells = append(cells, runs[i].cell(w.name, c))
 		}
 	}
-	rep.RSSPeak, _ = sc.peakRSS()
-	rep.Print(opts.Out)
-	return rep, nil
+	return cells
 }
 
 func reviewFor(obj []byte) []byte {
