@@ -190,24 +190,7 @@ func mapPatch(gvk schema.GroupVersionKind, p []byte, m mapper) ([]byte, error) {
 // SecretList (list true).
 func mapAt(tokens []string, v any, m mapper, list bool) any {
 	if list {
-		switch {
-		case len(tokens) == 0:
-			if obj, ok := v.(map[string]any); ok {
-				if items, ok := obj["items"]; ok {
-					obj["items"] = mapAt([]string{"items"}, items, m, true)
-				}
-			}
-		case tokens[0] != "items":
-		case len(tokens) == 1:
-			if items, ok := v.([]any); ok {
-				for i := range items {
-					items[i] = mapAt(nil, items[i], m, false)
-				}
-			}
-		default:
-			return mapAt(tokens[2:], v, m, false)
-		}
-		return v
+		return mapListAt(tokens, v, m)
 	}
 	if len(tokens) == 0 {
 		obj, ok := v.(map[string]any)
@@ -222,52 +205,85 @@ func mapAt(tokens []string, v any, m mapper, list bool) any {
 		return v
 	}
 	switch tokens[0] {
-	case "data", "stringData":
-		f := m.data
-		if tokens[0] == "stringData" {
-			f = m.str
+	case "data":
+		return mapValuesAt(tokens, v, m.data)
+	case "stringData":
+		return mapValuesAt(tokens, v, m.str)
+	case "metadata":
+		return mapMetadataAt(tokens, v, m)
+	}
+	return v
+}
+
+// mapListAt is mapAt for v, the value at tokens of a SecretList: the items are Secrets.
+func mapListAt(tokens []string, v any, m mapper) any {
+	switch {
+	case len(tokens) == 0:
+		if obj, ok := v.(map[string]any); ok {
+			if items, ok := obj["items"]; ok {
+				obj["items"] = mapListAt([]string{"items"}, items, m)
+			}
 		}
-		if len(tokens) == 1 {
-			if values, ok := v.(map[string]any); ok {
-				for k, x := range values {
-					if s, ok := x.(string); ok {
-						values[k] = f(s)
-					}
+	case tokens[0] != "items":
+	case len(tokens) == 1:
+		if items, ok := v.([]any); ok {
+			for i := range items {
+				items[i] = mapAt(nil, items[i], m, false)
+			}
+		}
+	default:
+		return mapAt(tokens[2:], v, m, false)
+	}
+	return v
+}
+
+// mapValuesAt maps with f the Secret values in v, the value at tokens of a Secret's data or
+// stringData: the map of values (tokens of length 1) or one value.
+func mapValuesAt(tokens []string, v any, f func(string) string) any {
+	if len(tokens) == 1 {
+		if values, ok := v.(map[string]any); ok {
+			for k, x := range values {
+				if s, ok := x.(string); ok {
+					values[k] = f(s)
 				}
 			}
-			return v
-		}
-		if s, ok := v.(string); ok {
-			return f(s)
 		}
 		return v
-	case "metadata":
-		switch {
-		case len(tokens) == 1:
-			if md, ok := v.(map[string]any); ok {
-				if a, ok := md["annotations"]; ok {
-					md["annotations"] = mapAt([]string{"metadata", "annotations"}, a, m, false)
-				}
+	}
+	if s, ok := v.(string); ok {
+		return f(s)
+	}
+	return v
+}
+
+// mapMetadataAt maps the Secret values in v, the value at tokens of a Secret's metadata: those
+// in the undo annotation and the whole last-applied-configuration annotation.
+func mapMetadataAt(tokens []string, v any, m mapper) any {
+	switch {
+	case len(tokens) == 1:
+		if md, ok := v.(map[string]any); ok {
+			if a, ok := md["annotations"]; ok {
+				md["annotations"] = mapAt([]string{"metadata", "annotations"}, a, m, false)
 			}
-		case tokens[1] != "annotations":
-		case len(tokens) == 2:
-			if a, ok := v.(map[string]any); ok {
-				if u, ok := a[engine.UndoAnnotation].(string); ok {
-					a[engine.UndoAnnotation] = mapUndo(u, m)
-				}
-				if l, ok := a[corev1.LastAppliedConfigAnnotation].(string); ok {
-					a[corev1.LastAppliedConfigAnnotation] = m.str(l)
-				}
+		}
+	case tokens[1] != "annotations":
+	case len(tokens) == 2:
+		if a, ok := v.(map[string]any); ok {
+			if u, ok := a[engine.UndoAnnotation].(string); ok {
+				a[engine.UndoAnnotation] = mapUndo(u, m)
 			}
-		case len(tokens) == 3 && tokens[2] == engine.UndoAnnotation:
-			if u, ok := v.(string); ok {
-				return mapUndo(u, m)
+			if l, ok := a[corev1.LastAppliedConfigAnnotation].(string); ok {
+				a[corev1.LastAppliedConfigAnnotation] = m.str(l)
 			}
-		case len(tokens) == 3 && tokens[2] == corev1.LastAppliedConfigAnnotation:
-			// kubectl apply's copy of the whole Secret, its data included: mapped whole.
-			if l, ok := v.(string); ok {
-				return m.str(l)
-			}
+		}
+	case len(tokens) == 3 && tokens[2] == engine.UndoAnnotation:
+		if u, ok := v.(string); ok {
+			return mapUndo(u, m)
+		}
+	case len(tokens) == 3 && tokens[2] == corev1.LastAppliedConfigAnnotation:
+		// kubectl apply's copy of the whole Secret, its data included: mapped whole.
+		if l, ok := v.(string); ok {
+			return m.str(l)
 		}
 	}
 	return v
