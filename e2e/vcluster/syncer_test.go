@@ -46,14 +46,12 @@ const (
 	// The policy hook pool-scheduling adds a toleration and a nodeSelector entry with this key.
 	policyTolerationKey   = "synchook.io/pool"
 	policyNodeSelectorKey = "synchook.io/pool"
-	// Host-side metadata that strip hooks on GetPhysical hide from the syncer: plugin.yaml's
-	// strip-host-annotations and the tests' strip-host-pool-label.
-	hostOnlyAnnotation = "synchook.io/host-only"
-	hostPoolLabel      = "host.example.com/pool"
+	// The host pod's address that plugin.yaml's strip-host-ip (GetPhysical) hides.
+	hostIP = "192.0.2.17"
 )
 
 // syncerHooks are the hooks the tests add after plugin.yaml's own (pod-labels: synchook.io/hooked
-// on pods and services; strip-host-annotations: synchook.io/host-only on GetPhysical of pods).
+// on pods and services; strip-host-ip: /status/hostIP and hostIPs on GetPhysical of pods).
 const syncerHooks = `
 - name: pod-owner
   resources: [{apiVersion: v1, kind: Pod}]
@@ -63,10 +61,6 @@ const syncerHooks = `
   resources: [{apiVersion: v1, kind: Secret}]
   types: [CreatePhysical, UpdatePhysical]
   labels: {labels: {synchook.io/hooked: "true"}}
-- name: strip-host-pool-label
-  resources: [{apiVersion: v1, kind: Pod}]
-  types: [GetPhysical]
-  strip: {paths: ["/metadata/labels/host.example.com~1pool"]}
 - name: pool-scheduling
   types: [CreatePhysical, UpdatePhysical]
   policy:
@@ -246,27 +240,36 @@ func TestVClusterSyncer(t *testing.T) {
 		}
 	})
 
-	t.Run("strip hooks on GetPhysical hide host-side metadata from the syncer, which syncs the rest of the host's change back", func(t *testing.T) {
-		// the platform's host-side controllers label and annotate the host pod
-		hp := waitHost(t, cl, kindPod, "web", nil)
-		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"gpu","host.example.com/visible":"yes"},"annotations":{%q:"rack-7","example.com/host-set":"visible"}}}`, hostPoolLabel, hostOnlyAnnotation)
-		if _, err := cl.host.cs.CoreV1().Pods(hostNamespace).Patch(ctx, hp.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	t.Run("a strip hook on GetPhysical hides the host pod's address from the virtual pod's status, and the host keeps it", func(t *testing.T) {
+		// No kubelet here: the test sets the host pod's status as one would.
+		hp, err := cl.host.cs.CoreV1().Pods(hostNamespace).Get(ctx, waitHost(t, cl, kindPod, "web", nil).GetName(), metav1.GetOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		// vcluster's bidirectional metadata sync copies the host's change to the virtual pod:
-		// proof that it read the host pod after the change
+		hp.Status.Phase = corev1.PodRunning
+		hp.Status.PodIP, hp.Status.PodIPs = "10.244.0.9", []corev1.PodIP{{IP: "10.244.0.9"}}
+		hp.Status.HostIP, hp.Status.HostIPs = hostIP, []corev1.HostIP{{IP: hostIP}}
+		if _, err := cl.host.cs.CoreV1().Pods(hostNamespace).UpdateStatus(ctx, hp, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// vcluster copies the host pod's status up: the podIP arriving proves it read it.
 		vp := waitVirtual(t, cl, kindPod, "web", func(o object) string {
-			if o.GetLabels()["host.example.com/visible"] != "yes" || o.GetAnnotations()["example.com/host-set"] != "visible" {
-				return "the host's visible label/annotation did not reach the virtual pod"
+			if o.(*corev1.Pod).Status.PodIP != "10.244.0.9" {
+				return "the host pod's status did not reach the virtual pod"
 			}
 			return ""
-		})
-		if tr := hookTraces(vp, []string{hostPoolLabel}, []string{hostOnlyAnnotation}); len(tr) > 0 {
-			t.Errorf("virtual pod shows what strip hooks hide: %v", tr)
+		}).(*corev1.Pod)
+		if vp.Status.HostIP != "" || len(vp.Status.HostIPs) > 0 {
+			t.Errorf("the virtual pod shows the host's address: hostIP %q, hostIPs %v", vp.Status.HostIP, vp.Status.HostIPs)
 		}
-		hp = waitHost(t, cl, kindPod, "web", nil)
-		if hp.GetLabels()[hostPoolLabel] != "gpu" || hp.GetAnnotations()[hostOnlyAnnotation] != "rack-7" {
-			knownBug(t, bugStripDeletes, "host pod after the sync: labels %v, annotations %v", hp.GetLabels(), hp.GetAnnotations())
+		// Regression: a strip on GetPhysical of a field an Update keeps would be deleted from the
+		// host at vcluster's next write (it writes back the whole object it read); status is not.
+		got, err := cl.host.cs.CoreV1().Pods(hostNamespace).Get(ctx, hp.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.HostIP != hostIP {
+			t.Errorf("the host pod lost its hostIP: %q", got.Status.HostIP)
 		}
 	})
 
@@ -312,7 +315,7 @@ func TestVClusterSyncer(t *testing.T) {
 			}
 		}
 		if len(broken) > 0 {
-			knownBug(t, bugForgedUndo, "%s", strings.Join(broken, "; "))
+			t.Errorf("regression (issue 19: a tenant's forged synchook.io/undo / synchook.io/mutated-by shaped what vcluster read and wrote back): %s", strings.Join(broken, "; "))
 		}
 	})
 
@@ -391,32 +394,9 @@ func TestVClusterSyncer(t *testing.T) {
 			}
 		}
 		if len(readProvenance) > 0 && !t.Failed() {
-			knownBug(t, bugReadProvenance, "%s", strings.Join(readProvenance, "; "))
+			t.Errorf("regression (read chains marked their views with synchook.io/mutated-by and vcluster copied it into the virtual object): %s", strings.Join(readProvenance, "; "))
 		}
 	})
-}
-
-// Synchook bugs that vcluster's real syncer shows (reported with this test). A case that meets
-// one skips with the evidence instead of failing; once the bug is fixed it passes.
-const (
-	// vcluster writes the host object back with Update (a PUT of the object it read through
-	// GetPhysical, with its merge patch applied: pkg/patcher.applyObjectWithPatch), so what a
-	// strip hook removes from the GetPhysical view is deleted from the host on the next write.
-	bugStripDeletes = "a strip hook on GetPhysical deletes the stripped fields from the host object: vcluster writes back the whole object it read (Update, not Patch)"
-	// Provenance is added by read chains too: a GetPhysical view whose strip hook removed
-	// something carries synchook.io/mutated-by naming the strip hooks; vcluster's bidirectional
-	// annotation sync sees a host change and copies it into the virtual object.
-	bugReadProvenance = "provenance (synchook.io/mutated-by) is added to GetPhysical views by read chains and vcluster copies it into the virtual object"
-	// Issue 19 (in progress): a tenant's synchook.io/undo and synchook.io/mutated-by pass a
-	// no-op write chain; the forged undo then shapes what the syncer reads, and vcluster's
-	// write-back (Update of the view) makes that permanent on the host.
-	bugForgedUndo = "issue 19: forged synchook.io/undo / synchook.io/mutated-by from the tenant pass a no-op write chain; vcluster writes the forged view back to the host"
-)
-
-// knownBug skips tb: the case met the synchook bug described by bug.
-func knownBug(tb testing.TB, bug, format string, args ...any) {
-	tb.Helper()
-	tb.Skipf("KNOWN SYNCHOOK BUG: %s. Observed: %s", bug, fmt.Sprintf(format, args...))
 }
 
 // readHooksOnly reports whether a provenance value names only this test's GetPhysical hooks.

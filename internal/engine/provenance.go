@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -16,12 +17,11 @@ import (
 const ProvenanceAnnotation = "synchook.io/mutated-by"
 
 // marksProvenance reports whether chain c sets ProvenanceAnnotation: RegistryOptions.Provenance
-// is on and c is a write chain (Create/Update). A read chain never marks its view: a syncer that
-// copies what it reads to the other side (vcluster copies host annotations to the virtual
-// object) would carry the mark into the tenant's cluster.
+// is on and c writes to the host (CreatePhysical, UpdatePhysical). Reads never mark their view,
+// and writes to the virtual cluster never mark the tenant's object: vcluster copies what it
+// reads to the other side, and the tenant must not see the platform's hook names there.
 func (r *Registry) marksProvenance(c *chain) bool {
-	_, write := undoPair[c.key.Type]
-	return r.opts.Provenance && write
+	return r.opts.Provenance && (c.key.Type == hooks.CreatePhysical || c.key.Type == hooks.UpdatePhysical)
 }
 
 // provenanceMark returns "name@version#sha" for a hook that turned pre into post.

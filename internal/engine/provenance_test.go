@@ -70,16 +70,17 @@ func TestProvenanceNamesEveryHookThatChangedTheObjectAndComesOffOnTheWayBack(t *
 }
 
 // Regression (issue 21, seen with vcluster's real syncer): a read chain marked its view with
-// synchook.io/mutated-by, and vcluster copied the mark into the virtual object.
-func TestProvenanceMarksWritesNeverReadViews(t *testing.T) {
+// synchook.io/mutated-by, and vcluster copied the mark into the virtual object; a write to the
+// virtual cluster marked the tenant's object itself.
+func TestProvenanceMarksHostWritesOnly(t *testing.T) {
 	strip := func(_ context.Context, o client.Object) (client.Object, error) {
 		o.(*corev1.Pod).Spec.NodeName = ""
 		return o, nil
 	}
 	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Provenance: true})
-	reg.MustRegister(hooks.NewFunc("strip-node", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical, hooks.GetVirtual}, strip))
+	reg.MustRegister(hooks.NewFunc("strip-node", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical, hooks.GetVirtual, hooks.CreateVirtual, hooks.UpdateVirtual}, strip))
 	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"nodeName":"n1"}}`)
-	for _, read := range []hooks.HookType{hooks.GetPhysical, hooks.GetVirtual} {
+	for _, read := range []hooks.HookType{hooks.GetPhysical, hooks.GetVirtual, hooks.CreateVirtual, hooks.UpdateVirtual} {
 		res, err := reg.Mutate(t.Context(), corev1.SchemeGroupVersion.WithKind("Pod"), read, raw)
 		if err != nil {
 			t.Fatal(err)

@@ -117,8 +117,8 @@ type RegistryOptions struct {
 	// MaxUndoBytes bounds the annotation's value; a change whose undo is larger fails with
 	// ErrUndoTooLarge. Default DefaultMaxUndoBytes (16 KiB).
 	MaxUndoBytes int
-	// Provenance makes every object a chain changed carry ProvenanceAnnotation: one
-	// "hook@version#sha" per hook that changed it, sha the first 8 hex digits of the SHA-256 of
+	// Provenance makes every object a host write chain (CreatePhysical, UpdatePhysical) changed
+	// carry ProvenanceAnnotation: one "hook@version#sha" per hook that changed it, sha the first 8 hex digits of the SHA-256 of
 	// that hook's own JSON Patch. With Undo it is taken off again on the way back like any
 	// change. It costs an encode per hook: off by default.
 	Provenance bool
