@@ -193,15 +193,7 @@ func mapAt(tokens []string, v any, m mapper, list bool) any {
 		return mapListAt(tokens, v, m)
 	}
 	if len(tokens) == 0 {
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return v
-		}
-		for _, k := range []string{"data", "stringData", "metadata"} {
-			if x, ok := obj[k]; ok {
-				obj[k] = mapAt([]string{k}, x, m, false)
-			}
-		}
+		mapMembers(v, nil, []string{"data", "stringData", "metadata"}, m, false)
 		return v
 	}
 	switch tokens[0] {
@@ -215,15 +207,25 @@ func mapAt(tokens []string, v any, m mapper, list bool) any {
 	return v
 }
 
+// mapMembers maps, when v is an object, the value of each of its members named in keys as
+// mapAt maps the value at path followed by that key (of a SecretList when list).
+func mapMembers(v any, path, keys []string, m mapper, list bool) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	for _, k := range keys {
+		if x, ok := obj[k]; ok {
+			obj[k] = mapAt(append(slices.Clip(path), k), x, m, list)
+		}
+	}
+}
+
 // mapListAt is mapAt for v, the value at tokens of a SecretList: the items are Secrets.
 func mapListAt(tokens []string, v any, m mapper) any {
 	switch {
 	case len(tokens) == 0:
-		if obj, ok := v.(map[string]any); ok {
-			if items, ok := obj["items"]; ok {
-				obj["items"] = mapListAt([]string{"items"}, items, m)
-			}
-		}
+		mapMembers(v, nil, []string{"items"}, m, true)
 	case tokens[0] != "items":
 	case len(tokens) == 1:
 		if items, ok := v.([]any); ok {
@@ -261,11 +263,7 @@ func mapValuesAt(tokens []string, v any, f func(string) string) any {
 func mapMetadataAt(tokens []string, v any, m mapper) any {
 	switch {
 	case len(tokens) == 1:
-		if md, ok := v.(map[string]any); ok {
-			if a, ok := md["annotations"]; ok {
-				md["annotations"] = mapAt([]string{"metadata", "annotations"}, a, m, false)
-			}
-		}
+		mapMembers(v, []string{"metadata"}, []string{"annotations"}, m, false)
 	case tokens[1] != "annotations":
 	case len(tokens) == 2:
 		if a, ok := v.(map[string]any); ok {
