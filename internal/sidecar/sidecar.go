@@ -278,28 +278,9 @@ func Serve(ctx context.Context, opts Options) error {
 	if wopts.DisableTCP && wopts.SocketPath == "" {
 		return fmt.Errorf("%w: the HTTPS listener is off (--bind-address=0) and there is no --socket-path", ErrConfig)
 	}
-	var renew func(context.Context) error // the generated cert's renewal loop, when there is one
-	if opts.TLSCertFile != "" || opts.TLSKeyFile != "" {
-		if opts.TLSCertFile == "" || opts.TLSKeyFile == "" {
-			return fmt.Errorf("%w: --tls-cert-file and --tls-key-file go together", ErrConfig)
-		}
-		wopts.CertFile, wopts.KeyFile = opts.TLSCertFile, opts.TLSKeyFile
-		log.Info("using user-supplied serving certificate", "cert", opts.TLSCertFile)
-	} else {
-		ca, err := certs.New(certs.Options{Dir: opts.CertDir, DNSNames: opts.CertDNSNames, Log: log.WithName("certs")})
-		if err != nil {
-			return err
-		}
-		if err := ca.Ensure(); err != nil {
-			return err
-		}
-		wopts.CertFile, wopts.KeyFile = ca.CertFile(), ca.KeyFile()
-		if ca.UserSupplied() {
-			log.Info("using user-supplied serving certificate from the cert dir", "dir", opts.CertDir)
-		} else {
-			log.Info("serving certificate ready", "dir", opts.CertDir, "ca", ca.CAFile())
-			renew = ca.Run
-		}
+	renew, err := servingCert(&opts, &wopts) // the generated cert's renewal loop, when there is one
+	if err != nil {
+		return err
 	}
 	srv, err := webhook.NewServer(runner, wopts)
 	if err != nil {
@@ -322,6 +303,36 @@ func Serve(ctx context.Context, opts Options) error {
 	g.Go(func() error { return srv.Start(ctx) })
 	log.Info("serving", "address", wopts.BindAddress, "probes", wopts.ProbeBindAddress)
 	return g.Wait()
+}
+
+// servingCert sets the serving certificate and key of wopts: the user-supplied files of opts
+// (TLSCertFile and TLSKeyFile, which go together), else those of opts.CertDir, generated when
+// the dir has none. It returns the generated certificate's renewal loop (nil when the
+// certificate is user-supplied).
+func servingCert(opts *Options, wopts *webhook.Options) (renew func(context.Context) error, err error) {
+	log := opts.Log
+	if opts.TLSCertFile != "" || opts.TLSKeyFile != "" {
+		if opts.TLSCertFile == "" || opts.TLSKeyFile == "" {
+			return nil, fmt.Errorf("%w: --tls-cert-file and --tls-key-file go together", ErrConfig)
+		}
+		wopts.CertFile, wopts.KeyFile = opts.TLSCertFile, opts.TLSKeyFile
+		log.Info("using user-supplied serving certificate", "cert", opts.TLSCertFile)
+		return nil, nil
+	}
+	ca, err := certs.New(certs.Options{Dir: opts.CertDir, DNSNames: opts.CertDNSNames, Log: log.WithName("certs")})
+	if err != nil {
+		return nil, err
+	}
+	if err := ca.Ensure(); err != nil {
+		return nil, err
+	}
+	wopts.CertFile, wopts.KeyFile = ca.CertFile(), ca.KeyFile()
+	if ca.UserSupplied() {
+		log.Info("using user-supplied serving certificate from the cert dir", "dir", opts.CertDir)
+		return nil, nil
+	}
+	log.Info("serving certificate ready", "dir", opts.CertDir, "ca", ca.CAFile())
+	return ca.Run, nil
 }
 
 // startCapture starts the capture writer when opts.CaptureDir is set and hooks it into ro; it
