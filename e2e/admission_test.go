@@ -240,37 +240,36 @@ func newPod(name string, labels map[string]string) *corev1.Pod {
 func waitHTTPS(t *testing.T, url string) {
 	t.Helper()
 	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // readiness poll only
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	testenv.Eventually(t, 30*time.Second, url+" ready", func() error {
 		resp, err := hc.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+		if err != nil {
+			return err
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s did not become ready", url)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		return nil
+	})
 }
 
 // waitForWebhook waits until the apiserver calls the webhook (its configuration is loaded
-// asynchronously): it creates probe configmaps until one shows up in the sidecar's answer.
+// asynchronously): it creates probe pods until one shows up with the sidecar's label.
 func waitForWebhook(t *testing.T, c client.Client) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for i := 0; time.Now().Before(deadline); i++ {
+	i := 0
+	testenv.Eventually(t, 30*time.Second, "the apiserver calling the webhook", func() error {
 		pod := newPod(fmt.Sprintf("probe-%d", i), nil)
+		i++
 		if err := c.Create(t.Context(), pod); err != nil {
 			t.Fatal(err)
 		}
 		_ = c.Delete(t.Context(), pod)
-		if pod.Labels["vcluster.example.com/tenant"] == "team-a" {
-			return
+		if pod.Labels["vcluster.example.com/tenant"] != "team-a" {
+			return errors.New("a probe pod came back without the hook's label")
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatal("the apiserver never called the webhook")
+		return nil
+	})
 }
 
 func hasLogLine(lines []string, parts ...string) bool {

@@ -244,6 +244,7 @@ func startSidecar(t *testing.T, vclusterAddr string) *sidecarProcess {
 		"--vcluster-address", vclusterAddr,
 		"--bind-address", fmt.Sprintf("127.0.0.1:%d", webhookPort),
 		"--health-probe-bind-address", "0",
+		"--metrics-bind-address", "0",
 		"--cert-dir", certDir)
 	sc.cmd.Env = append(os.Environ(),
 		fmt.Sprintf("VCLUSTER_PLUGIN_ADDRESS=localhost:%d", sc.pluginPort),

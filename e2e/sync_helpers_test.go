@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/synchook/synchook/certs"
+	"github.com/synchook/synchook/internal/refsyncer"
 	"github.com/synchook/synchook/internal/testenv"
 )
 
@@ -134,6 +135,7 @@ func lineHasAll(s string, parts []string) bool {
 type syncSidecar struct {
 	owner                      *testing.T // the test that outlives every start: it kills a running process at its end
 	bin, addr, certDir, config string
+	metricsAddr                string   // of /metrics, where settledRequests reads the requests in flight
 	logs                       logLines // stderr of every run, one line per log record
 
 	cmd  *exec.Cmd
@@ -144,7 +146,7 @@ type syncSidecar struct {
 // a subtest of owner.
 func (p *syncSidecar) start(t *testing.T) {
 	t.Helper()
-	cmd := exec.Command(p.bin, "--bind-address", p.addr, "--cert-dir", p.certDir, "--config", p.config)
+	cmd := exec.Command(p.bin, "--bind-address", p.addr, "--metrics-bind-address", p.metricsAddr, "--cert-dir", p.certDir, "--config", p.config)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -164,36 +166,33 @@ func (p *syncSidecar) start(t *testing.T) {
 			<-p.done
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if p.ready() {
-			return
-		}
+	testenv.Eventually(t, 60*time.Second, "the sidecar's /readyz", func() error {
 		select {
 		case <-p.done:
 			t.Fatalf("sidecar exited:\n%s", p.logs.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sidecar not ready after 20s:\n%s", p.logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return p.ready()
+	})
 }
 
-func (p *syncSidecar) ready() bool {
+// ready returns nil once the sidecar answers /readyz with 200 over HTTPS with its CA.
+func (p *syncSidecar) ready() error {
 	pool, err := certs.LoadCertPool(filepath.Join(p.certDir, certs.CAFileName))
 	if err != nil {
-		return false
+		return err
 	}
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr, Timeout: time.Second}).Get("https://" + p.addr + "/readyz")
 	if err != nil {
-		return false
+		return err
 	}
 	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/readyz: HTTP %d", resp.StatusCode)
+	}
+	return nil
 }
 
 // stop sends SIGTERM and waits for the process to exit.
@@ -222,19 +221,43 @@ func (p *syncSidecar) requests(hookType, kind, name string) int {
 	return p.logs.count(parts...)
 }
 
-// settledRequests is requests once the count has not changed for 300 ms (at most 10 s): the
-// sidecar writes its log line after the response, so lines lag behind what clients saw.
-func (p *syncSidecar) settledRequests(hookType, kind, name string) int {
-	n, stable := p.requests(hookType, kind, name), time.Now()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-		if m := p.requests(hookType, kind, name); m != n {
-			n, stable = m, time.Now()
-		} else if time.Since(stable) >= 300*time.Millisecond {
-			break
+// settledRequests is requests once the sidecar has no request in flight (its
+// synchook_inflight_requests gauge, read from /metrics, is 0): the sidecar writes a request's
+// log line after the response and only then counts it out of flight, so every request a
+// client has had its answer to is counted.
+func (p *syncSidecar) settledRequests(t *testing.T, hookType, kind, name string) int {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, "no request in flight in the sidecar", func() error {
+		resp, err := http.Get("http://" + p.metricsAddr + "/metrics")
+		if err != nil {
+			return err
 		}
-	}
-	return n
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, `synchook_inflight_requests{transport="admission"} `); ok && v != "0" {
+				return fmt.Errorf("%s requests in flight", v)
+			}
+		}
+		return nil
+	})
+	return p.requests(hookType, kind, name)
+}
+
+// waitPasses waits until the syncer has done n more passes: with n = 2, a whole pass started
+// after the call.
+func waitPasses(t *testing.T, syncer *refsyncer.Syncer, n int64) {
+	t.Helper()
+	want := syncer.Count("passes") + n
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("%d more syncer passes", n), func() error {
+		if got := syncer.Count("passes"); got < want {
+			return fmt.Errorf("%d of %d passes", got, want)
+		}
+		return nil
+	})
 }
 
 // waitUntil calls cond every 50 ms until it returns true or timeout passes, then fails t with

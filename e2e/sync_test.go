@@ -83,7 +83,7 @@ func TestSyncThroughTheSidecar(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := &syncSidecar{
-		owner: t, bin: bin, addr: fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)),
+		owner: t, bin: bin, addr: fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)), metricsAddr: fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)),
 		certDir: filepath.Join(dir, "certs"), config: writeSyncFile(t, dir, "config.yaml", syncConfig),
 	}
 	sc.start(t)
@@ -229,7 +229,7 @@ func TestSyncThroughTheSidecar(t *testing.T) {
 			err := vplain.Get(ctx, client.ObjectKey{Namespace: virtualNS, Name: "web"}, vpod)
 			return err == nil && vpod.Labels["host.example.com/zone"] == "z1", err
 		})
-		time.Sleep(300 * time.Millisecond) // let the syncer settle after the label came up
+		waitPasses(t, syncer, 2) // a whole pass after the label came up: the syncer has settled
 		const quiet = 2 * time.Second
 		changes := watchResourceVersions(t, hcfg, &corev1.PodList{}, quiet)
 		updates := sc.requests("UpdatePhysical", "Pod", hostPod)
@@ -270,7 +270,7 @@ func TestSyncThroughTheSidecar(t *testing.T) {
 				return err == nil && len(svc.Spec.Ports) == 2 && svc.Spec.Ports[1].Name == hostMetricsPort, err
 			})
 		}
-		time.Sleep(300 * time.Millisecond) // let the syncer see the services once more
+		waitPasses(t, syncer, 2) // a whole pass sees the services once more
 
 		const quiet = 3 * time.Second
 		changes := watchResourceVersions(t, hcfg, &corev1.ServiceList{}, quiet)
@@ -286,7 +286,7 @@ func TestSyncThroughTheSidecar(t *testing.T) {
 		if requests[api] != 0 || rv[api] != 0 {
 			t.Errorf("the hooked service was updated %d times (%d resourceVersion changes) in a quiet period, want 0", requests[api], rv[api])
 		}
-		if total := sc.settledRequests("UpdatePhysical", "Service", api); total != 0 {
+		if total := sc.settledRequests(t, "UpdatePhysical", "Service", api); total != 0 {
 			t.Errorf("the hooked service got %d UpdatePhysical requests since it was created, want 0", total)
 		}
 		if requests[control] < 5 {
@@ -414,14 +414,14 @@ func TestSyncThroughTheSidecar(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		before := sc.settledRequests("GetPhysical", "PodList", "")
+		before := sc.settledRequests(t, "GetPhysical", "PodList", "")
 		list := &corev1.PodList{}
 		start = time.Now()
 		if err := hhooked.List(ctx, list, client.InNamespace("bulk")); err != nil {
 			t.Fatal(err)
 		}
 		hookedTime := time.Since(start)
-		requests := sc.settledRequests("GetPhysical", "PodList", "") - before
+		requests := sc.settledRequests(t, "GetPhysical", "PodList", "") - before
 		inSidecar := sc.logs.lastField("duration", `"hookType":"GetPhysical"`, `"gvk":"/v1, Kind=PodList"`)
 		if requests != 1 {
 			t.Errorf("%d GetPhysical PodList requests for one List, want 1", requests)
@@ -437,7 +437,7 @@ func TestSyncThroughTheSidecar(t *testing.T) {
 
 		// For comparison: the same pods in one request each, and one pod through the sidecar,
 		// with a Get and with a CreatePhysical.
-		singles := sc.settledRequests("GetPhysical", "Pod", "")
+		singles := sc.settledRequests(t, "GetPhysical", "Pod", "")
 		start = time.Now()
 		for i := range plain.Items {
 			if err := hc.Mutate(ctx, hooks.GetPhysical, &plain.Items[i]); err != nil {
@@ -445,7 +445,7 @@ func TestSyncThroughTheSidecar(t *testing.T) {
 			}
 		}
 		singleTime := time.Since(start)
-		singles = sc.settledRequests("GetPhysical", "Pod", "") - singles
+		singles = sc.settledRequests(t, "GetPhysical", "Pod", "") - singles
 		const rounds = 50
 		one := &corev1.Pod{}
 		start = time.Now()

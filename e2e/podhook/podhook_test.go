@@ -572,7 +572,11 @@ func poll(ctx context.Context, s *server, cond func() error) error {
 		}
 		select {
 		case <-s.done:
-			return fmt.Errorf("serve exited (%v); output:\n%s", s.err, s.stderr)
+			exit := s.err
+			if exit == nil {
+				exit = errors.New("exit code 0")
+			}
+			return fmt.Errorf("serve exited early (%w); output:\n%s", exit, s.stderr)
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
 		case <-tick.C:

@@ -2,7 +2,7 @@
 // need on top of config hooks. It serves exactly as "synchook serve" does, through
 // sidecar.Serve, with a smaller set of flags:
 //
-//	testsidecar --bind-address 127.0.0.1:PORT --cert-dir DIR --config FILE [--zap-log-level L]
+//	testsidecar --bind-address 127.0.0.1:PORT --cert-dir DIR --config FILE [--metrics-bind-address 127.0.0.1:PORT] [--zap-log-level L]
 //
 // Its Go hook HostMetricsPort adds the port "host-metrics" (9100) to services on
 // CreatePhysical and UpdatePhysical, with no Get hook: the automatic undo removes it again on
@@ -112,6 +112,7 @@ func run(args []string) int {
 	opts.Webhook.ProbeBindAddress = "0"
 	fs := flag.NewFlagSet("testsidecar", flag.ContinueOnError)
 	fs.StringVar(&opts.Webhook.BindAddress, "bind-address", webhook.DefaultBindAddress, "host:port of the HTTPS listener")
+	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", "0", "host:port of the /metrics listener; \"0\" (the default) disables it")
 	fs.StringVar(&opts.CertDir, "cert-dir", "", "directory of the generated CA and serving cert (required)")
 	fs.StringVar(&opts.ConfigFile, "config", "", "path of the YAML hook config (required)")
 	zopts := &zap.Options{}

@@ -127,13 +127,15 @@ func (s *Syncer) SyncOnce(ctx context.Context) error {
 	if err != nil {
 		s.lastErr = err
 	}
+	s.counts["passes"]++
 	s.mu.Unlock()
 	return err
 }
 
 // Count returns how many times op happened: "create <Kind>", "update <Kind>", "delete
 // <Kind>" and "status <Kind>" (a status update of the virtual object) for the writes that
-// succeeded, and "errors" for every failed operation.
+// succeeded, "errors" for every failed operation and "passes" for every pass done (failed or
+// not). A test waits for two more passes to know that a whole pass ran after a change.
 func (s *Syncer) Count(op string) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
