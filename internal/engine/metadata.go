@@ -47,21 +47,43 @@ type mapField struct {
 // a repeated key. valid says raw is known to be valid JSON (it is then not checked again). The
 // chain's kind is checked against apiVersion and kind when it is unstructured.
 func (c *chain) parseMetadata(raw []byte, valid bool) (*metadataDoc, error) {
-	fail := func(format string, a ...any) error {
-		return &DecodeError{GVK: c.key.GVK, Err: fmt.Errorf(format, a...)}
-	}
 	if !valid && !jsonscan.Valid(raw) {
 		var v any
 		return nil, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
 	}
 	top, ok := jsonscan.Members(raw)
 	if !ok {
-		return nil, fail("the object is not a JSON object")
+		return nil, c.decodeErrorf("the object is not a JSON object")
 	}
 	doc := &metadataDoc{raw: raw, metaStart: -1, metaEnd: -1}
 	doc.maps[0].name, doc.maps[1].name = "labels", "annotations"
 	doc.maps[0].start, doc.maps[1].start = -1, -1
-	var apiVersion, kind, metadata *jsonscan.Member
+	apiVersion, kind, metadata, err := topMembers(top)
+	if err != nil {
+		return nil, err
+	}
+	if c.unstructured {
+		if err := c.checkKind(apiVersion, kind); err != nil {
+			return nil, err
+		}
+	}
+	if metadata == nil {
+		return doc, nil
+	}
+	if err := c.parseMetadataValue(doc, metadata.Value); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// decodeErrorf returns a *DecodeError for c's kind with the message format makes of a.
+func (c *chain) decodeErrorf(format string, a ...any) error {
+	return &DecodeError{GVK: c.key.GVK, Err: fmt.Errorf(format, a...)}
+}
+
+// topMembers returns the members apiVersion, kind and metadata of an object whose members are
+// top (nil when absent), or errNotMetadataPath when one of them repeats.
+func topMembers(top []jsonscan.Member) (apiVersion, kind, metadata *jsonscan.Member, err error) {
 	for i := range top {
 		m := &top[i]
 		var slot **jsonscan.Member
@@ -76,33 +98,40 @@ func (c *chain) parseMetadata(raw []byte, valid bool) (*metadataDoc, error) {
 			continue
 		}
 		if *slot != nil {
-			return nil, errNotMetadataPath
+			return nil, nil, nil, errNotMetadataPath
 		}
 		*slot = m
 	}
-	if c.unstructured {
-		want, gvk := c.key.GVK, c.key.GVK
-		var av, k string
-		if apiVersion == nil || kind == nil || json.Unmarshal(apiVersion.Value, &av) != nil || json.Unmarshal(kind.Value, &k) != nil {
-			return nil, fail("apiVersion and kind must be strings")
-		}
-		if gvk.GroupVersion().String() != av || gvk.Kind != k {
-			return nil, fail("object is %s %s, want %s", av, k, want)
-		}
+	return apiVersion, kind, metadata, nil
+}
+
+// checkKind checks that the members apiVersion and kind of an unstructured object (nil when
+// absent) are strings that name the chain's kind.
+func (c *chain) checkKind(apiVersion, kind *jsonscan.Member) error {
+	want, gvk := c.key.GVK, c.key.GVK
+	var av, k string
+	if apiVersion == nil || kind == nil || json.Unmarshal(apiVersion.Value, &av) != nil || json.Unmarshal(kind.Value, &k) != nil {
+		return c.decodeErrorf("apiVersion and kind must be strings")
 	}
-	if metadata == nil {
-		return doc, nil
+	if gvk.GroupVersion().String() != av || gvk.Kind != k {
+		return c.decodeErrorf("object is %s %s, want %s", av, k, want)
 	}
-	base := offset(raw, metadata.Value)
-	if string(metadata.Value) == "null" {
+	return nil
+}
+
+// parseMetadataValue fills doc from value, the value of its object's metadata member: where
+// metadata is, and its namespace, labels and annotations (see parseMetadata).
+func (c *chain) parseMetadataValue(doc *metadataDoc, value []byte) error {
+	base := offset(doc.raw, value)
+	if string(value) == "null" {
 		doc.metaEnd = base
-		return doc, nil
+		return nil
 	}
-	inner, ok := jsonscan.Members(metadata.Value)
+	inner, ok := jsonscan.Members(value)
 	if !ok {
-		return nil, fail("metadata is not an object")
+		return c.decodeErrorf("metadata is not an object")
 	}
-	doc.metaStart, doc.metaEnd = base, base+len(metadata.Value)
+	doc.metaStart, doc.metaEnd = base, base+len(value)
 	seen := map[string]bool{}
 	for _, m := range inner {
 		switch m.Key {
@@ -111,12 +140,12 @@ func (c *chain) parseMetadata(raw []byte, valid bool) (*metadataDoc, error) {
 			continue
 		}
 		if seen[m.Key] {
-			return nil, errNotMetadataPath
+			return errNotMetadataPath
 		}
 		seen[m.Key] = true
 		if m.Key == "namespace" {
 			if string(m.Value) != "null" && json.Unmarshal(m.Value, &doc.namespace) != nil {
-				return nil, fail("metadata.namespace is not a string")
+				return c.decodeErrorf("metadata.namespace is not a string")
 			}
 			continue
 		}
@@ -124,13 +153,13 @@ func (c *chain) parseMetadata(raw []byte, valid bool) (*metadataDoc, error) {
 		if m.Key == "annotations" {
 			f = &doc.maps[1]
 		}
-		f.start, f.end = base+offset(metadata.Value, m.Value), base+offset(metadata.Value, m.Value)+len(m.Value)
+		f.start, f.end = base+offset(value, m.Value), base+offset(value, m.Value)+len(m.Value)
 		var err error
 		if f.value, f.members, f.dups, err = decodeStringMap(m.Value); err != nil {
-			return nil, fail("metadata.%s: %v", m.Key, err)
+			return c.decodeErrorf("metadata.%s: %v", m.Key, err)
 		}
 	}
-	return doc, nil
+	return nil
 }
 
 // decodeStringMap decodes the JSON value into a map[string]string exactly as encoding/json's
@@ -231,10 +260,9 @@ func (c *chain) metadataHooked(ctx context.Context, rn *Runner, namespace string
 // answer returns the operations of the patch that gives doc's object the labels and
 // annotations after (nil: none), and the merge answer (see Result.MergeObject).
 func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, []byte, error) {
-	raw := doc.raw
-	var ops []patch.Operation
-	var edits []edit
-	var metaMembers []string // members to add to metadata (absent before)
+	var a metadataAnswer
+	// Members to add to metadata (absent before); a local slice, which can stay on the stack.
+	var metaMembers []string
 	for i := range doc.maps {
 		f := &doc.maps[i]
 		now := after[i]
@@ -242,53 +270,94 @@ func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, [
 			continue
 		}
 		path := "/metadata/" + f.name
-		if f.start < 0 || f.value == nil { // absent or null (so now has keys): add the whole map
-			encoded, err := json.Marshal(now)
-			if err != nil {
+		if f.start >= 0 && f.value != nil {
+			if err := a.changeMap(f, path, now); err != nil {
 				return nil, nil, err
-			}
-			if doc.metaStart >= 0 {
-				ops = append(ops, patch.Operation{Operation: "add", Path: path, Value: json.RawMessage(encoded)})
-			}
-			if f.start < 0 {
-				metaMembers = append(metaMembers, fmt.Sprintf("%q:%s", f.name, encoded))
-			} else {
-				edits = append(edits, edit{f.start, f.end, encoded})
 			}
 			continue
 		}
-		removed, set := changedKeys(f.value, now)
-		if len(removed) == 0 && len(set) == 0 {
-			continue // the same keys and values
+		// Absent or null (so now has keys): add the whole map.
+		member, err := a.addMap(doc, f, path, now)
+		if err != nil {
+			return nil, nil, err
 		}
-		for _, k := range removed {
-			ops = append(ops, patch.Operation{Operation: "remove", Path: path + "/" + escapeToken(k)})
+		if member != "" {
+			metaMembers = append(metaMembers, member)
 		}
-		for _, k := range set {
-			op := "add"
-			if _, had := f.value[k]; had {
-				op = "replace"
-			}
-			ops = append(ops, patch.Operation{Operation: op, Path: path + "/" + escapeToken(k), Value: now[k]})
-		}
-		if len(removed) == 0 && !f.dups {
-			edits = append(edits, f.spliced(now, set)...)
-			continue
-		}
-		// A merging decoder keeps map keys the answer lacks: reset the map first.
-		encoded := []byte("null")
-		if len(now) > 0 {
-			all, err := json.Marshal(now)
-			if err != nil {
-				return nil, nil, err
-			}
-			encoded = append([]byte(`null,"`+f.name+`":`), all...)
-		}
-		edits = append(edits, edit{f.start, f.end, encoded})
 	}
-	if len(ops) == 0 && len(metaMembers) == 0 {
+	if len(a.ops) == 0 && len(metaMembers) == 0 {
 		return nil, nil, nil
 	}
+	a.addMetadataMembers(doc, metaMembers)
+	return a.ops, applyEdits(doc.raw, a.edits), nil
+}
+
+// metadataAnswer is what answer collects: the patch's operations and the edits that make the
+// merge answer of the request.
+type metadataAnswer struct {
+	ops   []patch.Operation
+	edits []edit
+}
+
+// addMap adds to a what gives doc's object the map f (at path), absent or null before, with
+// the keys of now: an add operation when metadata is an object, and an edit that puts the
+// whole map in place of f's null. When f is absent it returns instead the member to add to
+// metadata ("" otherwise).
+func (a *metadataAnswer) addMap(doc *metadataDoc, f *mapField, path string, now map[string]string) (string, error) {
+	encoded, err := json.Marshal(now)
+	if err != nil {
+		return "", err
+	}
+	if doc.metaStart >= 0 {
+		a.ops = append(a.ops, patch.Operation{Operation: "add", Path: path, Value: json.RawMessage(encoded)})
+	}
+	if f.start < 0 {
+		return fmt.Sprintf("%q:%s", f.name, encoded), nil
+	}
+	a.edits = append(a.edits, edit{f.start, f.end, encoded})
+	return "", nil
+}
+
+// changeMap adds to a what turns the map f (at path; present and not null) into now: an
+// operation per removed, added or changed key, and the edit of the map: the changes spliced in
+// when no key goes and none repeats, else the map reset and given whole.
+func (a *metadataAnswer) changeMap(f *mapField, path string, now map[string]string) error {
+	removed, set := changedKeys(f.value, now)
+	if len(removed) == 0 && len(set) == 0 {
+		return nil // the same keys and values
+	}
+	for _, k := range removed {
+		a.ops = append(a.ops, patch.Operation{Operation: "remove", Path: path + "/" + escapeToken(k)})
+	}
+	for _, k := range set {
+		op := "add"
+		if _, had := f.value[k]; had {
+			op = "replace"
+		}
+		a.ops = append(a.ops, patch.Operation{Operation: op, Path: path + "/" + escapeToken(k), Value: now[k]})
+	}
+	if len(removed) == 0 && !f.dups {
+		a.edits = append(a.edits, f.spliced(now, set)...)
+		return nil
+	}
+	// A merging decoder keeps map keys the answer lacks: reset the map first.
+	encoded := []byte("null")
+	if len(now) > 0 {
+		all, err := json.Marshal(now)
+		if err != nil {
+			return err
+		}
+		encoded = append([]byte(`null,"`+f.name+`":`), all...)
+	}
+	a.edits = append(a.edits, edit{f.start, f.end, encoded})
+	return nil
+}
+
+// addMetadataMembers adds the members metaMembers to doc's object: into metadata when it is
+// an object, else as the whole metadata, both in the patch and, in the merge answer, in place
+// of metadata's null or as the object's first member.
+func (a *metadataAnswer) addMetadataMembers(doc *metadataDoc, metaMembers []string) {
+	raw := doc.raw
 	switch {
 	case doc.metaStart >= 0 && len(metaMembers) > 0:
 		text := strings.Join(metaMembers, ",")
@@ -296,22 +365,21 @@ func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, [
 		if len(bytes.TrimSpace(raw[at:doc.metaEnd-1])) > 0 {
 			text += ","
 		}
-		edits = append(edits, edit{at, at, []byte(text)})
+		a.edits = append(a.edits, edit{at, at, []byte(text)})
 	case doc.metaStart < 0: // metadata absent or null: add it whole
 		value := "{" + strings.Join(metaMembers, ",") + "}"
-		ops = append(ops, patch.Operation{Operation: "add", Path: "/metadata", Value: json.RawMessage(value)})
+		a.ops = append(a.ops, patch.Operation{Operation: "add", Path: "/metadata", Value: json.RawMessage(value)})
 		if doc.metaEnd >= 0 {
-			edits = append(edits, edit{doc.metaEnd, doc.metaEnd + len("null"), []byte(value)})
+			a.edits = append(a.edits, edit{doc.metaEnd, doc.metaEnd + len("null"), []byte(value)})
 		} else {
 			at := bytes.IndexByte(raw, '{') + 1
 			text := `"metadata":` + value
 			if len(bytes.TrimSpace(raw[at:bytes.LastIndexByte(raw, '}')])) > 0 {
 				text += ","
 			}
-			edits = append(edits, edit{at, at, []byte(text)})
+			a.edits = append(a.edits, edit{at, at, []byte(text)})
 		}
 	}
-	return ops, applyEdits(raw, edits), nil
 }
 
 // changedKeys returns, sorted, the keys of before that now lacks and the keys of now that
