@@ -24,10 +24,14 @@ func TestPolicyHooksNotLinkedAreRefusedNamingThePackage(t *testing.T) {
       metadata: {name: p}
       spec: {}`
 	cases := []struct{ name, config, want string }{
-		{"inline, no resources", "hooks:\n  - types: [CreatePhysical]" + policy,
-			"hooks[0].policy: Forbidden: " + notLinked},
-		{"a file, with resources", "hooks:\n  - types: [CreatePhysical]\n    resources: [{apiVersion: v1, kind: Pod}]\n    policyFile: /nonexistent.yaml",
-			"hooks[0].policyFile: Forbidden: " + notLinked},
+		{
+			"inline, no resources", "hooks:\n  - types: [CreatePhysical]" + policy,
+			"hooks[0].policy: Forbidden: " + notLinked,
+		},
+		{
+			"a file, with resources", "hooks:\n  - types: [CreatePhysical]\n    resources: [{apiVersion: v1, kind: Pod}]\n    policyFile: /nonexistent.yaml",
+			"hooks[0].policyFile: Forbidden: " + notLinked,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

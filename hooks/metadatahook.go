@@ -41,4 +41,3 @@ type metadataHook struct {
 }
 
 func (h *metadataHook) MetadataFunc() MetadataFunc { return h.meta }
-

@@ -203,4 +203,3 @@ func Funcs(h ClientHook) (map[HookType]MutateFunc, error) {
 	}
 	return funcs, nil
 }
-

@@ -6,4 +6,3 @@ package hooks
 type Undoer interface {
 	Undo() bool
 }
-

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,7 @@ func deps(t *testing.T, pkg string) []string {
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
 		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr)

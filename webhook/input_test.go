@@ -21,12 +21,18 @@ func TestMutateRefusesAmbiguousObjects(t *testing.T) {
 	cases := []struct {
 		name, object, want string
 	}{
-		{"a Secret sent as a Pod is 400 naming both kinds", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"p"},"data":{"k":"c2VjcmV0"}}`,
-			`decode Pod object: object is v1/Secret but the request is for v1/Pod`},
-		{"Labels in metadata is 400 naming the key", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","Labels":{"a":"b"}}}`,
-			`decode Pod object: metadata: key "Labels" differs only in case from "labels"`},
-		{"a repeated label is 400 naming the key", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"1","a":"2"}}}`,
-			`decode Pod object: metadata.labels: key "a" appears more than once`},
+		{
+			"a Secret sent as a Pod is 400 naming both kinds", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"p"},"data":{"k":"c2VjcmV0"}}`,
+			`decode Pod object: object is v1/Secret but the request is for v1/Pod`,
+		},
+		{
+			"Labels in metadata is 400 naming the key", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","Labels":{"a":"b"}}}`,
+			`decode Pod object: metadata: key "Labels" differs only in case from "labels"`,
+		},
+		{
+			"a repeated label is 400 naming the key", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"1","a":"2"}}}`,
+			`decode Pod object: metadata.labels: key "a" appears more than once`,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

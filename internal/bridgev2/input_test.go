@@ -18,12 +18,18 @@ func TestMutateRefusesAmbiguousObjects(t *testing.T) {
 	cases := []struct {
 		name, object, want string
 	}{
-		{"a Secret sent as a Pod is InvalidArgument naming both kinds", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"p"},"data":{"k":"c2VjcmV0"}}`,
-			`synchook: decode Pod object: object is v1/Secret but the request is for v1/Pod`},
-		{"Labels in metadata is InvalidArgument naming the key", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","Labels":{"host-only":"x"}}}`,
-			`synchook: decode Pod object: metadata: key "Labels" differs only in case from "labels"`},
-		{"labels twice is InvalidArgument naming the key", `{"metadata":{"name":"p","labels":{"app":"web"},"labels":{"host-only":"x"}}}`,
-			`synchook: decode Pod object: metadata: key "labels" appears more than once`},
+		{
+			"a Secret sent as a Pod is InvalidArgument naming both kinds", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"p"},"data":{"k":"c2VjcmV0"}}`,
+			`synchook: decode Pod object: object is v1/Secret but the request is for v1/Pod`,
+		},
+		{
+			"Labels in metadata is InvalidArgument naming the key", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","Labels":{"host-only":"x"}}}`,
+			`synchook: decode Pod object: metadata: key "Labels" differs only in case from "labels"`,
+		},
+		{
+			"labels twice is InvalidArgument naming the key", `{"metadata":{"name":"p","labels":{"app":"web"},"labels":{"host-only":"x"}}}`,
+			`synchook: decode Pod object: metadata: key "labels" appears more than once`,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

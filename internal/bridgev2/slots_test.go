@@ -36,6 +36,7 @@ func (l *levelLog) WithValues(...any) logr.LogSink         { return l }
 func (l *levelLog) WithName(string) logr.LogSink           { return l }
 func (l *levelLog) Info(_ int, msg string, kv ...any)      { l.add("info", msg, kv) }
 func (l *levelLog) Error(err error, msg string, kv ...any) { l.add("error", msg+": "+err.Error(), kv) }
+
 func (l *levelLog) add(level, msg string, kv []any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -95,8 +96,10 @@ func TestV2LogsOnceWhenHooksHoldEverySlotAndOnceWhenOneIsFree(t *testing.T) {
 		}
 	})
 	mutate := func(ctx context.Context, name string) error {
-		_, err := pc.Mutate(ctx, &pluginv2.Mutate_Request{ApiVersion: "v1", Kind: "Pod", Type: "CreatePhysical",
-			Object: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"ns"}}`})
+		_, err := pc.Mutate(ctx, &pluginv2.Mutate_Request{
+			ApiVersion: "v1", Kind: "Pod", Type: "CreatePhysical",
+			Object: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"ns"}}`,
+		})
 		return err
 	}
 

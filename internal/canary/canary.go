@@ -57,7 +57,7 @@ func Forms(v string) []Form {
 		{"hex (%x)", fmt.Sprintf("%x", b)},
 		{"hex (%X)", fmt.Sprintf("%X", b)},
 		{"Go-quoted (%q)", quoted(v)},
-		{"decimal bytes (%v of a []byte)", strings.Trim(fmt.Sprint(b), "[]")},
+		{"decimal bytes (%v of a []byte)", strings.Trim(fmt.Sprint(b), "[]")}, //nolint:staticcheck // the decimal form is the point
 		{"Go syntax bytes (%#v of a []byte)", strings.TrimSuffix(strings.TrimPrefix(fmt.Sprintf("%#v", b), "[]byte{"), "}")},
 		{"unkeyed SHA-256", hex.EncodeToString(sum[:])},
 	}

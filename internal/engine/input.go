@@ -503,9 +503,19 @@ func shown(s string) string {
 		return quoted(s)
 	}
 	for _, c := range []byte(s) {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_' || c == '/') {
+		if !plainKeyByte(c) {
 			return quoted(s)
 		}
 	}
 	return s
+}
+
+// plainKeyByte reports whether c may stand unquoted in a key shown in an error: a letter, a
+// digit, '.', '-', '_' or '/'.
+func plainKeyByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return c == '.' || c == '-' || c == '_' || c == '/'
 }

@@ -10,8 +10,16 @@ import (
 // matching encoding/json does) takes them for the same.
 func FuzzFoldKey(f *testing.F) {
 	for _, s := range [][2]string{
-		{"labels", "Labels"}, {"labels", "labelſ"}, {"kind", "\u212aind"}, {"metadata", "METADATA"},
-		{"a", "b"}, {"\xff", "\ufffd"}, {"ǅ", "ǆ"}, {"Σ", "ς"}, {"", ""}, {"spec", "spec "},
+		{"labels", "Labels"},
+		{"labels", "labelſ"},
+		{"kind", "\u212aind"},
+		{"metadata", "METADATA"},
+		{"a", "b"},
+		{"\xff", "\ufffd"},
+		{"ǅ", "ǆ"},
+		{"Σ", "ς"},
+		{"", ""},
+		{"spec", "spec "},
 	} {
 		f.Add(s[0], s[1])
 	}

@@ -58,11 +58,11 @@ func errorTexts(err error) string {
 			return
 		}
 		fmt.Fprintf(&b, "%s\n%v\n%+v\n%#v\n", e.Error(), e, e, e)
-		if pe, ok := e.(*engine.PanicError); ok {
+		if pe, ok := e.(*engine.PanicError); ok { //nolint:errorlint // the walk visits every layer itself
 			b.WriteString(pe.Value + "\n")
 			b.Write(pe.Stack)
 		}
-		switch u := e.(type) {
+		switch u := e.(type) { //nolint:errorlint // unwrapping by hand, one layer at a time
 		case interface{ Unwrap() error }:
 			walk(u.Unwrap())
 		case interface{ Unwrap() []error }:

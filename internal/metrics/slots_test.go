@@ -32,6 +32,7 @@ func (s *levelSink) WithValues(...any) logr.LogSink         { return s }
 func (s *levelSink) WithName(string) logr.LogSink           { return s }
 func (s *levelSink) Info(_ int, msg string, kv ...any)      { s.add("info", msg, kv) }
 func (s *levelSink) Error(err error, msg string, kv ...any) { s.add("error", msg+": "+err.Error(), kv) }
+
 func (s *levelSink) add(level, msg string, kv []any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -97,8 +97,8 @@ const (
 // ProvenanceEnvVar set to "true" turns provenance on in plugin v2 mode (no arguments there).
 const ProvenanceEnvVar = "SYNCHOOK_PROVENANCE"
 
-// MetricsBindAddressEnvVar, for the vcluster plugin v2 (which takes no flags), is the host:port
-// of a plain-HTTP /metrics listener; unset or "0": none (metrics are still recorded, loops
+// MetricsBindAddressEnvVar names the environment variable that gives the vcluster plugin v2
+// (which takes no flags) the host:port of a plain-HTTP /metrics listener; unset or "0": none (metrics are still recorded, loops
 // still detected and logged).
 const MetricsBindAddressEnvVar = "SYNCHOOK_METRICS_BIND_ADDRESS"
 
