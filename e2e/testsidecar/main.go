@@ -8,7 +8,9 @@
 // CreatePhysical and UpdatePhysical, with no Get hook: the automatic undo removes it again on
 // GetPhysical, so that a syncer that compares what it reads with what it wants never sees it.
 // A service labelled e2e.synchook.io/read-hook=off gets the port from ControlPortHook, which
-// opts out of undo, and keeps it on reads (the control case).
+// puts it back on reads after the automatic undo took it off (the control case: the syncer
+// sees the port, as without undo). Undo is per chain, so the control cannot simply opt out: it
+// shares the Service chains with HostMetricsPortHook.
 //
 // It logs in JSON like synchook serve, but without sampling, so every request has its line.
 package main
@@ -63,8 +65,9 @@ func (HostMetricsPortHook) MutateUpdatePhysical(_ context.Context, obj client.Ob
 	return addPort(obj.(*corev1.Service), false), nil
 }
 
-// ControlPortHook adds the same port to services labelled ReadHookLabel=off and opts out of
-// the automatic undo (Undo false): the control case, whose port the syncer sees on reads.
+// ControlPortHook adds the same port to services labelled ReadHookLabel=off and adds it again
+// on GetPhysical, after the automatic undo: the control case, whose port the syncer sees on
+// reads.
 type ControlPortHook struct{}
 
 // Name implements hooks.ClientHook.
@@ -73,8 +76,10 @@ func (ControlPortHook) Name() string { return "control-port" }
 // Resource implements hooks.ClientHook.
 func (ControlPortHook) Resource() client.Object { return &corev1.Service{} }
 
-// Undo implements hooks.Undoer: the change stays visible.
-func (ControlPortHook) Undo() bool { return false }
+// MutateGetPhysical shows the port to the syncer again.
+func (ControlPortHook) MutateGetPhysical(_ context.Context, obj client.Object) (client.Object, error) {
+	return addPort(obj.(*corev1.Service), true), nil
+}
 
 // MutateCreatePhysical adds the port.
 func (ControlPortHook) MutateCreatePhysical(_ context.Context, obj client.Object) (client.Object, error) {
