@@ -72,29 +72,16 @@ func Members(doc []byte) (ms []Member, ok bool) {
 // value, trimmed; both are sub-slices of doc. It sees the members Members sees, without
 // allocating. ok is false when doc (after leading white space) is not an object.
 func EachMember(doc []byte, fn func(key, value []byte) bool) (ok bool) {
-	i := skipSpace(doc, 0)
-	if i >= len(doc) || doc[i] != '{' {
+	if i := skipSpace(doc, 0); i >= len(doc) || doc[i] != '{' {
 		return false
 	}
-	i = skipSpace(doc, i+1)
-	for i < len(doc) && doc[i] == '"' {
-		keyEnd := skipString(doc, i)
-		key := doc[i:keyEnd]
-		i = skipSpace(doc, keyEnd)
-		i = skipSpace(doc, i+1) // ':'
-		if i >= len(doc) {
-			break
+	ScanObject(doc, func(key, rest []byte) int {
+		end := SkipValue(rest, 0)
+		if !fn(key, rest[:end]) {
+			return -1
 		}
-		end := SkipValue(doc, i)
-		if !fn(key, doc[i:end]) {
-			break
-		}
-		i = skipSpace(doc, end)
-		if i >= len(doc) || doc[i] != ',' {
-			break
-		}
-		i = skipSpace(doc, i+1)
-	}
+		return end
+	})
 	return true
 }
 
