@@ -182,11 +182,11 @@ func Classify(err error) (Failure, int32) {
 // Mutate runs without limits, per-hook deadlines or an observer: it is for tools and tests.
 // Servers run requests through a Runner (NewRunner), which has them.
 func (r *Registry) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
-	return NewRunner(r, RunnerOptions{}).run(ctx, gvk, t, raw)
+	return NewRunner(r, RunnerOptions{}).Mutate(ctx, gvk, t, raw)
 }
 
 // run is Mutate with the Runner rn's limits, deadlines and observer.
-func (rn *Runner) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
+func (rn *call) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
 	if err := rn.reg.checkInput(gvk, t, raw, rn.validJSON); err != nil { // before any chain reads it: input.go
 		return Result{}, err
 	}
@@ -216,7 +216,7 @@ type outcome struct {
 // runOps is Run for one object: it returns the operations of the patch from raw to the hooked
 // object (nil when nothing changed), the number of hooks that ran and, when it could make it
 // cheaply, the merge answer (Result.MergeObject).
-func (rn *Runner) runOps(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (outcome, error) {
+func (rn *call) runOps(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (outcome, error) {
 	c := rn.reg.chains[Key{GVK: gvk, Type: t}]
 	if c == nil {
 		return outcome{}, nil
@@ -225,7 +225,7 @@ func (rn *Runner) runOps(ctx context.Context, gvk schema.GroupVersionKind, t hoo
 }
 
 // runChainOps is runOps for the chain c.
-func (rn *Runner) runChainOps(ctx context.Context, c *chain, raw []byte) (outcome, error) {
+func (rn *call) runChainOps(ctx context.Context, c *chain, raw []byte) (outcome, error) {
 	if c.undoRead {
 		return rn.runUndoRead(ctx, c, raw)
 	}
@@ -233,7 +233,7 @@ func (rn *Runner) runChainOps(ctx context.Context, c *chain, raw []byte) (outcom
 }
 
 // applyChain runs the chain c on doc and returns the hooked object and the number of hooks run.
-func (rn *Runner) applyChain(ctx context.Context, c *chain, doc []byte) ([]byte, int, error) {
+func (rn *call) applyChain(ctx context.Context, c *chain, doc []byte) ([]byte, int, error) {
 	o, err := rn.runChainOps(ctx, c, doc)
 	if err != nil || len(o.ops) == 0 {
 		return doc, o.hooks, err
@@ -246,7 +246,7 @@ func (rn *Runner) applyChain(ctx context.Context, c *chain, doc []byte) ([]byte,
 }
 
 // runChain is runOps for a chain without an undo to apply first.
-func (rn *Runner) runChain(ctx context.Context, c *chain, raw []byte) (outcome, error) {
+func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, error) {
 	undo := rn.reg.recordsUndo(c)
 	if c.metadataOnly() && !rn.reg.marksProvenance(c) {
 		ops, merge, err := c.runMetadata(ctx, rn, raw, undo, rn.reg.opts.MaxUndoBytes)
@@ -308,7 +308,7 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation) ([]patc
 // an undo of labels and annotations only, verified by fast-path write chains, works on the
 // two maps alone (undoMetadata).
 // An object without the annotation goes to the hooks as it is, which validate it.
-func (rn *Runner) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome, error) {
+func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome, error) {
 	value, had := undoAnnotation(raw)
 	if !had {
 		if len(c.hooks) == 0 {
@@ -402,7 +402,7 @@ func mergeSafe(ops []patch.Operation) bool {
 
 // runTyped is runOps on the typed (or Unstructured) object; the outcome's merge is the JSON of
 // the hooked object, a merge answer only where mergeSafe says so.
-func runTyped(ctx context.Context, rn *Runner, c *chain, raw []byte) (outcome, error) {
+func runTyped(ctx context.Context, rn *call, c *chain, raw []byte) (outcome, error) {
 	gvk, t := c.key.GVK, c.key.Type
 	obj := c.newObject()
 	if err := decode(raw, obj); err != nil {
@@ -506,7 +506,7 @@ func (c *chain) names() string {
 // exec runs the hooks on obj in order and returns the last object. When ctx can end, the hooks
 // run on their own goroutine so that a hook that does not return is abandoned when ctx ends;
 // the abandoned goroutine owns obj from then on and its result is dropped.
-func (c *chain) exec(ctx context.Context, rn *Runner, obj client.Object) (client.Object, error) {
+func (c *chain) exec(ctx context.Context, rn *call, obj client.Object) (client.Object, error) {
 	var out client.Object
 	err := c.supervise(ctx, rn, func(running *atomic.Int32) error {
 		o, err := c.runHooks(ctx, rn, obj, running)
@@ -523,7 +523,7 @@ func (c *chain) exec(ctx context.Context, rn *Runner, obj client.Object) (client
 // being called — in one concurrency slot of rn. When ctx can end, work runs on its own
 // goroutine and is abandoned when ctx ends: the error then names the hook still running, and
 // the abandoned goroutine keeps the slot (and owns whatever work touches) until it returns.
-func (c *chain) supervise(ctx context.Context, rn *Runner, work func(running *atomic.Int32) error) error {
+func (c *chain) supervise(ctx context.Context, rn *call, work func(running *atomic.Int32) error) error {
 	release, ok := rn.acquire()
 	if !ok {
 		return fmt.Errorf("%s: %w", c.key, ErrOverloaded)
@@ -556,7 +556,7 @@ func (c *chain) supervise(ctx context.Context, rn *Runner, work func(running *at
 
 // runHooks calls every hook in order, recovering panics and checking after each hook that the
 // object kept its Go type and identity. running is set to the index of the hook being called.
-func (c *chain) runHooks(ctx context.Context, rn *Runner, obj client.Object, running *atomic.Int32) (client.Object, error) {
+func (c *chain) runHooks(ctx context.Context, rn *call, obj client.Object, running *atomic.Int32) (client.Object, error) {
 	goType := reflect.TypeOf(obj)
 	prov := rn.reg != nil && rn.reg.marksProvenance(c)
 	var marks []string

@@ -33,7 +33,7 @@ func (e *NotIdempotentError) Error() string {
 // for a GVK (none: the chain is not checked). A chain that fails on a sample (it refuses it,
 // say) is not judged on that sample.
 func (r *Registry) CheckIdempotent(ctx context.Context, samples func(schema.GroupVersionKind) [][]byte) error {
-	plain := NewRunner(r, RunnerOptions{})
+	plain := NewRunner(r, RunnerOptions{}).newCall(false)
 	for _, key := range r.Keys() {
 		c := r.chains[key]
 		if len(c.hooks) == 0 {
@@ -74,7 +74,7 @@ func changedPath(ops []patch.Operation) string {
 // culprit names the hook of c that is not idempotent on its own on x, or c's hook names when
 // none is alone.
 func (r *Registry) culprit(ctx context.Context, c *chain, x []byte) string {
-	plain := NewRunner(r, RunnerOptions{})
+	plain := NewRunner(r, RunnerOptions{}).newCall(false)
 	if len(c.hooks) == 1 {
 		return c.names()
 	}

@@ -86,7 +86,7 @@ func (e *ItemError) Unwrap() error { return e.Err }
 //
 // Result.Hooks counts hook calls (chain length × items); Result.Operations counts the
 // operations of the combined patch.
-func (rn *Runner) runList(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
+func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
 	itemGVK, _ := ListItemGVK(gvk)
 	items, err := listItems(raw, rn.validJSON)
 	if err != nil {
@@ -98,15 +98,15 @@ func (rn *Runner) runList(ctx context.Context, gvk schema.GroupVersionKind, t ho
 	}
 	// The whole list is one request: one slot of the Runner, held until every item's hooks
 	// have returned (also hooks abandoned at the deadline).
-	itemRunner, done, ok := rn.hold()
+	itemCall, done, ok := rn.hold()
 	if !ok {
 		return Result{}, fmt.Errorf("%s: %w", gvk.Kind, ErrOverloaded)
 	}
 	defer done()
-	if !itemRunner.validJSON {
-		valid := *itemRunner
+	if !itemCall.validJSON {
+		valid := *itemCall
 		valid.validJSON = true // the list was checked whole
-		itemRunner = &valid
+		itemCall = &valid
 	}
 	results := make([]itemResult, len(items))
 	err = parallel.For(len(items), func(i int) error {
@@ -130,7 +130,7 @@ func (rn *Runner) runList(ctx context.Context, gvk schema.GroupVersionKind, t ho
 				Err: &DecodeError{GVK: itemGVK, Err: err},
 			}
 		}
-		o, err := itemRunner.runOps(ctx, itemGVK, t, item)
+		o, err := itemCall.runOps(ctx, itemGVK, t, item)
 		if err != nil {
 			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: err}
 		}

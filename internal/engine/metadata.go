@@ -206,7 +206,7 @@ func offset(doc, sub []byte) int {
 
 // runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
 // operations on raw, the merge answer (see Result.MergeObject) and the number of hooks run.
-func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte, undo bool, maxUndo int) ([]patch.Operation, []byte, error) {
+func (c *chain) runMetadata(ctx context.Context, rn *call, raw []byte, undo bool, maxUndo int) ([]patch.Operation, []byte, error) {
 	doc, err := c.parseMetadata(raw, rn.validJSON)
 	if err != nil {
 		return nil, nil, err
@@ -226,7 +226,7 @@ func (c *chain) runMetadata(ctx context.Context, rn *Runner, raw []byte, undo bo
 // metadataHooked runs the MetadataFuncs of c's hooks, in one concurrency slot of rn, on copies
 // of the labels and annotations before (reserved annotations dropped first on a write chain)
 // and returns what they made.
-func (c *chain) metadataHooked(ctx context.Context, rn *Runner, namespace string, before [2]map[string]string) (*hooks.Metadata, error) {
+func (c *chain) metadataHooked(ctx context.Context, rn *call, namespace string, before [2]map[string]string) (*hooks.Metadata, error) {
 	m := &hooks.Metadata{Namespace: namespace, Labels: maps.Clone(before[0]), Annotations: maps.Clone(before[1])}
 	if _, write := undoPair[c.key.Type]; write {
 		dropReserved(m.Annotations) // synchook's own: never what the request brings (undo.go)

@@ -93,12 +93,26 @@ type Runner struct {
 	observer    Observer
 	loops       *loopDetector // nil: off
 	capture     CaptureFunc   // nil: off
-	// pending, when set, replaces the slots: the items of a List run under the List's one slot
-	// and count their running chains here, so the slot is released after the last returns.
+}
+
+// call is one request on a Runner: the Runner, shared and never changed, and what holds for this
+// request only. The chain-running methods are call methods.
+type call struct {
+	*Runner
+	// observer is the Runner's, or nil for the runs of a write chain that only verify an undo.
+	observer Observer
+	// pending, when set, replaces the slots: the items of a List, and an undo read's
+	// verification and hooks, run under the request's one slot and count their running chains
+	// here, so the slot is released after the last returns.
 	pending *heldSlot
 	// validJSON is set for requests known to be valid JSON (MutateValidJSON, a List's items):
 	// the label/annotation fast path and the List split do not check them again.
 	validJSON bool
+}
+
+// newCall returns a call of r for one request.
+func (r *Runner) newCall(validJSON bool) *call {
+	return &call{Runner: r, observer: r.observer, validJSON: validJSON}
 }
 
 // NewRunner returns a Runner for reg with o. reg must have all its hooks: it must not change
@@ -132,7 +146,12 @@ func (r *Runner) Registry() *Registry { return r.reg }
 // for an object of another kind or with ambiguous keys: input.go), *HookError naming
 // the hook when one fails, *ItemError for a list item, ErrOverloaded when every slot is busy.
 func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
-	res, err := r.run(ctx, gvk, t, raw)
+	return r.mutate(ctx, gvk, t, raw, false)
+}
+
+// mutate is Mutate, with validJSON saying raw is known to be valid JSON.
+func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, validJSON bool) (Result, error) {
+	res, err := r.newCall(validJSON).run(ctx, gvk, t, raw)
 	if err == nil && r.loops != nil && res.Patch != nil && (t == hooks.UpdatePhysical || t == hooks.UpdateVirtual) {
 		r.loops.observe(r.reg, gvk, t, raw, res.Patch)
 	}
@@ -147,13 +166,11 @@ func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t hook
 // and the List split then do not check it again. Passing invalid JSON is a bug of the caller;
 // the answer is then undefined (no panic).
 func (r *Runner) MutateValidJSON(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
-	valid := *r
-	valid.validJSON = true
-	return valid.Mutate(ctx, gvk, t, raw)
+	return r.mutate(ctx, gvk, t, raw, true)
 }
 
 // acquire takes a slot of MaxConcurrent without waiting; ok is false when none is free.
-func (r *Runner) acquire() (release func(), ok bool) {
+func (r *call) acquire() (release func(), ok bool) {
 	if r.pending != nil {
 		r.pending.add()
 		return r.pending.done, true
@@ -170,7 +187,7 @@ func (r *Runner) acquire() (release func(), ok bool) {
 // done has been called and every chain run on inner has returned (a hook abandoned at its
 // deadline keeps it until it really returns). A Runner that already runs under a held slot is
 // returned as it is.
-func (r *Runner) hold() (inner *Runner, done func(), ok bool) {
+func (r *call) hold() (inner *call, done func(), ok bool) {
 	if r.pending != nil {
 		return r, func() {}, true
 	}
@@ -178,7 +195,7 @@ func (r *Runner) hold() (inner *Runner, done func(), ok bool) {
 	if !ok {
 		return nil, nil, false
 	}
-	in := *r
+	in := *r // a call: per request, so copying it copies no Runner
 	in.pending = &heldSlot{release: release}
 	in.pending.add() // the caller's own reference, dropped by done
 	return &in, in.pending.done, true
@@ -199,9 +216,9 @@ func (h *heldSlot) done() {
 	}
 }
 
-// quiet returns r without its observer: for the runs of a write chain that only verify an
-// undo, which are not the hooks' own calls and must not count as such.
-func (r *Runner) quiet() *Runner {
+// quiet returns the call without its observer: for the runs of a write chain that only verify
+// an undo, which are not the hooks' own calls and must not count as such.
+func (r *call) quiet() *call {
 	q := *r
 	q.observer = nil
 	return &q
@@ -209,7 +226,7 @@ func (r *Runner) quiet() *Runner {
 
 // observeUndoRejected tells the observer, when it is an UndoObserver, that a read of key
 // dropped an undo annotation for reason.
-func (r *Runner) observeUndoRejected(key Key, reason string) {
+func (r *call) observeUndoRejected(key Key, reason string) {
 	if o, ok := r.observer.(UndoObserver); ok {
 		o.ObserveUndoRejected(key.Type, key.GVK, reason)
 	}
@@ -217,7 +234,7 @@ func (r *Runner) observeUndoRejected(key Key, reason string) {
 
 // hookContext returns ctx with the Runner's logger for a call of hook on chain c, named by the
 // hook, its hook type and the GVK (RunnerOptions.Log); ctx itself when there is no logger.
-func (r *Runner) hookContext(ctx context.Context, c *chain, hook string) context.Context {
+func (r *call) hookContext(ctx context.Context, c *chain, hook string) context.Context {
 	if r.log.GetSink() == nil {
 		return ctx
 	}

@@ -180,7 +180,7 @@ func encodeUndo(entries []UndoEntry, max int) (string, error) {
 // of this file). steps are the annotation's entries (parseUndo). Otherwise view is nil and
 // reason says why the annotation was dropped. err is a
 // *DecodeError when raw is not valid JSON. rn runs the verifying write chain.
-func (rn *Runner) undoView(ctx context.Context, c *chain, raw []byte, steps []undoStep) (view []byte, reason string, err error) {
+func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, steps []undoStep) (view []byte, reason string, err error) {
 	stored, err := decodeTree(raw)
 	if err != nil {
 		return nil, "", &DecodeError{GVK: c.key.GVK, Err: err}
@@ -229,7 +229,7 @@ func (r *Registry) parseUndo(value string) ([]undoStep, string) {
 
 // verifyUndo returns "" when one of the write chains that record the undo of read type
 // key.Type, run on view, gives back stored exactly; else why not.
-func (rn *Runner) verifyUndo(ctx context.Context, key Key, view []byte, stored any) string {
+func (rn *call) verifyUndo(ctx context.Context, key Key, view []byte, stored any) string {
 	var tried []string
 	for _, t := range undoWriters[key.Type] {
 		wc := rn.reg.chains[Key{GVK: key.GVK, Type: t}]

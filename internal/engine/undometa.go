@@ -48,7 +48,7 @@ func mapIndex(name string) int {
 // dropped says why the undo was dropped ("" when it was applied). It returns
 // errNotMetadataPath for a request the fast path does not handle exactly (a repeated key, a
 // null map): the caller takes the general path.
-func (rn *Runner) undoMetadata(ctx context.Context, c *chain, raw []byte, steps []undoStep) (o outcome, dropped string, err error) {
+func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, steps []undoStep) (o outcome, dropped string, err error) {
 	doc, err := c.parseMetadata(raw, rn.validJSON)
 	if err != nil {
 		return outcome{}, "", err
@@ -141,7 +141,7 @@ func undoMaps(stored [2]map[string]string, steps []undoStep) ([2]map[string]stri
 // verifyMetadataUndo is verifyUndo on the maps: "" when one of the write chains that record
 // the undo of read type key.Type, run on the view's maps, gives back the stored maps exactly
 // (the undo annotation compared by its entries as a set).
-func (rn *Runner) verifyMetadataUndo(ctx context.Context, key Key, namespace string, view, stored [2]map[string]string) string {
+func (rn *call) verifyMetadataUndo(ctx context.Context, key Key, namespace string, view, stored [2]map[string]string) string {
 	var tried []string
 	for _, t := range undoWriters[key.Type] {
 		wc := rn.reg.chains[Key{GVK: key.GVK, Type: t}]
