@@ -71,7 +71,7 @@ func TestVClusterSyncerThroughput(t *testing.T) {
   undo: false
   labels: {labels: {vcluster.example.com/tenant: team-a}}
 `)}
-	policy := map[string]any{"hooks": yamlList(t, syncerHooks)[3:]} // pool-scheduling
+	policy := map[string]any{"hooks": namedHooks(t, syncerHooks, "pool-scheduling")}
 	variants := []struct {
 		name    string
 		plugins func(tb testing.TB) []syncerPlugin
@@ -236,4 +236,20 @@ func syncOnce(t *testing.T, n int, plugins []syncerPlugin) syncerBenchResult {
 	r.podsPerS = float64(n-1) / r.elapsed.Seconds()
 	r.cpuPerPod = r.cpu / time.Duration(n-1)
 	return r
+}
+
+// namedHooks returns the hooks of the YAML list y with the given names; it fails tb when one
+// is missing (a benchmark variant must never run an empty config).
+func namedHooks(tb testing.TB, y string, names ...string) []any {
+	tb.Helper()
+	var out []any
+	for _, h := range yamlList(tb, y) {
+		if m, ok := h.(map[string]any); ok && slices.Contains(names, fmt.Sprint(m["name"])) {
+			out = append(out, h)
+		}
+	}
+	if len(out) != len(names) {
+		tb.Fatalf("hooks %v: found %d of them", names, len(out))
+	}
+	return out
 }
