@@ -10,12 +10,14 @@
 package tenanttest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/config"
@@ -346,5 +348,51 @@ func dropEmptyMaps(v any) {
 		for _, item := range x {
 			dropEmptyMaps(item)
 		}
+	}
+}
+
+// PluginCall sends one Mutate to a vcluster plugin (v1 or v2): the request's apiVersion, kind,
+// hook type and object JSON; it answers the returned object JSON and mutated.
+type PluginCall func(ctx context.Context, apiVersion, kind string, typ hooks.HookType, object string) (answer string, mutated bool, err error)
+
+// VClusterMutator calls a plugin's Mutate the way vcluster does: it sends the JSON of its typed
+// object (the *corev1.Pod decoded from obj), waiting CallTimeout, and when the answer says
+// mutated it decodes the answer INTO that same object. The result is obj with the change the
+// answer made to the typed object (Retyped).
+func VClusterMutator(call PluginCall) Mutator {
+	return func(t *testing.T, typ hooks.HookType, gvk schema.GroupVersionKind, obj []byte) ([]byte, error) {
+		t.Helper()
+		if gvk != PodGVK {
+			t.Fatalf("vcluster sends single objects; got %s", gvk)
+		}
+		pod := &corev1.Pod{}
+		if err := json.Unmarshal(obj, pod); err != nil {
+			t.Fatal(err)
+		}
+		sent, err := json.Marshal(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), CallTimeout)
+		defer cancel()
+		apiVersion, kind := gvk.ToAPIVersionAndKind()
+		answer, mutated, err := call(ctx, apiVersion, kind, typ, string(sent))
+		if err != nil {
+			return nil, err
+		}
+		if !mutated {
+			if answer != "" {
+				t.Errorf("mutated=false with an object")
+			}
+			return obj, nil
+		}
+		if err := json.Unmarshal([]byte(answer), pod); err != nil {
+			t.Fatalf("decode the answer into the sent pod, as vcluster does: %v", err)
+		}
+		after, err := json.Marshal(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Retyped(t, obj, sent, after), nil
 	}
 }
