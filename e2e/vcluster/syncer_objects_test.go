@@ -153,32 +153,25 @@ func waitFor(tb testing.TB, timeout time.Duration, what string, cond func(ctx co
 // returns it; ok returns what is still missing.
 func waitHost(tb testing.TB, cl *clusters, kind, name string, ok func(o object) string) object {
 	tb.Helper()
-	var got object
-	waitFor(tb, time.Minute, fmt.Sprintf("host %s for virtual %s/%s", kind, tenantNS, name), func(ctx context.Context) (bool, string, error) {
-		o, err := hostObject(ctx, cl.host.cs, kind, name)
-		if err != nil || o == nil {
-			return false, "not on the host", err
-		}
-		got = o
-		if ok == nil {
-			return true, "", nil
-		}
-		if miss := ok(o); miss != "" {
-			return false, miss + "; object: " + brief(o), nil
-		}
-		return true, "", nil
-	})
-	return got
+	return waitObject(tb, fmt.Sprintf("host %s for virtual %s/%s", kind, tenantNS, name), "not on the host",
+		func(ctx context.Context) (object, error) { return hostObject(ctx, cl.host.cs, kind, name) }, ok)
 }
 
 // waitVirtual is waitHost for the virtual object.
 func waitVirtual(tb testing.TB, cl *clusters, kind, name string, ok func(o object) string) object {
 	tb.Helper()
+	return waitObject(tb, fmt.Sprintf("virtual %s %s/%s", kind, tenantNS, name), "not in the virtual cluster",
+		func(ctx context.Context) (object, error) { return virtualObject(ctx, cl.virtual.cs, kind, name) }, ok)
+}
+
+// waitObject waits until get finds the object (absent: it says missing) and ok(it) is empty.
+func waitObject(tb testing.TB, what, missing string, get func(context.Context) (object, error), ok func(o object) string) object {
+	tb.Helper()
 	var got object
-	waitFor(tb, time.Minute, fmt.Sprintf("virtual %s %s/%s", kind, tenantNS, name), func(ctx context.Context) (bool, string, error) {
-		o, err := virtualObject(ctx, cl.virtual.cs, kind, name)
+	waitFor(tb, time.Minute, what, func(ctx context.Context) (bool, string, error) {
+		o, err := get(ctx)
 		if err != nil || o == nil {
-			return false, "not in the virtual cluster", err
+			return false, missing, err
 		}
 		got = o
 		if ok == nil {

@@ -185,7 +185,7 @@ func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, steps []undo
 	if err != nil {
 		return nil, "", &DecodeError{GVK: c.key.GVK, Err: err}
 	}
-	tree, _ := decodeTree(raw) // the copy the entries change; stored stays as it is
+	tree := copyTree(stored) // the copy the entries change; stored stays as it is
 	if reason := applyUndoSteps(ctx, tree, steps); reason != "" {
 		return nil, reason, nil
 	}
@@ -335,6 +335,25 @@ func decodeValue(doc []byte, v *any) error {
 		return errors.New("data after the JSON value")
 	}
 	return nil
+}
+
+// copyTree returns a deep copy of a decoded JSON value (cheaper than decoding it again).
+func copyTree(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = copyTree(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = copyTree(e)
+		}
+		return a
+	}
+	return v // string, json.Number, bool, nil: values
 }
 
 // lookupTree returns the value at the reference tokens of a JSON Pointer in tree.
