@@ -247,9 +247,14 @@ func (rn *call) applyChain(ctx context.Context, c *chain, doc []byte) ([]byte, i
 
 // runChain is runOps for a chain without an undo to apply first.
 func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, error) {
+	if _, write := undoPair[c.key.Type]; write && rn.reg.opts.Undo {
+		if steps, own := rn.reg.ownUndo(c, raw); own {
+			return rn.runRestored(ctx, c, raw, steps)
+		}
+	}
 	undo := rn.reg.recordsUndo(c)
 	if c.metadataOnly() && !rn.reg.marksProvenance(c) {
-		ops, merge, err := c.runMetadata(ctx, rn, raw, undo, rn.reg.opts.MaxUndoBytes)
+		ops, merge, err := c.runMetadata(ctx, rn, raw, undo)
 		if !errors.Is(err, errNotMetadataPath) {
 			if err != nil {
 				return outcome{}, err
@@ -262,7 +267,7 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 		return outcome{ops: o.ops, hooks: o.hooks}, err
 	}
 	if undo {
-		o.ops, err = rn.reg.withUndo(c, raw, o.ops)
+		o.ops, err = rn.reg.withUndo(c, raw, o.ops, rn.clearUndo)
 		o.merge = nil
 		return o, err
 	}
@@ -272,9 +277,47 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 	return o, nil
 }
 
+// runRestored is runChain for a write that brings an undo synchook wrote itself (ownUndo): the
+// undo's steps are applied first and the annotation removed, the chain runs on that object,
+// and the patch goes from raw to the result, so the new undo records only the new change and
+// never the old undo (no nesting).
+func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []undoStep) (outcome, error) {
+	tree, err := decodeTree(raw)
+	if err != nil {
+		return outcome{}, &DecodeError{GVK: c.key.GVK, Err: err}
+	}
+	id := identityOfTree(tree)
+	if reason := applyUndoSteps(ctx, tree, steps); reason == UndoDeadline {
+		return outcome{}, fmt.Errorf("%s: restore the earlier undo: %w", c.key, ctx.Err())
+	}
+	if identityOfTree(tree) != id { // parseSteps refused identity paths: cannot happen
+		return outcome{}, fmt.Errorf("%s: restoring the earlier undo would change identity", c.key)
+	}
+	restored, err := json.Marshal(tree)
+	if err != nil {
+		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
+	}
+	o, err := rn.runChain(ctx, c, restored)
+	if err != nil {
+		return outcome{}, err
+	}
+	final := restored
+	if len(o.ops) > 0 {
+		if final, err = applyOps(restored, o.ops...); err != nil {
+			return outcome{}, fmt.Errorf("%s: %w", c.key, err)
+		}
+	}
+	ops, err := patch.Diff(raw, final)
+	if err != nil {
+		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
+	}
+	return outcome{ops: ops, hooks: o.hooks}, nil
+}
+
 // withUndo returns ops (a patch of raw) followed by the operation that records, in
-// UndoAnnotation, how to go back from the hooked object to raw.
-func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation) ([]patch.Operation, error) {
+// UndoAnnotation, how to go back from the hooked object to raw: sealed when there is a key,
+// in clear text without one or when clear is set (the runs that verify a clear-text undo).
+func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, clear bool) ([]patch.Operation, error) {
 	hooked, err := applyOps(raw, ops...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.key, err)
@@ -288,7 +331,7 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation) ([]patc
 	if len(annotations) == 0 || string(annotations) == "null" {
 		entries = append([]UndoEntry{emptyMapEntry("/metadata/annotations")}, entries...)
 	}
-	value, err := encodeUndo(entries, r.opts.MaxUndoBytes)
+	value, err := r.sealUndo(c, raw, entries, clear)
 	if err != nil {
 		return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 	}
@@ -325,9 +368,10 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 		return outcome{}, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
 	}
 	defer done()
-	steps, reason := rn.reg.parseUndo(value)
-	if reason == "" && rn.reg.undoOnMetadata(c, steps) {
-		o, dropped, err := inner.undoMetadata(ctx, c, raw, steps)
+	plan := rn.reg.planUndo(c, raw, value)
+	reason := plan.reason
+	if reason == "" && rn.reg.undoOnMetadata(c, plan) {
+		o, dropped, err := inner.undoMetadata(ctx, c, raw, plan)
 		if !errors.Is(err, errNotMetadataPath) {
 			if dropped != "" {
 				rn.observeUndoRejected(c.key, dropped)
@@ -338,7 +382,7 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 	var view []byte
 	if reason == "" {
 		var err error
-		if view, reason, err = inner.quiet().undoView(ctx, c, raw, steps); err != nil {
+		if view, reason, err = inner.quiet().undoView(ctx, c, raw, plan); err != nil {
 			return outcome{}, err
 		}
 	}

@@ -206,7 +206,7 @@ func offset(doc, sub []byte) int {
 
 // runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
 // operations on raw, the merge answer (see Result.MergeObject) and the number of hooks run.
-func (c *chain) runMetadata(ctx context.Context, rn *call, raw []byte, undo bool, maxUndo int) ([]patch.Operation, []byte, error) {
+func (c *chain) runMetadata(ctx context.Context, rn *call, raw []byte, undo bool) ([]patch.Operation, []byte, error) {
 	doc, err := c.parseMetadata(raw, rn.validJSON)
 	if err != nil {
 		return nil, nil, err
@@ -216,7 +216,7 @@ func (c *chain) runMetadata(ctx context.Context, rn *call, raw []byte, undo bool
 		return nil, nil, err
 	}
 	if undo {
-		if err := recordMetadataUndo(doc, m, maxUndo); err != nil {
+		if err := rn.reg.recordMetadataUndo(c, doc, m, rn.clearUndo); err != nil {
 			return nil, nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 		}
 	}
@@ -464,8 +464,9 @@ func escapeToken(s string) string {
 }
 
 // recordMetadataUndo sets UndoAnnotation in m to the undo of the change from doc's labels and
-// annotations to m's (nothing when they are equal).
-func recordMetadataUndo(doc *metadataDoc, m *hooks.Metadata, maxUndo int) error {
+// annotations to m's (nothing when they are equal), recorded by the write chain c: sealed
+// for doc's object, or in clear text (sealUndo).
+func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metadata, clear bool) error {
 	var entries []UndoEntry
 	for i, after := range []map[string]string{m.Labels, m.Annotations} {
 		before := doc.maps[i].value
@@ -503,7 +504,7 @@ func recordMetadataUndo(doc *metadataDoc, m *hooks.Metadata, maxUndo int) error 
 			entries = append([]UndoEntry{emptyMapEntry("/metadata/" + doc.maps[i].name)}, entries...)
 		}
 	}
-	value, err := encodeUndo(entries, maxUndo)
+	value, err := r.sealUndo(c, doc.raw, entries, clear)
 	if err != nil {
 		return err
 	}

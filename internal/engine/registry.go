@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/undo"
 )
 
 // Key identifies one hook chain: a resource kind and a hook type.
@@ -45,6 +46,9 @@ type namedFunc struct {
 	meta hooks.MetadataFunc
 	// noUndo is set for a hook whose Undo() is false.
 	noUndo bool
+	// revision identifies what the hook does (RegisterRevision; default the build's
+	// Version): part of the chain's writer fingerprint.
+	revision string
 }
 
 // chain is the ordered list of hooks for one Key, with what it takes to decode the object once.
@@ -64,6 +68,9 @@ type chain struct {
 	// annotations: the next run keeps a deep copy of the object before the hooks, not only
 	// its labels and annotations. Only the cost of a run depends on it, never its result.
 	changedMore atomic.Bool
+	// writers are the fingerprints of the hooks (hookDigest), which a sealed undo this chain
+	// records carries.
+	writers []string
 }
 
 // of returns a chain of c's kind (the same object to decode into) for key with hooks hs.
@@ -122,8 +129,15 @@ type RegistryOptions struct {
 	// that hook's own JSON Patch. With Undo it is taken off again on the way back like any
 	// change. It costs an encode per hook: off by default.
 	Provenance bool
-	// Version is the build's version in ProvenanceAnnotation. Default "dev".
+	// Version is the build's version in ProvenanceAnnotation, and the revision of every hook
+	// registered without one (RegisterRevision). Default "dev".
 	Version string
+	// Keys holds the key ring that seals and opens undo annotations (package undo; sealed.go).
+	// Nil, or a Keeper without a Ring: no key — undos are written in clear text, trusted only
+	// on kinds whose writes all pass through synchook and only when they verify, and a change
+	// whose undo would hold a Secret value is refused (ErrUndoNeedsKey). The Keeper may get
+	// its Ring after the Registry is built (a vcluster plugin v2 reads it at Initialize).
+	Keys *undo.Keeper
 }
 
 // NewRegistryWithOptions returns an empty Registry configured by opts.
@@ -149,6 +163,15 @@ func (r *Registry) Scheme() *runtime.Scheme { return r.scheme }
 // resolved (a typed object the scheme does not know, or an Unstructured without apiVersion and
 // kind), or when h implements none of the eight hook types.
 func (r *Registry) Register(h hooks.ClientHook) error {
+	return r.RegisterRevision(h, r.opts.Version)
+}
+
+// RegisterRevision is Register with the hook's revision: a text that changes whenever what
+// the hook does changes (package config passes a digest of the hook's entry; Register passes
+// the build's Version). A sealed undo records the fingerprint of its chain's names and
+// revisions; a read applies all of it only when the kind's Update chain still has that
+// fingerprint (sealed.go).
+func (r *Registry) RegisterRevision(h hooks.ClientHook, revision string) error {
 	name := h.Name()
 	if name == "" {
 		return errors.New("register hook: empty name")
@@ -187,7 +210,8 @@ func (r *Registry) Register(h hooks.ClientHook) error {
 			_, c.unstructured = c.newObject().(*unstructured.Unstructured)
 			r.chains[key] = c
 		}
-		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn, meta: meta, noUndo: !undo})
+		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn, meta: meta, noUndo: !undo, revision: revision})
+		c.writers = append(c.writers, hookDigest(name, revision))
 		if read, ok := undoPair[t]; ok && r.opts.Undo && undo {
 			rk := Key{GVK: gvk, Type: read}
 			if r.chains[rk] == nil {
@@ -202,6 +226,41 @@ func (r *Registry) Register(h hooks.ClientHook) error {
 	r.names[name] = true
 	return nil
 }
+
+// CoverUndoReads registers the read type of each of kinds (GetPhysical for the physical side,
+// GetVirtual for the virtual one) as an undo read, with no hooks, when the kind has no such
+// chain: so that undos sealed by an earlier config or build keep being taken off after their
+// hooks were removed (a sealed undo applies whatever is configured now). Like Register it must
+// be called before the Registry serves. It returns the keys it added.
+func (r *Registry) CoverUndoReads(kinds []undo.Kind) []Key {
+	if !r.opts.Undo {
+		return nil
+	}
+	var added []Key
+	for _, k := range kinds {
+		t := hooks.GetPhysical
+		if k.Side == undo.Virtual {
+			t = hooks.GetVirtual
+		}
+		key := Key{GVK: k.GVK, Type: t}
+		if c := r.chains[key]; c != nil {
+			c.undoRead = true
+			continue
+		}
+		gvk := k.GVK
+		c := &chain{key: key, undoRead: true, newObject: func() client.Object { return r.NewObject(gvk) }}
+		_, c.unstructured = c.newObject().(*unstructured.Unstructured)
+		r.chains[key] = c
+		if !slices.Contains(r.gvks, gvk) {
+			r.gvks = append(r.gvks, gvk)
+		}
+		added = append(added, key)
+	}
+	return added
+}
+
+// Keeper returns the undo key Keeper (RegistryOptions.Keys), nil when none was given.
+func (r *Registry) Keeper() *undo.Keeper { return r.opts.Keys }
 
 // MustRegister is Register that panics on error, for hooks compiled into main.
 func (r *Registry) MustRegister(hs ...hooks.ClientHook) {

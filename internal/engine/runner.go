@@ -108,6 +108,9 @@ type call struct {
 	// validJSON is set for requests known to be valid JSON (MutateValidJSON, a List's items):
 	// the label/annotation fast path and the List split do not check them again.
 	validJSON bool
+	// clearUndo makes write chains record their undo in clear text: set for the runs that
+	// verify a clear-text undo (quiet), which compare with what was stored.
+	clearUndo bool
 }
 
 // newCall returns a call of r for one request.
@@ -216,11 +219,13 @@ func (h *heldSlot) done() {
 	}
 }
 
-// quiet returns the call without its observer: for the runs of a write chain that only verify
-// an undo, which are not the hooks' own calls and must not count as such.
+// quiet returns the call without its observer and with clearUndo: for the runs of a write
+// chain that only verify a clear-text undo, which are not the hooks' own calls and must not
+// count as such.
 func (r *call) quiet() *call {
 	q := *r
 	q.observer = nil
+	q.clearUndo = true
 	return &q
 }
 

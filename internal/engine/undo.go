@@ -5,47 +5,49 @@ package engine
 // A write chain (CreatePhysical, UpdatePhysical, CreateVirtual, UpdateVirtual) records in
 // UndoAnnotation how to go back from the hooked object to the object the syncer sent; the
 // paired read type (GetPhysical, GetVirtual) applies it, so the syncer never sees the hooks'
-// change come back and never fights it.
+// change come back and never fights it. The entries, their format and the key ring are
+// package undo's; this file applies them to an object.
 //
 // The annotation travels on the object, and everything on an object may have been written by
 // the tenant (the tenant model in the README): a tenant who sets synchook.io/undo on a virtual
 // object gets it copied to the host by the syncer. So the read side trusts no annotation it
-// cannot verify. The design is verification, not a MAC: an undo is accepted only when running
-// the kind's own write chain on the restored view gives back the stored object exactly,
+// cannot prove is synchook's own:
+//
+//   - with a key (RegistryOptions.Keys), the value is sealed (AES-256-GCM, bound to the
+//     object's identity and side, deterministic): a value that opens is synchook's, whatever
+//     is configured now, and is applied without running any chain (sealed.go);
+//   - without one, a clear-text undo is accepted only when running the kind's own write chain
+//     on the restored view gives back the stored object exactly,
 //
 //	write(undo(x)) == x
 //
-// which is precisely "the view differs from the stored object only by what synchook's own
-// write chain did". It needs no key (nothing to provision, rotate or share between replicas
-// and restarts), and it makes identity changes impossible on top of the explicit checks: no
-// write chain may change apiVersion, kind, name, namespace or uid, so an undo that did could
-// never verify. A MAC (the other design that works) would prove only that synchook wrote the
-// annotation, not that it still fits the object, and needs a key shared by every replica.
+// which is "the view differs from the stored object only by what synchook's own write chain
+// did" — and only on a kind whose every write passes through that chain (sealed.go,
+// clearTrusted). Its price is one run of the write chain per read and an undo that no longer
+// verifies after any config change.
 //
-// The price is one run of the write chain per read that carries an annotation (the hooks must
-// be deterministic functions of the object, which the idempotency check at start already
-// asks of them), and an undo that no longer fits — a hook that changed, an object someone else
-// changed at a hooked path — is dropped rather than applied in part: the reader then sees the
-// stored object, as it would without synchook's undo.
+// Either way no undo can change identity: an entry that addresses apiVersion, kind, name,
+// namespace or uid drops the whole annotation. An entry whose path no longer holds what the
+// hooks wrote is skipped, never forced.
 //
-// Work is bounded whatever the annotation holds: its value is at most MaxUndoBytes (which
-// bounds the entries to about one per 12 bytes), the entries are applied to one decoded copy of
-// the object (one decode, one encode, whatever their number), under the request's context and
-// a concurrency slot. An annotation that is too large, malformed, touches identity or does not
-// verify is dropped and counted (UndoObserver; synchook_undo_rejected_total{reason}); the read
-// never fails because of it.
+// Work is bounded whatever the annotation holds: its value is at most MaxUndoBytes as stored
+// (which bounds the entries), the entries are applied to one decoded copy of the object (one
+// decode, one encode, whatever their number), under the request's context and a concurrency
+// slot. An annotation that is too large, malformed, unauthentic, untrusted, touches identity
+// or does not verify is dropped and counted (UndoObserver; synchook_undo_rejected_total{reason});
+// the read never fails because of it.
 //
 // On the write side the reserved annotations (UndoAnnotation, ProvenanceAnnotation) are
 // synchook's alone: a write chain takes them off the object before its hooks run, so what a
 // tenant wrote there never reaches the host as written; the removal is part of the recorded
-// undo, so the reader gets the tenant's value back and sees no difference to "fix".
+// undo, so the reader gets the tenant's value back and sees no difference to "fix". An undo
+// synchook wrote itself is applied first instead (sealed.go, ownUndo): never nested.
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -54,16 +56,17 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
 // UndoAnnotation is the annotation in which a write chain records how to restore the object
-// the syncer sent (RegistryOptions.Undo). Its value is a JSON array of UndoEntry.
-const UndoAnnotation = "synchook.io/undo"
+// the syncer sent (RegistryOptions.Undo): undo.Annotation.
+const UndoAnnotation = undo.Annotation
 
-// DefaultMaxUndoBytes bounds the value of UndoAnnotation (RegistryOptions.MaxUndoBytes): 16 KiB,
-// well within the 256 KiB Kubernetes allows for all annotations of an object.
-const DefaultMaxUndoBytes = 16 << 10
+// DefaultMaxUndoBytes bounds the value of UndoAnnotation as stored (RegistryOptions.MaxUndoBytes):
+// undo.DefaultMaxBytes, 16 KiB.
+const DefaultMaxUndoBytes = undo.DefaultMaxBytes
 
 // ErrUndoTooLarge is the cause of a HookError when the undo of a chain's change would not fit
 // in DefaultMaxUndoBytes (RegistryOptions.MaxUndoBytes): the chain's change is refused (422),
@@ -81,7 +84,7 @@ const (
 	// UndoUnverified: the kind's write chain, run on the restored view, does not give back the
 	// stored object (a forged or stale annotation, or a hook that is not deterministic).
 	UndoUnverified = "unverified"
-	// UndoDeadline: the request ended before the undo was verified.
+	// UndoDeadline: the request ended before the undo was applied or verified.
 	UndoDeadline = "deadline"
 )
 
@@ -91,14 +94,8 @@ type UndoObserver interface {
 	ObserveUndoRejected(t hooks.HookType, gvk schema.GroupVersionKind, reason string)
 }
 
-// UndoEntry is one change of a write chain and how to take it back: at Path (an RFC 6901 JSON
-// Pointer), the hooks wrote Hooked (absent: they removed the value) where the syncer had sent
-// Original (absent: there was no value).
-type UndoEntry struct {
-	Path     string          `json:"path"`
-	Hooked   json.RawMessage `json:"hooked,omitempty"`
-	Original json.RawMessage `json:"original,omitempty"`
-}
+// UndoEntry is one change of a write chain and how to take it back (undo.Entry).
+type UndoEntry = undo.Entry
 
 // undoPair maps each write hook type to the read hook type that undoes it.
 var undoPair = map[hooks.HookType]hooks.HookType{
@@ -162,25 +159,13 @@ func isReservedPath(p string) bool {
 	return isUndoPath(p) || p == "/metadata/annotations/synchook.io~1mutated-by"
 }
 
-// encodeUndo returns the annotation value for entries, or ErrUndoTooLarge past max bytes.
-func encodeUndo(entries []UndoEntry, max int) (string, error) {
-	data, err := json.Marshal(entries)
-	if err != nil {
-		return "", err
-	}
-	if len(data) > max {
-		return "", fmt.Errorf("%w: %d bytes, the limit is %d", ErrUndoTooLarge, len(data), max)
-	}
-	return string(data), nil
-}
-
 // undoView returns the view of the stored object raw that the read chain c hands on: raw with
-// the undo recorded in value (raw's UndoAnnotation) applied and the annotation removed, when
-// that undo is within limits, leaves identity alone and verifies (see the comment at the top
-// of this file). steps are the annotation's entries (parseUndo). Otherwise view is nil and
-// reason says why the annotation was dropped. err is a
-// *DecodeError when raw is not valid JSON. rn runs the verifying write chain.
-func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, steps []undoStep) (view []byte, reason string, err error) {
+// the plan's steps applied and UndoAnnotation removed, when that leaves identity alone and,
+// for a clear-text undo (p.verify), verifies (see the comment at the top of this file).
+// Otherwise view is nil and reason says why the annotation was dropped. err is a *DecodeError
+// when raw is not valid JSON. rn runs the verifying write chain.
+func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, p undoPlan) (view []byte, reason string, err error) {
+	steps := p.steps
 	stored, err := decodeTree(raw)
 	if err != nil {
 		return nil, "", &DecodeError{GVK: c.key.GVK, Err: err}
@@ -195,36 +180,14 @@ func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, steps []undo
 	if view, err = json.Marshal(tree); err != nil {
 		return nil, UndoMalformed, nil
 	}
+	if !p.verify {
+		return view, "", nil
+	}
 	canonicalUndo(stored)
 	if reason := rn.verifyUndo(ctx, c.key, view, stored); reason != "" {
 		return nil, reason, nil
 	}
 	return view, "", nil
-}
-
-// parseUndo returns the entries of the UndoAnnotation value with their paths parsed, or the
-// reason the annotation must be dropped without looking at the object: too large, malformed,
-// or an entry that addresses identity.
-func (r *Registry) parseUndo(value string) ([]undoStep, string) {
-	if len(value) > r.opts.MaxUndoBytes {
-		return nil, UndoTooLarge
-	}
-	var entries []UndoEntry
-	if json.Unmarshal([]byte(value), &entries) != nil {
-		return nil, UndoMalformed
-	}
-	steps := make([]undoStep, len(entries))
-	for i, e := range entries {
-		tokens, err := patch.ParsePointer(e.Path)
-		if err != nil || len(tokens) == 0 {
-			return nil, UndoMalformed
-		}
-		if patch.ProtectedField(e.Path) != "" {
-			return nil, UndoIdentity
-		}
-		steps[i] = undoStep{entry: e, tokens: tokens}
-	}
-	return steps, ""
 }
 
 // verifyUndo returns "" when one of the write chains that record the undo of read type

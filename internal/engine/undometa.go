@@ -8,17 +8,21 @@ import (
 	"strings"
 )
 
-// undoOnMetadata reports whether the undo read of c with steps can take the label/annotation
+// undoOnMetadata reports whether the undo read of c with plan p can take the label/annotation
 // fast path: every entry addresses labels or annotations (a key, or the whole map), the read
-// chain's own hooks (if any) and every write chain that records its undo are MetadataHooks.
-func (r *Registry) undoOnMetadata(c *chain, steps []undoStep) bool {
+// chain's own hooks (if any) are MetadataHooks and, for a clear-text undo that must verify,
+// so is every write chain that records its undo.
+func (r *Registry) undoOnMetadata(c *chain, p undoPlan) bool {
 	if len(c.hooks) > 0 && !c.metadataOnly() {
 		return false
 	}
-	for _, s := range steps {
+	for _, s := range p.steps {
 		if len(s.tokens) < 2 || len(s.tokens) > 3 || s.tokens[0] != "metadata" || mapIndex(s.tokens[1]) < 0 {
 			return false
 		}
+	}
+	if !p.verify {
+		return true
 	}
 	writers := 0
 	for _, t := range undoWriters[c.key.Type] {
@@ -43,12 +47,12 @@ func mapIndex(name string) int {
 	return -1
 }
 
-// undoMetadata is undoView, its verification and the answer for an undo that undoOnMetadata
+// undoMetadata is undoView, its verification (p.verify) and the answer for an undo that undoOnMetadata
 // admits, on the labels and annotations alone: no decode of the object, no JSON Patch apply.
 // dropped says why the undo was dropped ("" when it was applied). It returns
 // errNotMetadataPath for a request the fast path does not handle exactly (a repeated key, a
 // null map): the caller takes the general path.
-func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, steps []undoStep) (o outcome, dropped string, err error) {
+func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undoPlan) (o outcome, dropped string, err error) {
 	doc, err := c.parseMetadata(raw, rn.validJSON)
 	if err != nil {
 		return outcome{}, "", err
@@ -60,8 +64,8 @@ func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, steps []
 		}
 		stored[i] = f.value // nil: absent
 	}
-	view, dropped := undoMaps(stored, steps)
-	if dropped == "" {
+	view, dropped := undoMaps(stored, p.steps)
+	if dropped == "" && p.verify {
 		dropped = rn.quiet().verifyMetadataUndo(ctx, c.key, doc.namespace, view, stored)
 	}
 	if dropped != "" {
@@ -157,7 +161,7 @@ func (rn *call) verifyMetadataUndo(ctx context.Context, key Key, namespace strin
 			continue
 		}
 		before := &metadataDoc{maps: [2]mapField{{name: "labels", value: view[0]}, {name: "annotations", value: view[1]}}}
-		if recordMetadataUndo(before, m, rn.reg.opts.MaxUndoBytes) != nil {
+		if rn.reg.recordMetadataUndo(wc, before, m, true) != nil {
 			continue
 		}
 		if maps.Equal(m.Labels, stored[0]) && sameAnnotations(m.Annotations, stored[1]) {

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/synchook/synchook/internal/undo"
+)
+
+// ReservedPrefix starts the annotations that are synchook's own (UndoAnnotation,
+// ProvenanceAnnotation); `synchook cleanup` removes every annotation with it.
+const ReservedPrefix = "synchook.io/"
+
+// CleanupResult is what Cleanup makes of one stored object.
+type CleanupResult struct {
+	// Object is the object with its undo applied as far as the apiserver lets an update change
+	// it back (undo.Restorable) and every annotation starting with ReservedPrefix removed; nil
+	// when the object carries no such annotation (nothing to do).
+	Object []byte
+	// Unrestored lists the JSON Pointers of the undo's entries left as the hooks wrote them:
+	// fields an update cannot change back (a Pod's tolerations, its nodeSelector, …).
+	Unrestored []string
+	// Dropped says why the undo was not applied at all ("" when it was, or there was none): a
+	// reason of UndoObserver (unauthentic, no_key, malformed, identity, too_large).
+	Dropped string
+}
+
+// Cleanup returns what `synchook cleanup` writes back to the stored object raw of kind gvk on
+// side, with the syncer stopped and the hooks that wrote its undo gone: the undo's entries
+// that an update may change back (undo.Restorable), each only where the object still holds
+// what the hooks wrote, and no synchook.io/* annotation. A sealed undo must open with the
+// Registry's keys for this object; a clear-text undo is applied under the same rule (what it
+// can change, a tenant could change through the virtual object anyway). It never changes
+// identity. Errors: a *DecodeError when raw is not a JSON object.
+func (r *Registry) Cleanup(ctx context.Context, gvk schema.GroupVersionKind, side undo.Side, raw []byte) (CleanupResult, error) {
+	tree, err := decodeTree(raw)
+	if err != nil {
+		return CleanupResult{}, &DecodeError{GVK: gvk, Err: err}
+	}
+	ann, _ := lookupTree(tree, []string{"metadata", "annotations"})
+	annotations, _ := ann.(map[string]any)
+	reserved := false
+	for k := range annotations {
+		reserved = reserved || strings.HasPrefix(k, ReservedPrefix)
+	}
+	if !reserved {
+		return CleanupResult{}, nil
+	}
+	var res CleanupResult
+	if value, ok := annotations[UndoAnnotation].(string); ok {
+		steps, dropped := r.cleanupSteps(gvk, side, raw, value)
+		res.Dropped = dropped
+		immutable := isImmutable(raw)
+		kept := steps[:0]
+		for _, s := range steps {
+			if undo.Restorable(gvk, s.tokens) && (!immutable || s.tokens[0] == "metadata") {
+				kept = append(kept, s)
+			} else if holdsHooked(tree, s) {
+				res.Unrestored = append(res.Unrestored, s.entry.Path)
+			}
+		}
+		id := identityOfTree(tree)
+		if reason := applyUndoSteps(ctx, tree, kept); reason == UndoDeadline {
+			return CleanupResult{}, ctx.Err()
+		}
+		if identityOfTree(tree) != id {
+			return CleanupResult{}, errors.New("the undo would change identity") // parseSteps refuses it
+		}
+	}
+	ann, _ = lookupTree(tree, []string{"metadata", "annotations"})
+	if annotations, ok := ann.(map[string]any); ok {
+		for k := range annotations {
+			if strings.HasPrefix(k, ReservedPrefix) {
+				delete(annotations, k)
+			}
+		}
+	}
+	if res.Object, err = json.Marshal(tree); err != nil {
+		return CleanupResult{}, err
+	}
+	return res, nil
+}
+
+// cleanupSteps returns the steps of the undo value on raw, or why it is dropped.
+func (r *Registry) cleanupSteps(gvk schema.GroupVersionKind, side undo.Side, raw []byte, value string) ([]undoStep, string) {
+	if len(value) > r.opts.MaxUndoBytes {
+		return nil, UndoTooLarge
+	}
+	var rec undo.Record
+	switch ring := r.ring(); {
+	case undo.IsSealed(value) && ring == nil:
+		return nil, UndoNoKey
+	case undo.IsSealed(value):
+		var err error
+		if rec, _, err = ring.Open(objectIdentity(gvk, raw), side, value); err != nil {
+			if errors.Is(err, undo.ErrMalformed) {
+				return nil, UndoMalformed
+			}
+			return nil, UndoUnauthentic
+		}
+	default:
+		var err error
+		if rec, err = undo.ParseClear(value); err != nil {
+			return nil, UndoMalformed
+		}
+	}
+	return parseSteps(rec.Entries)
+}
+
+// holdsHooked reports whether tree still holds at s's path what the hooks wrote there.
+func holdsHooked(tree any, s undoStep) bool {
+	cur, has := lookupTree(tree, s.tokens)
+	if has != (s.entry.Hooked != nil) {
+		return false
+	}
+	if !has {
+		return true
+	}
+	var hooked any
+	return decodeValue(s.entry.Hooked, &hooked) == nil && jsonEqual(cur, hooked)
+}
+
+// jsonEqual compares two decoded JSON values.
+func jsonEqual(a, b any) bool { return reflect.DeepEqual(a, b) }
