@@ -1,9 +1,12 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 
@@ -204,7 +207,7 @@ func (c *Config) Build(reg *engine.Registry) error {
 			if h.Undo != nil && !*h.Undo {
 				hook = noUndo{hook}
 			}
-			if err := reg.Register(hook); err != nil {
+			if err := reg.RegisterRevision(hook, h.revision()); err != nil {
 				return fmt.Errorf("%w: hooks[%d].resources[%d]: %w", ErrInvalid, i, j, err)
 			}
 		}
@@ -280,11 +283,27 @@ func (h *Hook) buildPolicy(reg *engine.Registry, i int) error {
 		if h.Undo != nil && !*h.Undo {
 			hook = noUndo{hook}
 		}
-		if err := reg.Register(hook); err != nil {
+		if err := reg.RegisterRevision(hook, h.revision()); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// revision returns what identifies the entry's behaviour for a sealed undo
+// (engine.Registry.RegisterRevision): the SHA-256 of its JSON and, for a PolicyFile, of the
+// file's content, so that changing either makes the reads of older undos apply only what an
+// update can change back.
+func (h *Hook) revision() string {
+	sum := sha256.New()
+	entry, _ := json.Marshal(h) // the entry as validated: always encodable
+	sum.Write(entry)
+	if h.PolicyFile != "" {
+		if data, err := os.ReadFile(h.PolicyFile); err == nil {
+			sum.Write(data)
+		}
+	}
+	return "config:" + hex.EncodeToString(sum.Sum(nil)[:8])
 }
 
 // noUndo is a config hook with undo: false (hooks.Undoer). It keeps the hook's fast path: the

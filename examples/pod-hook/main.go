@@ -29,9 +29,11 @@ type Settings struct {
 	Tenant string `json:"tenant"`
 }
 
-// NewPodHook returns the hook that labels pods with s.Tenant on their way to the host.
+// NewPodHook returns the hook that labels pods with s.Tenant on their way to the host. It runs
+// on CreatePhysical and UpdatePhysical: vcluster writes a host pod again by Update (the pod it
+// read plus the tenant's change), so a Create-only label would be lost at the first update.
 func NewPodHook(s Settings) hooks.FuncHook {
-	return hooks.Typed("pod-tenant-label", []hooks.HookType{hooks.CreatePhysical}, func(_ context.Context, pod *corev1.Pod) error {
+	return hooks.Typed("pod-tenant-label", []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical}, func(_ context.Context, pod *corev1.Pod) error {
 		if pod.Labels == nil {
 			pod.Labels = map[string]string{}
 		}

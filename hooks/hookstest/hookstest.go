@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,9 +25,20 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 	"github.com/synchook/synchook/webhook"
 )
+
+// testRing is the undo key ring of every Run in this process, so that a read opens what a
+// write sealed, as with the key a deployed synchook holds.
+var testRing = sync.OnceValue(func() *undo.Ring {
+	ring, err := undo.GenerateRing()
+	if err != nil {
+		panic(err)
+	}
+	return ring
+})
 
 // Run runs hook on obj for the hook type typ as a synchook program does and returns the
 // resulting object (a new T; obj is not changed), the RFC 6902 JSON Patch from obj to it (nil
@@ -44,7 +56,7 @@ import (
 func Run[T client.Object](t testing.TB, hook hooks.ClientHook, typ hooks.HookType, obj T) (T, []byte, error) {
 	t.Helper()
 	var zero T
-	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true})
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: undo.NewKeeper(testRing())})
 	if err := reg.Register(hook); err != nil {
 		t.Fatalf("hookstest: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
+	"github.com/synchook/synchook/internal/undo"
 )
 
 var (
@@ -61,9 +63,20 @@ func secretHook() hooks.ClientHook {
 		})
 }
 
+// testRing is the undo key of every registry of these tests: a replay opens what the
+// captured run sealed, as `synchook replay --undo-key-file` with the deployed key does.
+var testRing = sync.OnceValue(func() *undo.Ring {
+	ring, err := undo.GenerateRing()
+	if err != nil {
+		panic(err)
+	}
+	return ring
+})
+
 func newRegistry(t *testing.T, hs ...hooks.ClientHook) *engine.Registry {
 	t.Helper()
-	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true})
+	// As deployed: a Secret hook's undo is sealed, and a replay uses the same key.
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: undo.NewKeeper(testRing())})
 	for _, h := range hs {
 		if err := reg.Register(h); err != nil {
 			t.Fatal(err)
@@ -188,6 +201,9 @@ func TestCapturedSecretsHoldNoPlaintext(t *testing.T) {
 	// hooks now see hashes where the values were.
 	p := NewReplayer(reg, 0)
 	for i, rec := range recs {
+		if rec.HookType == hooks.GetPhysical && strings.Contains(string(rec.Object), SealedUndo) {
+			continue // a Secret's sealed undo is withheld from captures: no replay can open it
+		}
 		out, err := p.Replay(context.Background(), rec)
 		if err != nil {
 			t.Fatalf("record %d: %v", i, err)
@@ -314,10 +330,10 @@ func TestReplayShowsWhatAChangedHookChanges(t *testing.T) {
 	if strings.Join(out.Hooks, ",") != "team" {
 		t.Errorf("hooks %v", out.Hooks)
 	}
-	// The undo recorded by the team=a chain does not verify under the team=b chain (write(undo(x))
-	// gives team=b, not the stored team=a): the changed build drops it, and replay shows that.
-	if out, err := changed.Replay(context.Background(), recs[1]); err != nil || out.Equal {
-		t.Errorf("GetPhysical with team=b: %v, equal %v; want the dropped undo shown as a difference", err, out.Equal)
+	// The undo the team=a chain sealed is synchook's own whatever is configured now: the
+	// changed build still takes the label off on the way up (the read is the same).
+	if out, err := changed.Replay(context.Background(), recs[1]); err != nil || !out.Equal {
+		t.Errorf("GetPhysical with team=b: %v, equal %v; want the sealed undo applied as before", err, out.Equal)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -287,10 +288,20 @@ func mapMetadataAt(tokens []string, v any, m mapper) any {
 	return v
 }
 
+// SealedUndo stands in a capture of a Secret for the value of its sealed undo annotation
+// (package undo); the undo of other kinds is kept as it is (a replay with the same key,
+// --undo-key-file, opens it).
+const SealedUndo = "(sealed undo)"
+
 // mapUndo maps the Secret values that the undo annotation's value u records (the hooked and
 // original values of entries under /data and /stringData). A value that is not an undo array
 // is mapped whole, as stringData.
 func mapUndo(u string, m mapper) string {
+	if undo.IsSealed(u) {
+		// Sealed under synchook's undo key, which no capture holds, over the Secret's real
+		// values, which a replay never has: both sides keep only that it was sealed.
+		return SealedUndo
+	}
 	var entries []engine.UndoEntry
 	if err := json.Unmarshal([]byte(u), &entries); err != nil {
 		return m.str(u)

@@ -113,8 +113,9 @@ const (
 	NoFailure Failure = iota
 	// Invalid: the object is not valid JSON for its kind, or ambiguous (*DecodeError).
 	Invalid
-	// Protected: a hook changed apiVersion, kind, name, namespace or uid, or its change was too
-	// large to record its undo (patch.ErrForbiddenPath, ErrUndoTooLarge).
+	// Protected: a hook changed apiVersion, kind, name, namespace or uid, or its change's undo
+	// was too large or would hold a Secret value without a key (patch.ErrForbiddenPath,
+	// ErrUndoTooLarge, ErrUndoNeedsKey).
 	Protected
 	// Overloaded: every concurrency slot was busy; no hook ran (ErrOverloaded).
 	Overloaded
@@ -146,7 +147,7 @@ func Classify(err error) (Failure, int32) {
 		return NoFailure, 0
 	case errors.As(err, &decodeErr):
 		return Invalid, 0
-	case errors.Is(err, patch.ErrForbiddenPath), errors.Is(err, ErrUndoTooLarge):
+	case errors.Is(err, patch.ErrForbiddenPath), errors.Is(err, ErrUndoTooLarge), errors.Is(err, ErrUndoNeedsKey):
 		return Protected, 0
 	case errors.Is(err, ErrOverloaded):
 		return Overloaded, 0
@@ -247,7 +248,7 @@ func (rn *call) applyChain(ctx context.Context, c *chain, doc []byte) ([]byte, i
 
 // runChain is runOps for a chain without an undo to apply first.
 func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, error) {
-	if _, write := undoPair[c.key.Type]; write && rn.reg.opts.Undo {
+	if _, write := undoPair[c.key.Type]; write && rn.reg.opts.Undo && !rn.keepOwnUndo {
 		if steps, own := rn.reg.ownUndo(c, raw); own {
 			return rn.runRestored(ctx, c, raw, steps)
 		}

@@ -34,6 +34,7 @@ func (e *NotIdempotentError) Error() string {
 // say) is not judged on that sample.
 func (r *Registry) CheckIdempotent(ctx context.Context, samples func(schema.GroupVersionKind) [][]byte) error {
 	plain := NewRunner(r, RunnerOptions{}).newCall(false)
+	plain.keepOwnUndo = true // the second run must see the first run's result, not undo it
 	for _, key := range r.Keys() {
 		c := r.chains[key]
 		if len(c.hooks) == 0 {
@@ -75,6 +76,7 @@ func changedPath(ops []patch.Operation) string {
 // none is alone.
 func (r *Registry) culprit(ctx context.Context, c *chain, x []byte) string {
 	plain := NewRunner(r, RunnerOptions{}).newCall(false)
+	plain.keepOwnUndo = true
 	if len(c.hooks) == 1 {
 		return c.names()
 	}

@@ -111,6 +111,10 @@ type call struct {
 	// clearUndo makes write chains record their undo in clear text: set for the runs that
 	// verify a clear-text undo (quiet), which compare with what was stored.
 	clearUndo bool
+	// keepOwnUndo makes write chains treat an undo synchook wrote like any other value
+	// instead of applying it first (ownUndo): for the idempotency check, whose second run
+	// must run the hooks on the first run's result.
+	keepOwnUndo bool
 }
 
 // newCall returns a call of r for one request.

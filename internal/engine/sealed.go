@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -323,6 +324,11 @@ func (r *Registry) ownUndo(c *chain, raw []byte) (steps []undoStep, ok bool) {
 	}
 	for _, s := range steps {
 		cur, has := lookupTree(tree, s.tokens)
+		if m, ok := cur.(map[string]any); ok && len(s.tokens) == 2 && s.tokens[1] == "annotations" {
+			m = maps.Clone(m) // the map as the hooks left it: before the undo was added
+			delete(m, UndoAnnotation)
+			cur = m
+		}
 		if has != (s.entry.Hooked != nil) {
 			return nil, false
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/webhook"
@@ -72,6 +73,12 @@ type Options struct {
 	// HookTimeout is each hook call's own deadline within the request's budget. Default 0 (only
 	// the request deadline applies).
 	HookTimeout time.Duration
+	// UndoKeyFile is the path of the undo key ring file (package undo's ring text; a mounted
+	// Secret's item) that seals and opens synchook.io/undo. Empty: none — as a vcluster plugin
+	// v2, synchook then manages a key Secret in its host namespace (internal/undokey); serve
+	// runs without a key (clear-text undo, see engine.RegistryOptions.Keys). In plugin v2 mode
+	// also the SYNCHOOK_UNDO_KEY_FILE env var.
+	UndoKeyFile string
 	// Log is the root logger. Default logr.Discard().
 	Log logr.Logger
 	// CaptureDir, when set, makes the server write a sample of its requests there, one JSON
@@ -152,6 +159,8 @@ type RegistryConfig struct {
 	Getenv func(string) string
 	// Register adds compiled Go hooks after the config's hooks. It may be nil.
 	Register RegisterFunc
+	// Keys holds the undo key ring (engine.RegistryOptions.Keys); nil: no key.
+	Keys *undo.Keeper
 	// SkipIdempotencyCheck skips running every chain twice on sample objects (a warning is
 	// logged). Default false: a chain that changes its own result again stops the start.
 	SkipIdempotencyCheck bool
@@ -192,7 +201,7 @@ func BuildRegistry(ctx context.Context, c RegistryConfig) (*engine.Registry, err
 	}
 	// Automatic undo is on: what the hooks add on the way down comes off on the way up, so the
 	// syncer never sees it as a difference (hooks opt out with undo: false / Undo() false).
-	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Provenance: c.Provenance || cfg.Provenance, Version: c.Version})
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Provenance: c.Provenance || cfg.Provenance, Version: c.Version, Keys: c.Keys})
 	if err := cfg.Build(reg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -245,10 +254,17 @@ func sampleObjects(extra [][]byte) func(schema.GroupVersionKind) [][]byte {
 func Serve(ctx context.Context, opts Options) error {
 	opts.setDefaults()
 	log := opts.Log
+	keys, err := LoadKeys(opts.UndoKeyFile)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if keys.Ring() == nil {
+		log.Info("WARNING: no undo key (--undo-key-file): undo is written in clear text, trusted only where every write passes through synchook, and a change whose undo would hold a Secret value is refused")
+	}
 	reg, err := BuildRegistry(ctx, RegistryConfig{
 		ConfigFile: opts.ConfigFile, NoDefaultConfig: opts.NoDefaultConfig, Getenv: opts.Getenv, Register: opts.Register,
 		SkipIdempotencyCheck: opts.SkipIdempotencyCheck, Log: log,
-		Provenance: opts.Provenance, Version: opts.Version,
+		Provenance: opts.Provenance, Version: opts.Version, Keys: keys,
 	})
 	if err != nil {
 		return err
@@ -442,6 +458,26 @@ func watchCertExpiry(ctx context.Context, certFile string, log logr.Logger) {
 	}
 }
 
+// UndoKeyFileEnvVar names the undo key ring file in plugin v2 mode (Options.UndoKeyFile).
+const UndoKeyFileEnvVar = "SYNCHOOK_UNDO_KEY_FILE"
+
+// LoadKeys returns a Keeper holding the key ring in the file at path (package undo's ring
+// text), or an empty Keeper when path is empty. Errors name the file, never a key.
+func LoadKeys(path string) (*undo.Keeper, error) {
+	if path == "" {
+		return undo.NewKeeper(nil), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("undo key file: %w", err)
+	}
+	ring, err := undo.ParseRing(data)
+	if err != nil {
+		return nil, fmt.Errorf("undo key file %s: %w", path, err)
+	}
+	return undo.NewKeeper(ring), nil
+}
+
 // ServePluginV2 runs synchook as a vcluster plugin v2 (package bridgev2): it builds the registry
 // from the YAML in PLUGIN_CONFIG (the values' plugins.<name>.config; empty, "null" or "{}" mean
 // SYNCHOOK_CONFIG or the built-in default, as for Serve) followed by Options.Register's hooks,
@@ -452,10 +488,17 @@ func watchCertExpiry(ctx context.Context, certFile string, log logr.Logger) {
 // vcluster's Start then fails; the binary logs the reason as hclog JSON, the only stderr form vcluster shows.
 func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	opts.setDefaults()
+	if opts.UndoKeyFile == "" {
+		opts.UndoKeyFile = opts.Getenv(UndoKeyFileEnvVar)
+	}
+	keys, err := LoadKeys(opts.UndoKeyFile) // none: the key Secret is read at Initialize
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	reg, err := BuildRegistry(context.Background(), RegistryConfig{
 		EnvVars: []string{bridgev2.ConfigEnvVar, config.EnvVar}, NoDefaultConfig: opts.NoDefaultConfig, Getenv: opts.Getenv, Register: opts.Register,
 		SkipIdempotencyCheck: opts.SkipIdempotencyCheck || opts.Getenv(SkipIdempotencyCheckEnvVar) == "true", Log: opts.Log,
-		Provenance: opts.Provenance || opts.Getenv(ProvenanceEnvVar) == "true", Version: opts.Version,
+		Provenance: opts.Provenance || opts.Getenv(ProvenanceEnvVar) == "true", Version: opts.Version, Keys: keys,
 	})
 	if err != nil {
 		return err

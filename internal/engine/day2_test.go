@@ -1,0 +1,303 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/synchook/synchook/builtin"
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/undo"
+)
+
+// labelsRegistry is a registry with a labels hook team=value on Pods' CreatePhysical and
+// UpdatePhysical, keyed by keys (nil: no key).
+func labelsRegistry(keys *undo.Keeper, value string) *engine.Registry {
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys})
+	l := builtin.Labels{Labels: map[string]string{"team": value}}
+	reg.MustRegister(hooks.NewMetadataFunc("labels", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical}, builtin.LabelsFunc(l), builtin.LabelsMetadataFunc(l)))
+	return reg
+}
+
+// tolerationHook adds a toleration on Pods' CreatePhysical and UpdatePhysical (a field an
+// update cannot remove again).
+func tolerationHook() hooks.ClientHook {
+	return hooks.NewFunc("toleration", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
+		p := o.(*corev1.Pod)
+		for _, t := range p.Spec.Tolerations {
+			if t.Key == "tenant" {
+				return p, nil
+			}
+		}
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "tenant", Operator: corev1.TolerationOpExists})
+		return p, nil
+	})
+}
+
+func podJSON(t *testing.T, labels map[string]string) []byte {
+	t.Helper()
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+	p.APIVersion, p.Kind = "v1", "Pod"
+	b, err := json.Marshal(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func decodePod(t *testing.T, doc []byte) *corev1.Pod {
+	t.Helper()
+	var p corev1.Pod
+	if err := json.Unmarshal(doc, &p); err != nil {
+		t.Fatal(err)
+	}
+	return &p
+}
+
+// noTrace fails when the view carries a synchook.io/* annotation or the label team.
+func noTrace(t *testing.T, what string, view []byte) {
+	t.Helper()
+	p := decodePod(t, view)
+	for k := range p.Annotations {
+		if strings.HasPrefix(k, "synchook.io/") {
+			t.Errorf("%s: the view carries %s: %s", what, k, view)
+		}
+	}
+	if _, ok := p.Labels["team"]; ok {
+		t.Errorf("%s: the view carries the hook's label: %s", what, view)
+	}
+}
+
+func TestTenConfigChangesKeepTheUndoSmallAndTheTenantViewClean(t *testing.T) {
+	keys := testKeeper(t)
+	stored := mutatedOK(t, labelsRegistry(keys, "v0"), hooks.CreatePhysical, podJSON(t, map[string]string{"app": "web"}))
+	for i := 1; i <= 10; i++ {
+		value := "v" + strings.Repeat("x", i)
+		reg := labelsRegistry(keys, value) // the config changed: a new value
+		view := mutatedOK(t, reg, hooks.GetPhysical, stored)
+		noTrace(t, "view after a config change", view)
+		// The tenant's update: vcluster PUTs the view plus the change.
+		p := decodePod(t, view)
+		p.Labels["rev"] = value
+		next, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = mutatedOK(t, reg, hooks.UpdatePhysical, next)
+		sp := decodePod(t, stored)
+		if sp.Labels["team"] != value || sp.Labels["rev"] != value {
+			t.Fatalf("change %d: host labels %v, want team and rev %s", i, sp.Labels, value)
+		}
+		if n := len(sp.Annotations[engine.UndoAnnotation]); n == 0 || n > 2048 {
+			t.Fatalf("change %d: host undo is %d bytes, want 1..2048", i, n)
+		}
+		if strings.Count(sp.Annotations[engine.UndoAnnotation], "s1.") != 1 {
+			t.Fatalf("change %d: the undo nests an older one", i)
+		}
+	}
+}
+
+func TestWithoutAKeyAStaleUndoIsNotNested(t *testing.T) {
+	stored := mutatedOK(t, labelsRegistry(nil, "v0"), hooks.CreatePhysical, podJSON(t, map[string]string{"app": "web"}))
+	for i := 1; i <= 10; i++ {
+		value := "v" + strings.Repeat("x", i)
+		reg := labelsRegistry(nil, value)
+		view := mutatedOK(t, reg, hooks.GetPhysical, stored) // stale: shown as stored
+		p := decodePod(t, view)
+		p.Labels["rev"] = value
+		next, _ := json.Marshal(p)
+		stored = mutatedOK(t, reg, hooks.UpdatePhysical, next)
+		u := decodePod(t, stored).Annotations[engine.UndoAnnotation]
+		if len(u) > 2048 || strings.Contains(u, "synchook.io~1undo") {
+			t.Fatalf("change %d: clear-text undo of %d bytes nests the old one: %s", i, len(u), u)
+		}
+	}
+}
+
+func TestARemovedHookLeavesNoTraceAndNothingAnUpdateCannotChangeBack(t *testing.T) {
+	keys := testKeeper(t)
+	reg := labelsRegistry(keys, "a")
+	reg.MustRegister(tolerationHook())
+	stored := mutatedOK(t, reg, hooks.CreatePhysical, podJSON(t, map[string]string{"app": "web"}))
+
+	// Both hooks removed; synchook still covers the kind it sealed an undo on.
+	removed := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys})
+	removed.CoverUndoReads(keys.SealedKinds())
+	view := mutatedOK(t, removed, hooks.GetPhysical, stored)
+	noTrace(t, "view after the hooks were removed", view)
+	if tol := decodePod(t, view).Spec.Tolerations; len(tol) != 1 {
+		t.Errorf("tolerations in the view %v: want the hook's toleration kept (an update cannot remove it)", tol)
+	}
+
+	// Only the labels hook removed: the toleration hook still puts its toleration back, so
+	// the view may leave it out... but the fingerprint of the writer chain changed: only what
+	// an update can change back is taken off.
+	onlyTol := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys})
+	onlyTol.MustRegister(tolerationHook())
+	view = mutatedOK(t, onlyTol, hooks.GetPhysical, stored)
+	noTrace(t, "view with the labels hook removed", view)
+
+	// The same config: everything is taken off, the toleration too.
+	same := labelsRegistry(keys, "a")
+	same.MustRegister(tolerationHook())
+	view = mutatedOK(t, same, hooks.GetPhysical, stored)
+	if tol := decodePod(t, view).Spec.Tolerations; len(tol) != 0 {
+		t.Errorf("tolerations in the view with the same config %v, want none", tol)
+	}
+}
+
+func TestAnUpgradedGoHookWhoseOutputDiffersStillLeavesNoTrace(t *testing.T) {
+	keys := testKeeper(t)
+	hook := func(value string) hooks.ClientHook {
+		return hooks.NewFunc("team", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
+			l := o.GetLabels()
+			l["team"] = value
+			o.SetLabels(l)
+			return o, nil
+		})
+	}
+	v1 := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys, Version: "v1"})
+	v1.MustRegister(hook("a"))
+	v2 := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys, Version: "v2"})
+	v2.MustRegister(hook("b"))
+	stored := mutatedOK(t, v1, hooks.CreatePhysical, podJSON(t, map[string]string{"app": "web"}))
+	noTrace(t, "view of the upgraded build", mutatedOK(t, v2, hooks.GetPhysical, stored))
+}
+
+func TestASecretStripStoresNoFormOfTheValue(t *testing.T) {
+	const value = "s3cr3t-canary-value"
+	strip, err := builtin.StripFunc(builtin.Strip{Paths: []string{"/data/password"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newReg := func(keys *undo.Keeper) *engine.Registry {
+		reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys})
+		reg.MustRegister(hooks.NewFunc("strip", &corev1.Secret{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical}, strip))
+		return reg
+	}
+	secret := []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"db","namespace":"ns"},"data":{"password":"` + base64.StdEncoding.EncodeToString([]byte(value)) + `","user":"YWRtaW4="}}`)
+	gvk := corev1.SchemeGroupVersion.WithKind("Secret")
+
+	t.Run("with a key the undo is sealed and the read gives the value back", func(t *testing.T) {
+		reg := newReg(testKeeper(t))
+		res, err := reg.Mutate(t.Context(), gvk, hooks.CreatePhysical, secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := res.Object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, form := range []string{value, base64.StdEncoding.EncodeToString([]byte(value)), base64.RawStdEncoding.EncodeToString([]byte(value)), hex.EncodeToString([]byte(value))} {
+			if strings.Contains(string(stored), form) || strings.Contains(string(res.Patch), form) {
+				t.Fatalf("the host Secret holds a form of the value (%d bytes)", len(form))
+			}
+		}
+		back, err := reg.Mutate(t.Context(), gvk, hooks.GetPhysical, stored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		view, err := back.Object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(view), base64.StdEncoding.EncodeToString([]byte(value))) || strings.Contains(string(view), "synchook.io/") {
+			t.Error("the view lacks the value or carries a synchook annotation")
+		}
+	})
+	t.Run("without a key the change is refused with an error that names the fix", func(t *testing.T) {
+		_, err := newReg(nil).Mutate(t.Context(), gvk, hooks.CreatePhysical, secret)
+		if !errors.Is(err, engine.ErrUndoNeedsKey) || !strings.Contains(err.Error(), "--undo-key-file") {
+			t.Fatalf("error %v, want ErrUndoNeedsKey naming --undo-key-file", err)
+		}
+		if f, _ := engine.Classify(err); f != engine.Protected {
+			t.Errorf("failure %v, want Protected (422)", f)
+		}
+		if strings.Contains(err.Error(), value) || strings.Contains(err.Error(), base64.StdEncoding.EncodeToString([]byte(value))) {
+			t.Error("the error holds the value")
+		}
+	})
+}
+
+func TestACreateOnlyHookNeverAppliesATenantsUndo(t *testing.T) {
+	createOnly := func(keys *undo.Keeper) *engine.Registry {
+		reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys})
+		l := builtin.Labels{Labels: map[string]string{"team": "a"}}
+		reg.MustRegister(hooks.NewMetadataFunc("labels", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, builtin.LabelsFunc(l), builtin.LabelsMetadataFunc(l)))
+		return reg
+	}
+	// The tenant's update (no UpdatePhysical chain: it reaches the host as written) sets
+	// team: b and an undo that would show team: a... or anything else.
+	forged := []string{
+		`[{"path":"/metadata/labels/team","hooked":"b","original":"a"}]`,
+		"s1.00000000.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+	}
+	for _, keys := range []*undo.Keeper{nil, testKeeper(t)} {
+		reg := createOnly(keys)
+		for _, f := range forged {
+			stored := podWithAnnotation(t, map[string]string{"team": "b"}, f)
+			view := mutatedOK(t, reg, hooks.GetPhysical, stored)
+			if got := decodePod(t, view).Labels["team"]; got != "b" {
+				t.Errorf("key %v, forged %.20s: the view shows team=%q, want b (the forged undo applied)", keys.Ring() != nil, f, got)
+			}
+		}
+	}
+}
+
+func TestASealedUndoOpensOnlyOnItsOwnObjectAndIsDeterministic(t *testing.T) {
+	keys := testKeeper(t)
+	reg := labelsRegistry(keys, "a")
+	x := podJSON(t, map[string]string{"app": "web"})
+	one := mutatedOK(t, reg, hooks.CreatePhysical, x)
+	two := mutatedOK(t, reg, hooks.CreatePhysical, x)
+	if string(one) != string(two) {
+		t.Fatal("sealing the same object twice gave different bytes: vcluster would write it forever")
+	}
+	// The same undo copied to a pod of another name does not open there.
+	u := decodePod(t, one).Annotations[engine.UndoAnnotation]
+	other := strings.Replace(string(podWithAnnotation(t, map[string]string{"app": "web", "team": "a"}, u)), `"name":"web"`, `"name":"other"`, 1)
+	view := mutatedOK(t, reg, hooks.GetPhysical, []byte(other))
+	if decodePod(t, view).Labels["team"] != "a" || decodePod(t, view).Annotations[engine.UndoAnnotation] != u {
+		t.Errorf("a sealed undo copied to another pod was applied: %s", view)
+	}
+	// A key it does not know, and a damaged value, never open.
+	otherKeys := testKeeper(t)
+	view = mutatedOK(t, labelsRegistry(otherKeys, "a"), hooks.GetPhysical, one)
+	if decodePod(t, view).Labels["team"] != "a" {
+		t.Error("an undo sealed with another key was applied")
+	}
+}
+
+func podWithAnnotation(t *testing.T, labels map[string]string, undoValue string) []byte {
+	t.Helper()
+	p := decodePod(t, podJSON(t, labels))
+	p.Annotations = map[string]string{engine.UndoAnnotation: undoValue}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// mutatedOK is mutated that fails the test on an error.
+func mutatedOK(t *testing.T, reg *engine.Registry, typ hooks.HookType, doc []byte) []byte {
+	t.Helper()
+	res, err := reg.Mutate(context.Background(), podGVK, typ, doc)
+	if err != nil {
+		t.Fatalf("%s: %v", typ, err)
+	}
+	out, err := res.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
