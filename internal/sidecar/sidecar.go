@@ -20,9 +20,9 @@ import (
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/internal/engine"
-	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/internal/metrics"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/webhook"
 )
 
