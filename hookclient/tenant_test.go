@@ -31,7 +31,8 @@ func hookclientMutator(c *hookclient.Client) tenanttest.Mutator {
 			list := &corev1.PodList{}
 			typed, mutate = list, func() error { return c.MutateList(t.Context(), typ, list) }
 		default:
-			t.Fatalf("no typed object for %s", gvk)
+			obj := tenanttest.Typed(t, gvk)
+			typed, mutate = obj, func() error { return c.Mutate(t.Context(), typ, obj) }
 		}
 		if err := json.Unmarshal(obj, typed); err != nil {
 			t.Fatal(err)

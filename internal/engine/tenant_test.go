@@ -57,7 +57,7 @@ func TestTenantAttacksInProcess(t *testing.T) {
 	t.Run("every dropped undo is counted by its reason", func(t *testing.T) {
 		obs.mu.Lock()
 		defer obs.mu.Unlock()
-		for _, reason := range []string{engine.UndoIdentity, engine.UndoUnverified, engine.UndoTooLarge, engine.UndoMalformed} {
+		for _, reason := range []string{engine.UndoIdentity, engine.UndoUnverified, engine.UndoTooLarge, engine.UndoMalformed, engine.UndoUnauthentic, engine.UndoUntrusted} {
 			if obs.rejected[reason] == 0 {
 				t.Errorf("no undo counted as %q: %v", reason, obs.rejected)
 			}
@@ -76,4 +76,17 @@ func TestTenantAttacksInProcess(t *testing.T) {
 			t.Errorf("%d loops reported for a patch that only handles the reserved annotations", obs.loops)
 		}
 	})
+}
+
+func TestTenantAttacksInProcessWithoutAKey(t *testing.T) {
+	obs := &undoCounter{rejected: map[string]int{}}
+	r := engine.NewRunner(tenanttest.RegistryWithoutKey(t), engine.RunnerOptions{MaxConcurrent: 1, Observer: obs})
+	tenanttest.Run(t, tenanttest.Transport{Mutate: runnerMutator(r), Lists: true})
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	for _, reason := range []string{engine.UndoNoKey, engine.UndoUntrusted} {
+		if obs.rejected[reason] == 0 {
+			t.Errorf("no undo counted as %q: %v", reason, obs.rejected)
+		}
+	}
 }

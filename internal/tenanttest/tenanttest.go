@@ -11,44 +11,90 @@ package tenanttest
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
 // Config is the platform's config the cases assume: a labels hook on Pods for every write
-// type whose undo is read back on GetPhysical and GetVirtual.
+// type whose undo is read back on GetPhysical and GetVirtual, a labels hook on Services for
+// CreatePhysical only (the kind whose updates never pass through synchook), and a strip of a
+// Secret's password on its way to the host.
 const Config = `hooks:
   - name: platform-labels
     resources: [{apiVersion: v1, kind: Pod}]
     types: [CreatePhysical, UpdatePhysical, CreateVirtual, UpdateVirtual]
     labels:
       labels: {platform.example.com/team: a}
+  - name: create-only
+    resources: [{apiVersion: v1, kind: Service}]
+    types: [CreatePhysical]
+    labels:
+      labels: {platform.example.com/team: a}
+  - name: strip-password
+    resources: [{apiVersion: v1, kind: Secret}]
+    types: [CreatePhysical, UpdatePhysical]
+    strip:
+      paths: [/data/password]
 `
 
-// Registry returns a registry with Config's hooks and undo on, as the synchook binary runs.
+// ring is the undo key of every Registry of a test process.
+var ring = sync.OnceValue(func() *undo.Ring {
+	r, err := undo.GenerateRing()
+	if err != nil {
+		panic(err)
+	}
+	return r
+})
+
+// Registry returns a registry with Config's hooks, undo on and an undo key, as the synchook
+// binary runs as a vcluster plugin v2 (or with --undo-key-file).
 func Registry(t testing.TB) *engine.Registry {
+	return build(t, undo.NewKeeper(ring()))
+}
+
+// RegistryWithoutKey is Registry without an undo key (serve without --undo-key-file): undos
+// are clear text, verified by re-running the write chain.
+func RegistryWithoutKey(t testing.TB) *engine.Registry {
+	return build(t, nil)
+}
+
+func build(t testing.TB, keys *undo.Keeper) *engine.Registry {
 	t.Helper()
 	cfg, err := config.Parse([]byte(Config))
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true})
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys})
 	if err := cfg.Build(reg); err != nil {
 		t.Fatal(err)
 	}
 	return reg
 }
+
+// ServiceGVK is v1 Service, the kind hooked on CreatePhysical only.
+var ServiceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
+
+// SecretGVK is v1 Secret, whose password the config strips.
+var SecretGVK = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+
+// secretCanary is the password of the cases' Secret: no form of it may reach the host.
+const secretCanary = "tenant-canary-password-7f3a"
 
 // Mutator sends obj (JSON) to the transport under test for hook type typ and kind gvk, with
 // the request deadline the transport takes, and returns the object after the transport's
@@ -168,6 +214,70 @@ var cases = []attack{
 			expectView(t, m, read, hooked, sent)
 		}
 	}},
+	{name: "a sealed-looking undo the tenant wrote never opens and is dropped", run: func(t *testing.T, m Mutator) {
+		for _, v := range []string{"s1." + ring().IDs()[0] + ".AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "s1.x.y", "s1."} {
+			stored := Pod("web", forged(v))
+			for _, read := range []hooks.HookType{hooks.GetPhysical, hooks.GetVirtual} {
+				expectView(t, m, read, stored, stored)
+			}
+		}
+	}},
+	{name: "synchook's own sealed undo copied to another object, or to the other cluster, is dropped there", run: func(t *testing.T, m Mutator) {
+		hooked, err := m(t, hooks.CreatePhysical, PodGVK, Pod("web", nil, withoutPlatformLabel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed := Annotation(t, hooked, engine.UndoAnnotation)
+		if !undo.IsSealed(sealed) {
+			t.Skip("no key: a clear-text undo is verified against the object it is on, not bound to one")
+		}
+		other := Pod("admin", forged(sealed))
+		expectView(t, m, hooks.GetPhysical, other, other)
+		// The same object read on the virtual side: the undo was sealed for the host.
+		expectView(t, m, hooks.GetVirtual, hooked, hooked)
+	}},
+	{name: "on a kind hooked on CreatePhysical only, a tenant's undo is never applied", run: func(t *testing.T, m Mutator) {
+		for _, v := range []string{
+			`[{"path":"/metadata/labels/platform.example.com~1team","hooked":"b","original":"a"}]`,
+			"s1." + ring().IDs()[0] + ".AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+		} {
+			stored := service("web", map[string]string{"platform.example.com/team": "b"}, forged(v))
+			view, err := m(t, hooks.GetPhysical, ServiceGVK, stored)
+			if err != nil {
+				t.Fatalf("GetPhysical: %v", err)
+			}
+			if !SameJSON(view, stored) {
+				t.Errorf("the tenant's undo was applied on the Create-only kind:\nstored %s\nview   %s", stored, view)
+			}
+		}
+	}},
+	{name: "a Secret's stripped password reaches the host in no form, or is refused without a key", run: func(t *testing.T, m Mutator) {
+		sent := secret("db")
+		hooked, err := m(t, hooks.CreatePhysical, SecretGVK, sent)
+		if err != nil {
+			if !strings.Contains(err.Error(), "undo key") {
+				t.Fatalf("CreatePhysical: %v, want the change done or refused for want of an undo key", err)
+			}
+			for _, form := range canaryForms() {
+				if strings.Contains(err.Error(), form) {
+					t.Fatal("the error holds a form of the Secret value")
+				}
+			}
+			return
+		}
+		for _, form := range canaryForms() {
+			if strings.Contains(string(hooked), form) {
+				t.Fatalf("the host Secret holds a form of the value: %.300s", hooked)
+			}
+		}
+		view, err := m(t, hooks.GetPhysical, SecretGVK, hooked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !SameJSON(view, sent) {
+			t.Errorf("the read does not give the tenant's Secret back:\nsent %s\nview %s", sent, view)
+		}
+	}},
 	{name: "the platform's own undo still works: a write then its read give back what the syncer sent", run: func(t *testing.T, m Mutator) {
 		sent := Pod("web", nil, withoutPlatformLabel)
 		hooked, err := m(t, hooks.CreatePhysical, PodGVK, sent)
@@ -208,6 +318,33 @@ func expectView(t *testing.T, m Mutator, read hooks.HookType, stored, want []byt
 	if !SameJSON(view, want) {
 		t.Errorf("%s view differs from what it must be:\nwant %.600s\ngot  %.600s", read, want, view)
 	}
+}
+
+// service returns the JSON of a v1 Service named name in namespace team-a with labels and
+// annotations ann.
+func service(name string, labels, ann map[string]string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": name, "namespace": "team-a", "uid": "u-" + name, "labels": labels, "annotations": ann},
+		"spec":     map[string]any{"ports": []any{map[string]any{"port": 80}}},
+	})
+	return b
+}
+
+// secret returns the JSON of a v1 Secret named name whose password is secretCanary.
+func secret(name string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+		"metadata": map[string]any{"name": name, "namespace": "team-a", "uid": "u-" + name},
+		"data":     map[string]any{"password": base64.StdEncoding.EncodeToString([]byte(secretCanary)), "user": "YWRtaW4="},
+	})
+	return b
+}
+
+// canaryForms are the encodings of secretCanary that must never leave synchook.
+func canaryForms() []string {
+	v := []byte(secretCanary)
+	return []string{secretCanary, base64.StdEncoding.EncodeToString(v), base64.RawStdEncoding.EncodeToString(v), base64.URLEncoding.EncodeToString(v), hex.EncodeToString(v)}
 }
 
 // forged returns annotations holding value as synchook.io/undo.
@@ -351,6 +488,21 @@ func dropEmptyMaps(v any) {
 	}
 }
 
+// Typed returns a new typed object of gvk (a Pod, Service or Secret; a PodList), as the
+// client-go scheme makes it; it fails the test for a kind the scheme does not know.
+func Typed(t testing.TB, gvk schema.GroupVersionKind) client.Object {
+	t.Helper()
+	obj, err := clientgoscheme.Scheme.New(gvk)
+	if err != nil {
+		t.Fatalf("no typed object for %s: %v", gvk, err)
+	}
+	co, ok := obj.(client.Object)
+	if !ok {
+		t.Fatalf("%s is no client.Object", gvk)
+	}
+	return co
+}
+
 // PluginCall sends one Mutate to a vcluster plugin (v1 or v2): the request's apiVersion, kind,
 // hook type and object JSON; it answers the returned object JSON and mutated.
 type PluginCall func(ctx context.Context, apiVersion, kind string, typ hooks.HookType, object string) (answer string, mutated bool, err error)
@@ -362,10 +514,7 @@ type PluginCall func(ctx context.Context, apiVersion, kind string, typ hooks.Hoo
 func VClusterMutator(call PluginCall) Mutator {
 	return func(t *testing.T, typ hooks.HookType, gvk schema.GroupVersionKind, obj []byte) ([]byte, error) {
 		t.Helper()
-		if gvk != PodGVK {
-			t.Fatalf("vcluster sends single objects; got %s", gvk)
-		}
-		pod := &corev1.Pod{}
+		pod := Typed(t, gvk) // the typed object vcluster holds
 		if err := json.Unmarshal(obj, pod); err != nil {
 			t.Fatal(err)
 		}
