@@ -79,6 +79,13 @@ type Options struct {
 	// runs without a key (clear-text undo, see engine.RegistryOptions.Keys). In plugin v2 mode
 	// also the SYNCHOOK_UNDO_KEY_FILE env var.
 	UndoKeyFile string
+	// UndoKinds are kinds (undo.Kind text, "v1/Pod physical") whose undo reads stay served
+	// and announced after their last hook was removed, so that the undos sealed on their
+	// objects keep being taken off until `synchook cleanup` has run. A vcluster plugin v2
+	// remembers them in its key Secret itself; serve (admission, plugin v1) has no place of
+	// its own on the host, so the platform lists them here (serve logs each kind it seals an
+	// undo on for the first time). Default none.
+	UndoKinds []string
 	// Log is the root logger. Default logr.Discard().
 	Log logr.Logger
 	// CaptureDir, when set, makes the server write a sample of its requests there, one JSON
@@ -261,6 +268,16 @@ func Serve(ctx context.Context, opts Options) error {
 	if keys.Ring() == nil {
 		log.Info("WARNING: no undo key (--undo-key-file): undo is written in clear text, trusted only where every write passes through synchook, and a change whose undo would hold a Secret value is refused")
 	}
+	kinds := make([]undo.Kind, 0, len(opts.UndoKinds))
+	for _, text := range opts.UndoKinds {
+		k, err := undo.ParseKind(text)
+		if err != nil {
+			return fmt.Errorf("%w: --undo-kinds: %w", ErrConfig, err)
+		}
+		kinds = append(kinds, k)
+	}
+	keys.Remember(kinds...)
+	go logSealedKinds(ctx, keys, log.WithName("undo"))
 	reg, err := BuildRegistry(ctx, RegistryConfig{
 		ConfigFile: opts.ConfigFile, NoDefaultConfig: opts.NoDefaultConfig, Getenv: opts.Getenv, Register: opts.Register,
 		SkipIdempotencyCheck: opts.SkipIdempotencyCheck, Log: log,
@@ -269,6 +286,7 @@ func Serve(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	reg.CoverUndoReads(kinds)
 	rec := metrics.New(reg, log.WithName("hooks"))
 	ropts := engine.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec, Log: log.WithName("hook")}
 	cw, err := startCapture(&opts, reg, &ropts)
@@ -454,6 +472,28 @@ func watchCertExpiry(ctx context.Context, certFile string, log logr.Logger) {
 		case <-ctx.Done():
 			return
 		case <-time.After(time.Minute):
+		}
+	}
+}
+
+// logSealedKinds logs, once per kind, that an undo was sealed on an object of it: the kinds to
+// keep in --undo-kinds when its last hook is removed, until `synchook cleanup` has run.
+func logSealedKinds(ctx context.Context, keys *undo.Keeper, log logr.Logger) {
+	seen := map[undo.Kind]bool{}
+	for _, k := range keys.SealedKinds() {
+		seen[k] = true
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-keys.Changed():
+		}
+		for _, k := range keys.SealedKinds() {
+			if !seen[k] {
+				seen[k] = true
+				log.Info("sealed an undo on a new kind: keep it in --undo-kinds after removing its hooks, until synchook cleanup has run", "kind", k.String())
+			}
 		}
 	}
 }

@@ -1,0 +1,154 @@
+package undo_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/synchook/synchook/internal/undo"
+)
+
+var (
+	pod = undo.Identity{APIVersion: "v1", Kind: "Pod", Namespace: "ns", Name: "web"}
+	rec = undo.Record{Writers: []string{"0a1b2c3d"}, Entries: []undo.Entry{{Path: "/metadata/labels/team", Hooked: json.RawMessage(`"a"`)}}}
+)
+
+func ring(t *testing.T) *undo.Ring {
+	t.Helper()
+	r, err := undo.GenerateRing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestSealIsDeterministicAndOpensOnlyForItsObjectAndSide(t *testing.T) {
+	r := ring(t)
+	a, err := r.Seal(pod, undo.Physical, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := r.Seal(pod, undo.Physical, rec)
+	if a != b || !undo.IsSealed(a) {
+		t.Fatalf("two seals of the same record differ or are not sealed: %q %q", a, b)
+	}
+	got, id, err := r.Open(pod, undo.Physical, a)
+	if err != nil || id != r.IDs()[0] || got.Entries[0].Path != rec.Entries[0].Path || got.Writers[0] != "0a1b2c3d" {
+		t.Fatalf("Open = %+v, %q, %v", got, id, err)
+	}
+	other := pod
+	other.Name = "web2"
+	for what, open := range map[string]func() error{
+		"another name":   func() error { _, _, err := r.Open(other, undo.Physical, a); return err },
+		"the other side": func() error { _, _, err := r.Open(pod, undo.Virtual, a); return err },
+		"another key":    func() error { _, _, err := ring(t).Open(pod, undo.Physical, a); return err },
+		"a flipped byte": func() error {
+			body := []byte(a)
+			body[len(body)-3] ^= 1
+			_, _, err := r.Open(pod, undo.Physical, string(body))
+			return err
+		},
+	} {
+		if err := open(); err == nil {
+			t.Errorf("%s: opened", what)
+		}
+	}
+	if _, _, err := r.Open(pod, undo.Physical, `[{"path":"/x"}]`); !errors.Is(err, undo.ErrNotSealed) {
+		t.Errorf("clear text: %v, want ErrNotSealed", err)
+	}
+}
+
+func TestAnOlderKeyStillOpensAfterARotationAndTheNewestSeals(t *testing.T) {
+	old := ring(t)
+	sealed, _ := old.Seal(pod, undo.Physical, rec)
+	rotated, err := old.Rotate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, id, err := rotated.Open(pod, undo.Physical, sealed); err != nil || id != old.IDs()[0] {
+		t.Fatalf("the old key's undo after rotation: %q %v", id, err)
+	}
+	fresh, _ := rotated.Seal(pod, undo.Physical, rec)
+	if !strings.HasPrefix(fresh, "s1."+rotated.IDs()[1]+".") {
+		t.Errorf("the newest key does not seal: %.20s", fresh)
+	}
+	text, _ := rotated.MarshalText()
+	back, err := undo.ParseRing(text)
+	if err != nil || !back.Contains(rotated) || !rotated.Contains(back) {
+		t.Fatalf("ring text round trip: %v", err)
+	}
+}
+
+func TestAnEntryKindThisBuildDoesNotKnowIsRefusedWhole(t *testing.T) {
+	r := ring(t)
+	newer := undo.Record{Entries: []undo.Entry{{Path: "/a"}, {Op: "arrayRemove", Path: "/spec/tolerations/0"}}}
+	if _, err := r.Seal(pod, undo.Physical, newer); !errors.Is(err, undo.ErrMalformed) {
+		t.Errorf("Seal: %v, want ErrMalformed", err)
+	}
+	if _, err := undo.ParseClear(`[{"op":"arrayRemove","path":"/a"}]`); !errors.Is(err, undo.ErrMalformed) {
+		t.Errorf("ParseClear: %v, want ErrMalformed", err)
+	}
+}
+
+func TestRingErrorsAndPrintsNeverShowASecret(t *testing.T) {
+	secret := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 63)))
+	_, err := undo.ParseRing([]byte("k1 " + secret + "\n"))
+	if err == nil || strings.Contains(err.Error(), secret) {
+		t.Errorf("a 63-byte key: %v", err)
+	}
+	_, err = undo.ParseRing([]byte("k1 " + secret + " extra\n"))
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a bad line: %v", err)
+	}
+	r := ring(t)
+	text, _ := r.MarshalText()
+	line := strings.Fields(strings.Split(string(text), "\n")[1])[1]
+	for _, s := range []string{fmt.Sprint(r), fmt.Sprintf("%v %+v %#v", r, r, r)} {
+		if strings.Contains(s, line) || strings.Contains(s, line[:16]) {
+			t.Errorf("a printed ring shows its secret: %s", s)
+		}
+	}
+}
+
+func TestKindText(t *testing.T) {
+	for _, k := range []undo.Kind{
+		{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Side: undo.Physical},
+		{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Side: undo.Virtual},
+	} {
+		back, err := undo.ParseKind(k.String())
+		if err != nil || back != k {
+			t.Errorf("%s: %+v %v", k, back, err)
+		}
+	}
+	for _, bad := range []string{"v1/Pod", "Pod physical", "v1/Pod sideways", "/Pod physical"} {
+		if _, err := undo.ParseKind(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func TestRestorableIsWhatAnUpdateCanChangeBack(t *testing.T) {
+	podGVK := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	secretGVK := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	for _, c := range []struct {
+		gvk    schema.GroupVersionKind
+		tokens []string
+		want   bool
+	}{
+		{podGVK, []string{"metadata", "labels", "team"}, true},
+		{podGVK, []string{"metadata", "annotations"}, true},
+		{podGVK, []string{"spec", "tolerations"}, false},
+		{podGVK, []string{"spec", "nodeSelector", "pool"}, false},
+		{secretGVK, []string{"data", "password"}, true},
+		{secretGVK, []string{"type"}, false},
+	} {
+		if got := undo.Restorable(c.gvk, c.tokens); got != c.want {
+			t.Errorf("Restorable(%s, %v) = %v", c.gvk.Kind, c.tokens, got)
+		}
+	}
+}
