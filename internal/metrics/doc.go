@@ -14,7 +14,8 @@
 //	inflight_requests{transport}                        gauge
 //	undo_rejected_total{reason}                         counter of synchook.io/undo annotations a read
 //	                                                     dropped: too_large, malformed, identity,
-//	                                                     unverified or deadline
+//	                                                     unverified, unauthentic, untrusted,
+//	                                                     no_key or deadline
 //	certificate_expiry_timestamp_seconds                gauge, Unix time of the serving cert's NotAfter
 //	slots_stuck                                         gauge, hook concurrency slots held longer than
 //	                                                     the request timeout (WatchSlots): by hooks that

@@ -58,7 +58,7 @@ var (
 		Name: "synchook_loops_detected_total", Help: "Objects that an Update chain patched identically again and again: the syncer keeps undoing the hook.",
 	}, []string{"hook"})
 	undoRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "synchook_undo_rejected_total", Help: "synchook.io/undo annotations a read dropped instead of applying, by reason (too_large, malformed, identity, unverified, deadline).",
+		Name: "synchook_undo_rejected_total", Help: "synchook.io/undo annotations a read dropped instead of applying, by reason (too_large, malformed, identity, unverified, unauthentic, untrusted, no_key, deadline).",
 	}, []string{"reason"})
 	certExpiry = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "synchook_certificate_expiry_timestamp_seconds", Help: "NotAfter of the serving certificate, Unix seconds.",
