@@ -78,6 +78,10 @@ func (p *Plugin) run(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 		return p.mutate(args[1:], stdin, stdout, stderr)
 	case "replay":
 		return p.replay(args[1:], stdout, stderr)
+	case "cleanup":
+		return p.cleanup(args[1:], stdout, stderr)
+	case "undo-key":
+		return undoKey(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "synchook %s\n", Version())
 		return exitOK
@@ -90,7 +94,7 @@ func (p *Plugin) run(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 }
 
 // commands are the subcommands that usage lists.
-var commands = []string{"serve", "mutate", "replay", "install", "version", "help"}
+var commands = []string{"serve", "mutate", "replay", "cleanup", "undo-key", "install", "version", "help"}
 
 func usage(w io.Writer, getenv func(string) string) {
 	fmt.Fprint(w, `synchook runs hooks on the objects a vcluster syncer writes and reads, as a mutating
@@ -101,6 +105,8 @@ Usage:
   synchook mutate --type HOOKTYPE -f FILE [flags]  offline dry run: print the JSON Patch and the result
   synchook replay DIR [flags]                      run the requests serve --capture DIR saved through this
                                                    build and config; show what changes (exit 1 if anything does)
+  synchook undo-key [--rotate FILE]                print a new undo key ring (or FILE's ring with a new sealing key) for --undo-key-file
+  synchook cleanup --namespace NS [flags]          stop the syncer first; remove synchook's annotations and undo its changes (see cleanup --help)
   synchook install DIR                             copy this binary to DIR/plugin (vcluster plugin v2 init container)
   synchook version                                 print the version
 
@@ -163,6 +169,8 @@ func serveFlags(getenv func(string) string) (*flag.FlagSet, *sidecar.Options, *z
 	fs.StringVar(&opts.Bridge.Address, "plugin-address", getenv("VCLUSTER_PLUGIN_ADDRESS"), "host:port of the vcluster plugin v1 gRPC bridge (registered with vcluster as an IP, localhost = 127.0.0.1); default: the VCLUSTER_PLUGIN_ADDRESS env var the vcluster chart sets; empty disables the bridge")
 	fs.StringVar(&opts.Bridge.Name, "plugin-name", envOr(getenv, "VCLUSTER_PLUGIN_NAME", bridge.DefaultName), "plugin name registered with vcluster (its key under the chart's plugin: values); default: the VCLUSTER_PLUGIN_NAME env var, else synchook")
 	fs.StringVar(&opts.Bridge.VClusterAddress, "vcluster-address", bridge.DefaultVClusterAddress, "host:port of vcluster's plugin server, where the bridge registers")
+	fs.StringVar(&opts.UndoKeyFile, "undo-key-file", "", "undo key ring file (a mounted Secret's item; synchook undo-key prints a new one) that seals synchook.io/undo so that no tenant can forge it and no Secret value is stored in clear; empty: no key (clear-text undo, verified by re-running the write chain; a change whose undo would hold a Secret value is refused)")
+	fs.Var((*stringList)(&opts.UndoKinds), "undo-kinds", "a kind whose undo reads stay served after its last hook was removed, as \"<group/version>/<Kind> physical|virtual\" (\"v1/Pod physical\"; repeat the flag for more), until synchook cleanup has run; serve logs each kind it seals an undo on")
 	fs.StringVar(&opts.CaptureDir, "capture", "", "write a sample of the requests to this directory (created 0700; refused when it is a symbolic link, writable by group or others, or another user's), one JSON file each (0600, Secret values replaced by an HMAC-SHA256 under a key random per process), for synchook replay; empty: no capture")
 	fs.Float64Var(&opts.CaptureSample, "capture-sample", capture.DefaultSample, "fraction of the requests --capture writes, in (0, 1]")
 	fs.Int64Var(&opts.CaptureMaxBytes, "capture-max-bytes", capture.DefaultMaxBytes, "bound of the total size of the --capture files; the oldest are deleted first")
@@ -204,6 +212,7 @@ type mutateOptions struct {
 	configFile, file, hookType, output string
 	timeout                            time.Duration
 	skipIdempotencyCheck               bool
+	undoKeyFile                        string
 }
 
 func mutateFlags() (*flag.FlagSet, *mutateOptions) {
@@ -215,6 +224,7 @@ func mutateFlags() (*flag.FlagSet, *mutateOptions) {
 	fs.DurationVar(&o.timeout, "timeout", webhook.DefaultRequestTimeout, "time the hook chain may take")
 	fs.BoolVar(&o.skipIdempotencyCheck, "skip-idempotency-check", false, "do not refuse a hook chain that changes its own result again (checked on built-in sample objects and the given one)")
 	fs.StringVar(&o.output, "o", "", "output: empty prints the JSON Patch and the result for people; json or yaml prints only the resulting object (for scripts)")
+	fs.StringVar(&o.undoKeyFile, "undo-key-file", "", "undo key ring file: seal the undo of a write and open the undo of a read with it, as the deployed synchook does; empty: no key (clear-text undo)")
 	return fs, o
 }
 
@@ -251,9 +261,13 @@ func (p *Plugin) mutate(args []string, stdin io.Reader, stdout, stderr io.Writer
 	if err != nil {
 		return fail(exitFailed, "%s is not YAML or JSON: %v", o.file, err)
 	}
+	keys, err := sidecar.LoadKeys(o.undoKeyFile)
+	if err != nil {
+		return fail(exitUsage, "--undo-key-file: %v", err)
+	}
 	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{
 		ConfigFile: o.configFile, NoDefaultConfig: p.hasHooks(), Getenv: p.getenv, Register: p.registerHooks,
-		Log: ctrl.Log, Version: Version(), SkipIdempotencyCheck: o.skipIdempotencyCheck, Samples: [][]byte{objectJSON},
+		Log: ctrl.Log, Version: Version(), SkipIdempotencyCheck: o.skipIdempotencyCheck, Samples: [][]byte{objectJSON}, Keys: keys,
 	})
 	if err != nil {
 		return fail(exitUsage, "%v", err)
@@ -287,6 +301,7 @@ func (p *Plugin) mutate(args []string, stdin io.Reader, stdout, stderr io.Writer
 }
 
 type replayOptions struct {
+	undoKeyFile          string
 	configFile           string
 	timeout              time.Duration
 	skipIdempotencyCheck bool
@@ -298,6 +313,7 @@ func replayFlags() (*flag.FlagSet, *replayOptions) {
 	fs.StringVar(&o.configFile, "config", "", "path of the YAML hook config to replay with; empty: the SYNCHOOK_CONFIG env var, else the built-in default, or none in a program with Go hooks")
 	fs.DurationVar(&o.timeout, "timeout", webhook.DefaultRequestTimeout, "time each request's hook chain may take")
 	fs.BoolVar(&o.skipIdempotencyCheck, "skip-idempotency-check", false, "do not refuse a hook chain that changes its own result again (checked on built-in sample objects)")
+	fs.StringVar(&o.undoKeyFile, "undo-key-file", "", "the undo key ring file the captured synchook used, so that sealed undos open and compare; empty: no key")
 	return fs, o
 }
 
@@ -359,9 +375,13 @@ func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
+	keys, err := sidecar.LoadKeys(o.undoKeyFile)
+	if err != nil {
+		return fail(exitUsage, "--undo-key-file: %v", err)
+	}
 	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{
 		ConfigFile: o.configFile, NoDefaultConfig: p.hasHooks(), Getenv: p.getenv, Register: p.registerHooks,
-		Log: ctrl.Log, Version: Version(), SkipIdempotencyCheck: o.skipIdempotencyCheck,
+		Log: ctrl.Log, Version: Version(), SkipIdempotencyCheck: o.skipIdempotencyCheck, Keys: keys,
 	})
 	if err != nil {
 		return fail(exitUsage, "%v", err)

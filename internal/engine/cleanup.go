@@ -60,7 +60,9 @@ func (r *Registry) Cleanup(ctx context.Context, gvk schema.GroupVersionKind, sid
 		for _, s := range steps {
 			if undo.Restorable(gvk, s.tokens) && (!immutable || s.tokens[0] == "metadata") {
 				kept = append(kept, s)
-			} else if holdsHooked(tree, s) {
+			} else if !holds(tree, s.tokens, s.entry.Original) {
+				// Left as it is, and not what the syncer sent (it may have changed since the
+				// hooks wrote it: the apiserver's default tolerations on a list a hook created).
 				res.Unrestored = append(res.Unrestored, s.entry.Path)
 			}
 		}
@@ -112,17 +114,17 @@ func (r *Registry) cleanupSteps(gvk schema.GroupVersionKind, side undo.Side, raw
 	return parseSteps(rec.Entries)
 }
 
-// holdsHooked reports whether tree still holds at s's path what the hooks wrote there.
-func holdsHooked(tree any, s undoStep) bool {
-	cur, has := lookupTree(tree, s.tokens)
-	if has != (s.entry.Hooked != nil) {
+// holds reports whether tree holds value at tokens (value nil: nothing there).
+func holds(tree any, tokens []string, value json.RawMessage) bool {
+	cur, has := lookupTree(tree, tokens)
+	if has != (value != nil) {
 		return false
 	}
 	if !has {
 		return true
 	}
-	var hooked any
-	return decodeValue(s.entry.Hooked, &hooked) == nil && jsonEqual(cur, hooked)
+	var v any
+	return decodeValue(value, &v) == nil && jsonEqual(cur, v)
 }
 
 // jsonEqual compares two decoded JSON values.

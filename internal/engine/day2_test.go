@@ -301,3 +301,27 @@ func mutatedOK(t *testing.T, reg *engine.Registry, typ hooks.HookType, doc []byt
 	}
 	return out
 }
+
+func TestCleanupListsWhatItCannotRestoreEvenAfterOthersChangedIt(t *testing.T) {
+	keys := testKeeper(t)
+	reg := labelsRegistry(keys, "a")
+	reg.MustRegister(tolerationHook())
+	stored := mutatedOK(t, reg, hooks.CreatePhysical, podJSON(t, map[string]string{"app": "web"}))
+	// The apiserver's default tolerations join the list the hook created.
+	p := decodePod(t, stored)
+	p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists})
+	stored, _ = json.Marshal(p)
+
+	gone := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys})
+	res, err := gone.Cleanup(t.Context(), podGVK, undo.Physical, stored)
+	if err != nil || res.Object == nil || res.Dropped != "" {
+		t.Fatalf("Cleanup: %+v, %v", res, err)
+	}
+	if strings.Join(res.Unrestored, ",") != "/spec/tolerations" {
+		t.Errorf("unrestored %v, want /spec/tolerations", res.Unrestored)
+	}
+	noTrace(t, "the cleaned object", res.Object)
+	if again, err := gone.Cleanup(t.Context(), podGVK, undo.Physical, res.Object); err != nil || again.Object != nil {
+		t.Errorf("a second cleanup: %+v, %v; want nothing to do", again, err)
+	}
+}

@@ -1,0 +1,21 @@
+// Package cleanup is `synchook cleanup`: it takes synchook off the host objects of one vcluster
+// namespace, for uninstalling synchook or after removing hooks. For every object of the given
+// kinds that carries a synchook.io/* annotation, it writes back what engine.Registry.Cleanup
+// makes of it — the undo applied as far as an update may change the object back, and no
+// synchook.io/* annotation — by one Update with the object's resourceVersion (on a Conflict it
+// reads the object again and recomputes, a few times). One write per object makes a run safe
+// to interrupt and to repeat: a second run finds only the objects not yet cleaned.
+//
+// The vcluster syncer must be stopped first (the vcluster scaled to 0 replicas): a running
+// syncer would read the cleaned objects through hooks that are gone and write them again.
+//
+// Run reports on Options.Progress one line per object it cleans, the JSON Pointers it left as
+// the hooks wrote them (undo.Restorable: a Pod's tolerations, …) and why an undo was not
+// applied (engine.UndoUnauthentic, engine.UndoNoKey, …), and returns the counts (Summary).
+// Nothing it prints holds object data or annotation values: only kinds, names, JSON Pointers
+// and reasons, and for API errors their reason, code and field paths.
+//
+// The package does not read the undo key (package internal/undokey does; the caller passes the
+// Ring), does not clean the virtual cluster's objects (their undos live in the vcluster's own
+// store), and never deletes the key Secret.
+package cleanup

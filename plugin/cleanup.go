@@ -1,0 +1,194 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/synchook/synchook/internal/cleanup"
+	"github.com/synchook/synchook/internal/undo"
+	"github.com/synchook/synchook/internal/undokey"
+)
+
+// cleanupHelp heads `synchook cleanup --help`, before the flags.
+const cleanupHelp = `Usage: synchook cleanup --namespace NAMESPACE [flags]
+
+Takes synchook off the host objects of one vcluster, for uninstalling synchook or after
+removing hooks: on every object of the kinds below in the vcluster's host namespace that
+carries a synchook.io/* annotation, it undoes the hooks' changes as far as an update may
+change them back (labels, annotations, the data of Secrets and ConfigMaps), lists the fields
+it must leave as the hooks wrote them (a Pod's tolerations, …), and removes every
+synchook.io/* annotation. Each object is written once, with its resourceVersion: a run may be
+interrupted and repeated, and a second run finds only what is left.
+
+STOP THE SYNCER FIRST (scale the vcluster to 0), or it writes the objects again through hooks
+that are gone:
+
+  kubectl -n <namespace> scale statefulset <vcluster release> --replicas 0
+
+Sealed undos open with the undo key: --undo-key-file, else the key Secret (--key-secret) in
+the namespace. Without a key they are reported as not restorable and their annotations are
+removed all the same. Progress and what could not be restored go to stderr, the summary to
+stdout; nothing printed holds object data or annotation values.
+
+Exit status: 0 all objects cleaned or clean, 1 an object or a kind failed, 2 usage error.
+
+Flags:
+`
+
+type cleanupOptions struct {
+	kubeconfig, namespace, keyFile, keySecret, kinds string
+	dryRun                                           bool
+}
+
+func cleanupFlags() (*flag.FlagSet, *cleanupOptions) {
+	o := &cleanupOptions{}
+	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the HOST cluster; empty: the KUBECONFIG env var, else ~/.kube/config, else the in-cluster config")
+	fs.StringVar(&o.namespace, "namespace", "", "the vcluster's host namespace (required)")
+	fs.StringVar(&o.keyFile, "undo-key-file", "", "key ring file (the key Secret's \"keys\" item) that opens sealed undos; empty: read the key Secret")
+	fs.StringVar(&o.keySecret, "key-secret", undokey.DefaultSecretName, "name of the undo key Secret in --namespace, read for its keys (without --undo-key-file) and its kinds")
+	fs.StringVar(&o.kinds, "kinds", "", "comma-separated kinds to clean, <group/version>/<Kind> (e.g. v1/Pod,apps/v1/Deployment); empty: v1 Pod, Service, Secret, ConfigMap and the host kinds the key Secret lists")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "report what would be cleaned and write nothing")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), cleanupHelp)
+		fs.PrintDefaults()
+	}
+	return fs, o
+}
+
+// cleanup is `synchook cleanup`: flags → the host client, the key and the kinds →
+// cleanup.Run. Exit 0: every object cleaned or clean; 1: an object or a kind failed, or the
+// client or key could not be had; 2: bad flags.
+func (p *Plugin) cleanup(args []string, stdout, stderr io.Writer) int {
+	fs, o := cleanupFlags()
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "synchook cleanup: "+format+"\n", a...)
+		return code
+	}
+	if fs.NArg() > 0 {
+		return fail(exitUsage, "unexpected argument %q (see synchook cleanup --help)", fs.Arg(0))
+	}
+	if o.namespace == "" {
+		return fail(exitUsage, "--namespace is required: the vcluster's host namespace (see synchook cleanup --help)")
+	}
+	var kinds []schema.GroupVersionKind
+	if o.kinds != "" {
+		var err error
+		if kinds, err = cleanup.ParseKinds(o.kinds); err != nil {
+			return fail(exitUsage, "--kinds: %v", err)
+		}
+		if len(kinds) == 0 {
+			return fail(exitUsage, "--kinds: no kind given")
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+
+	cfg, err := p.hostConfig(o.kubeconfig)
+	if err != nil {
+		return fail(exitFailed, "kubeconfig: %v", err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return fail(exitFailed, "client of the host cluster: %v", err)
+	}
+	ring, sealed, secretFound, err := cleanupKey(ctx, c, o, stderr)
+	if err != nil {
+		return fail(exitFailed, "%v", err)
+	}
+	if kinds == nil {
+		kinds = cleanup.Kinds(sealed)
+		for _, k := range sealed {
+			if k.Side != undo.Physical {
+				fmt.Fprintf(stderr, "not cleaned: %s (objects of the virtual cluster)\n", k)
+			}
+		}
+	}
+	names := make([]string, len(kinds))
+	for i, gvk := range kinds {
+		names[i] = cleanup.KindString(gvk)
+	}
+	fmt.Fprintf(stderr, "cleaning namespace %s, kinds %s\n", o.namespace, strings.Join(names, ", "))
+	if o.dryRun {
+		fmt.Fprintln(stderr, "dry run: nothing is written")
+	}
+
+	sum, err := cleanup.Run(ctx, cleanup.Options{
+		Client: c, Namespace: o.namespace, Kinds: kinds, Ring: ring, DryRun: o.dryRun, Progress: stderr,
+	})
+	fmt.Fprintln(stdout, sum)
+	switch {
+	case errors.Is(err, cleanup.ErrOptions):
+		return fail(exitUsage, "%v", err)
+	case err != nil:
+		return fail(exitFailed, "stopped: %v (run it again to clean the rest)", err)
+	case !sum.OK():
+		return fail(exitFailed, "some objects or kinds failed (see above); run it again once their cause is fixed")
+	}
+	if !o.dryRun && secretFound {
+		fmt.Fprintf(stdout, "No synchook.io/* annotation is left on these kinds. The key Secret %s/%s can be deleted once no vcluster in %s uses synchook any more (kubectl -n %s delete secret %s).\n",
+			o.namespace, o.keySecret, o.namespace, o.namespace, o.keySecret)
+	}
+	return exitOK
+}
+
+// cleanupKey returns the ring that opens sealed undos (nil: none), the kinds the key Secret
+// lists and whether it exists. Without --undo-key-file the Secret must be readable or absent:
+// a run that could not read an existing key would throw the undos away. With it, the Secret
+// is read for its kinds only, and a failure to is a warning.
+func cleanupKey(ctx context.Context, c client.Client, o *cleanupOptions, stderr io.Writer) (*undo.Ring, []undo.Kind, bool, error) {
+	var fileRing *undo.Ring
+	if o.keyFile != "" {
+		var err error
+		if fileRing, err = undokey.LoadFile(o.keyFile); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	ring, kinds, err := undokey.Read(ctx, c, o.namespace, o.keySecret)
+	switch {
+	case err == nil && fileRing != nil:
+		return fileRing, kinds, true, nil
+	case err == nil:
+		return ring, kinds, true, nil
+	case apierrors.IsNotFound(err) && fileRing != nil:
+		return fileRing, nil, false, nil
+	case apierrors.IsNotFound(err):
+		fmt.Fprintf(stderr, "no undo key (no Secret %s/%s, no --undo-key-file): sealed undos cannot be opened; their changes stay and their annotations are removed\n", o.namespace, o.keySecret)
+		return nil, nil, false, nil
+	case fileRing != nil:
+		fmt.Fprintf(stderr, "warning: cannot read the kinds of the key Secret (%v); give --kinds to clean more than the default kinds\n", err)
+		return fileRing, nil, false, nil
+	default:
+		return nil, nil, false, fmt.Errorf("%w (without the key, sealed undos would be lost; fix access or give --undo-key-file)", err)
+	}
+}
+
+// hostConfig loads the host cluster's client config: path, else the KUBECONFIG variable (read
+// with p's getenv), else ~/.kube/config, else the in-cluster config.
+func (p *Plugin) hostConfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.Precedence = []string{clientcmd.RecommendedHomeFile}
+	if v := p.getenv(clientcmd.RecommendedConfigPathEnvVar); v != "" {
+		rules.Precedence = filepath.SplitList(v)
+	}
+	rules.ExplicitPath = path
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+}
