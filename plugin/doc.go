@@ -10,7 +10,9 @@
 // The program built this way is synchook with those hooks added after the config's hooks:
 // `serve` (the HTTPS admission endpoint, metrics, probes and, with VCLUSTER_PLUGIN_ADDRESS, the
 // vcluster plugin v1 bridge), `mutate` (offline dry run), `replay DIR` (run requests that serve
-// --capture recorded through this build and config, and diff the results), `install DIR` (copy
+// --capture recorded through this build and config, and diff the results), `cleanup` (take
+// synchook's undo and annotations off a stopped vcluster's host objects: docs/day2.md),
+// `undo-key` (print a new undo key ring for --undo-key-file), `install DIR` (copy
 // itself to DIR/plugin for vcluster's plugin v2 init container), `version` and `help`; and
 // started by vcluster as a plugin v2 (no arguments, VCLUSTER_PLUGIN=vcluster), it serves
 // vcluster's go-plugin protocol.
