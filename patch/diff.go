@@ -15,8 +15,9 @@ import (
 // documents' bytes side by side, skips every member or element whose bytes are equal without
 // decoding it, and emits raw JSON values (json.RawMessage) for what differs.
 //
-// Objects are compared member by member (add, remove, or a recursive diff); arrays element by
-// element over their common length, then add at the end or remove from the end; any other
+// Objects are compared member by member (add, remove, or a recursive diff); arrays without the
+// elements they share at the front and at the back, then element by element, adding or removing
+// what is left over (an element inserted or removed anywhere is one operation); any other
 // difference is a replace of the value. Applying the result to original always yields a
 // document equal to mutated (fuzzed in FuzzDiff). Equal documents give nil. Malformed JSON is an
 // error.
@@ -107,20 +108,33 @@ func (d *differ) object(path []byte, a, b []byte) bool {
 	return true
 }
 
-// array diffs two arrays element by element over their common length, then adds the extra
-// elements of b at the end or removes the extra elements of a from the end (highest first).
+// array diffs two arrays: the elements both share at the front and at the back are skipped
+// (compared by their bytes), and the rest is diffed element by element over its common length,
+// then the extra elements of b are added after it or the extra elements of a removed (highest
+// first). So one element inserted or removed anywhere in an array of N elements costs O(N)
+// time and one operation, never a replace of every shifted element.
 func (d *differ) array(path []byte, a, b []byte) {
 	ae, _ := jsonscan.Elements(a)
 	be, _ := jsonscan.Elements(b)
 	n := min(len(ae), len(be))
-	for i := range n {
-		d.value(appendToken(path, strconv.Itoa(i)), ae[i], be[i])
+	front := 0
+	for front < n && bytes.Equal(ae[front], be[front]) {
+		front++
 	}
-	for i := n; i < len(be); i++ {
-		d.emit("add", appendToken(path, strconv.Itoa(i)), be[i])
+	back := 0
+	for back < n-front && bytes.Equal(ae[len(ae)-1-back], be[len(be)-1-back]) {
+		back++
 	}
-	for i := len(ae) - 1; i >= n; i-- {
-		d.emit("remove", appendToken(path, strconv.Itoa(i)), nil)
+	am, bm := ae[front:len(ae)-back], be[front:len(be)-back]
+	common := min(len(am), len(bm))
+	for i := range common {
+		d.value(appendToken(path, strconv.Itoa(front+i)), am[i], bm[i])
+	}
+	for i := common; i < len(bm); i++ {
+		d.emit("add", appendToken(path, strconv.Itoa(front+i)), bm[i])
+	}
+	for i := len(am) - 1; i >= common; i-- {
+		d.emit("remove", appendToken(path, strconv.Itoa(front+i)), nil)
 	}
 }
 

@@ -325,3 +325,55 @@ func TestCleanupListsWhatItCannotRestoreEvenAfterOthersChangedIt(t *testing.T) {
 		t.Errorf("a second cleanup: %+v, %v; want nothing to do", again, err)
 	}
 }
+
+// TestAnArrayInsertOrRemoveIsOneUndoEntry: a hook that removes the first of many tolerations
+// (or inserts one at the front) records one entry the size of that element, and the read gives
+// the array back exactly.
+func TestAnArrayInsertOrRemoveIsOneUndoEntry(t *testing.T) {
+	for _, n := range []int{1, 10, 1000} {
+		for name, edit := range map[string]func(p *corev1.Pod){
+			"remove the first": func(p *corev1.Pod) { p.Spec.Tolerations = p.Spec.Tolerations[1:] },
+			"insert at the front": func(p *corev1.Pod) {
+				p.Spec.Tolerations = append([]corev1.Toleration{{Key: "front", Operator: corev1.TolerationOpExists}}, p.Spec.Tolerations...)
+			},
+			"remove from the middle": func(p *corev1.Pod) {
+				p.Spec.Tolerations = append(p.Spec.Tolerations[:n/2:n/2], p.Spec.Tolerations[n/2+1:]...)
+			},
+		} {
+			for _, keys := range []*undo.Keeper{nil, testKeeper(t)} {
+				reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys})
+				reg.MustRegister(hooks.NewFunc("edit", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
+					edit(o.(*corev1.Pod))
+					return o, nil
+				}))
+				p := decodePod(t, podJSON(t, map[string]string{"app": "web"}))
+				for i := range n {
+					p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "k" + strings.Repeat("x", i%7) + string(rune('a'+i%26)), Value: strings.Repeat("v", 20), Operator: corev1.TolerationOpEqual})
+				}
+				x, _ := json.Marshal(p)
+				res, err := reg.Mutate(t.Context(), podGVK, hooks.CreatePhysical, x)
+				if err != nil {
+					t.Fatalf("%s of %d: %v", name, n, err)
+				}
+				if res.Operations > 3 {
+					t.Errorf("%s of %d: %d operations, want the element's and the undo's", name, n, res.Operations)
+				}
+				stored, _ := res.Object()
+				if u := decodePod(t, stored).Annotations[engine.UndoAnnotation]; len(u) > 600 {
+					t.Errorf("%s of %d: an undo of %d bytes, want about one element's", name, n, len(u))
+				}
+				view := mutatedOK(t, reg, hooks.GetPhysical, stored)
+				if got := decodePod(t, view); len(got.Spec.Tolerations) != n || !equalJSON(t, got.Spec.Tolerations, p.Spec.Tolerations) {
+					t.Errorf("%s of %d (key %v): the read does not give the tolerations back", name, n, keys != nil)
+				}
+			}
+		}
+	}
+}
+
+func equalJSON(t *testing.T, a, b any) bool {
+	t.Helper()
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}

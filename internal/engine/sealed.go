@@ -323,6 +323,9 @@ func (r *Registry) ownUndo(c *chain, raw []byte) (steps []undoStep, ok bool) {
 		return nil, false
 	}
 	for _, s := range steps {
+		if s.entry.Op == undo.OpInsert {
+			continue // the element is gone: nothing on the object to compare
+		}
 		cur, has := lookupTree(tree, s.tokens)
 		if m, ok := cur.(map[string]any); ok && len(s.tokens) == 2 && s.tokens[1] == "annotations" {
 			m = maps.Clone(m) // the map as the hooks left it: before the undo was added

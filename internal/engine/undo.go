@@ -51,6 +51,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -131,6 +132,10 @@ func dropReserved(ann map[string]string) bool {
 func undoEntries(ops []patch.Operation, before, after []byte) []UndoEntry {
 	entries := make([]UndoEntry, 0, len(ops))
 	for _, op := range ops {
+		if e, ok := arrayEntry(op, before, after); ok {
+			entries = append(entries, e)
+			continue
+		}
 		e := UndoEntry{Path: op.Path}
 		if v, ok := lookupPointer(after, op.Path); ok {
 			e.Hooked = json.RawMessage(v)
@@ -141,6 +146,46 @@ func undoEntries(ops []patch.Operation, before, after []byte) []UndoEntry {
 		entries = append(entries, e)
 	}
 	return entries
+}
+
+// arrayEntry returns the entry of an operation that inserts an element into an array (an add
+// at an index, or "-") or removes one from it: undo.OpRemove with the inserted element, or
+// undo.OpInsert with the removed one (read from before: the diff removes the highest index
+// first, so before's index is the element's). ok is false for any other operation.
+func arrayEntry(op patch.Operation, before, after []byte) (UndoEntry, bool) {
+	if op.Operation != "add" && op.Operation != "remove" {
+		return UndoEntry{}, false
+	}
+	tokens, err := patch.ParsePointer(op.Path)
+	if err != nil || len(tokens) == 0 {
+		return UndoEntry{}, false
+	}
+	last := tokens[len(tokens)-1]
+	if last != "-" && strings.Trim(last, "0123456789") != "" || last == "" {
+		return UndoEntry{}, false
+	}
+	doc := after
+	if op.Operation == "remove" {
+		doc = before
+	}
+	parent, ok := jsonscan.Lookup(doc, tokens[:len(tokens)-1])
+	if !ok || len(parent) == 0 || parent[0] != '[' {
+		return UndoEntry{}, false
+	}
+	if last == "-" {
+		els, _ := jsonscan.Elements(parent)
+		last = strconv.Itoa(len(els) - 1)
+		tokens[len(tokens)-1] = last
+	}
+	path := op.Path[:strings.LastIndexByte(op.Path, '/')+1] + last
+	v, ok := jsonscan.Lookup(doc, tokens)
+	if !ok {
+		return UndoEntry{}, false
+	}
+	if op.Operation == "add" {
+		return UndoEntry{Op: undo.OpRemove, Path: path, Hooked: json.RawMessage(v)}, true
+	}
+	return UndoEntry{Op: undo.OpInsert, Path: path, Original: json.RawMessage(v)}, true
 }
 
 // emptyMapEntry is the first entry of an undo whose change created the map at path (labels or
@@ -260,6 +305,18 @@ func applyUndoSteps(ctx context.Context, tree any, steps []undoStep) string {
 			s.entry.Original != nil && decodeValue(s.entry.Original, &original) != nil {
 			return UndoMalformed
 		}
+		switch s.entry.Op {
+		case undo.OpInsert: // the hooks removed an element: insert it again
+			if s.entry.Original != nil && isArrayIndex(tree, s.tokens) {
+				setAt(tree, s.tokens, original)
+			}
+			continue
+		case undo.OpRemove: // the hooks inserted an element: remove it if it is still there
+			if cur, has := lookupTree(tree, s.tokens); has && isArrayIndex(tree, s.tokens) && reflect.DeepEqual(cur, hooked) {
+				removeAt(tree, s.tokens)
+			}
+			continue
+		}
 		cur, has := lookupTree(tree, s.tokens)
 		if has && s.entry.Hooked == nil && isEmptyAnnotations(s.tokens, cur) {
 			has = false // only the undo annotation was there: the hooks had removed the map
@@ -274,6 +331,17 @@ func applyUndoSteps(ctx context.Context, tree any, steps []undoStep) string {
 		}
 	}
 	return ""
+}
+
+// isArrayIndex reports whether tokens address an index (0..len) of an array in tree.
+func isArrayIndex(tree any, tokens []string) bool {
+	parent, ok := lookupTree(tree, tokens[:len(tokens)-1])
+	a, isArray := parent.([]any)
+	if !ok || !isArray {
+		return false
+	}
+	_, ok = arrayIndex(tokens[len(tokens)-1], len(a))
+	return ok && tokens[len(tokens)-1] != "-"
 }
 
 func isEmptyAnnotations(tokens []string, v any) bool {

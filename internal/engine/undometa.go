@@ -17,7 +17,7 @@ func (r *Registry) undoOnMetadata(c *chain, p undoPlan) bool {
 		return false
 	}
 	for _, s := range p.steps {
-		if len(s.tokens) < 2 || len(s.tokens) > 3 || s.tokens[0] != "metadata" || mapIndex(s.tokens[1]) < 0 {
+		if s.entry.Op != "" || len(s.tokens) < 2 || len(s.tokens) > 3 || s.tokens[0] != "metadata" || mapIndex(s.tokens[1]) < 0 {
 			return false
 		}
 	}

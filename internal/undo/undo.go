@@ -14,10 +14,19 @@ const Annotation = "synchook.io/undo"
 // within the 256 KiB Kubernetes allows for all annotations of an object.
 const DefaultMaxBytes = 16 << 10
 
-// Entry is one change of a write chain and how to take it back: at Path (an RFC 6901 JSON
-// Pointer), the hooks wrote Hooked (absent: they removed the value) where the syncer had sent
-// Original (absent: there was no value). Op is empty for this kind of entry; other kinds
-// (array inserts and removes) set it, and a reader that does not know an Op refuses the record.
+// Entry is one change of a write chain and how to take it back. Its Op says which kind:
+//
+//	""        at Path (an RFC 6901 JSON Pointer) the hooks wrote Hooked (absent: they removed
+//	          the value) where the syncer had sent Original (absent: there was no value);
+//	          undone by putting Original back where Path still holds Hooked
+//	OpInsert  the hooks removed the array element Original at Path (its index); undone by
+//	          inserting it there again
+//	OpRemove  the hooks inserted the array element Hooked at Path (its index); undone by
+//	          removing the element there if it is still Hooked
+//
+// so that an element inserted or removed anywhere in an array is one entry the size of the
+// element, never the shifted rest of the array. A reader that does not know an Op refuses the
+// whole record.
 type Entry struct {
 	Op       string          `json:"op,omitempty"`
 	Path     string          `json:"path"`
@@ -72,8 +81,14 @@ var (
 	ErrMalformed = errors.New("malformed undo")
 )
 
+// The kinds of Entry other than the value at a path (Entry.Op).
+const (
+	OpInsert = "insert"
+	OpRemove = "remove"
+)
+
 // knownOps are the entry kinds this build applies.
-var knownOps = map[string]bool{"": true}
+var knownOps = map[string]bool{"": true, OpInsert: true, OpRemove: true}
 
 // ParseClear parses a clear-text undo value (a JSON array of Entry) as a Record without a
 // Writer. It fails with ErrMalformed, never naming the value.

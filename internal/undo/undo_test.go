@@ -86,11 +86,11 @@ func TestAnOlderKeyStillOpensAfterARotationAndTheNewestSeals(t *testing.T) {
 
 func TestAnEntryKindThisBuildDoesNotKnowIsRefusedWhole(t *testing.T) {
 	r := ring(t)
-	newer := undo.Record{Entries: []undo.Entry{{Path: "/a"}, {Op: "arrayRemove", Path: "/spec/tolerations/0"}}}
+	newer := undo.Record{Entries: []undo.Entry{{Path: "/a"}, {Op: "arrayMove", Path: "/spec/tolerations/0"}}}
 	if _, err := r.Seal(pod, undo.Physical, newer); !errors.Is(err, undo.ErrMalformed) {
 		t.Errorf("Seal: %v, want ErrMalformed", err)
 	}
-	if _, err := undo.ParseClear(`[{"op":"arrayRemove","path":"/a"}]`); !errors.Is(err, undo.ErrMalformed) {
+	if _, err := undo.ParseClear(`[{"op":"arrayMove","path":"/a"}]`); !errors.Is(err, undo.ErrMalformed) {
 		t.Errorf("ParseClear: %v, want ErrMalformed", err)
 	}
 }
