@@ -53,7 +53,8 @@ type MutatorOptions struct {
 
 // Mutator answers vcluster plugin Mutate calls (protocol v1 and v2 carry the same four fields
 // and the same answer) with a engine.Runner. Create it with NewMutator; the Registry must not
-// change after that. A Mutator is safe for concurrent use.
+// change after that, unless Refresh follows before it serves. A Mutator is safe for concurrent
+// use.
 type Mutator struct {
 	opts   MutatorOptions
 	runner *engine.Runner
@@ -66,7 +67,6 @@ type Mutator struct {
 // NewMutator returns a Mutator that runs calls with runner, with opts (defaults applied). It
 // fails when the registry holds an apiVersion that does not parse.
 func NewMutator(runner *engine.Runner, opts MutatorOptions) (*Mutator, error) {
-	reg := runner.Registry()
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
 	}
@@ -76,21 +76,37 @@ func NewMutator(runner *engine.Runner, opts MutatorOptions) (*Mutator, error) {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
-	m := &Mutator{opts: opts, runner: runner, objects: map[schema.GroupVersionKind]any{}}
+	m := &Mutator{opts: opts, runner: runner}
+	if err := m.Refresh(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Refresh reads the registry's hooked GVKs again (ClientHooks and the objects Mutate answers
+// with), after chains were added to it, e.g. by engine.Registry.CoverUndoReads. Like those
+// additions it must happen before the Mutator serves: it is not safe to call concurrently with
+// Mutate or ClientHooks. It fails when the registry holds an apiVersion that does not parse,
+// and then leaves the Mutator as it was.
+func (m *Mutator) Refresh() error {
+	reg := m.runner.Registry()
+	var clientHooks []ClientHook
+	objects := map[schema.GroupVersionKind]any{}
 	for _, rc := range reg.Capabilities().Resources {
 		ch := ClientHook{APIVersion: rc.APIVersion, Kind: rc.Kind}
 		for _, ht := range rc.HookTypes {
 			ch.Types = append(ch.Types, string(ht.Type))
 		}
-		m.hooks = append(m.hooks, ch)
+		clientHooks = append(clientHooks, ch)
 		gv, err := schema.ParseGroupVersion(rc.APIVersion)
 		if err != nil {
-			return nil, fmt.Errorf("apiVersion %q: %w", rc.APIVersion, err)
+			return fmt.Errorf("apiVersion %q: %w", rc.APIVersion, err)
 		}
 		gvk := gv.WithKind(rc.Kind)
-		m.objects[gvk] = reg.NewObject(gvk)
+		objects[gvk] = reg.NewObject(gvk)
 	}
-	return m, nil
+	m.hooks, m.objects = clientHooks, objects
+	return nil
 }
 
 // ClientHooks returns one ClientHook per hooked GVK (in the registry's order) with its hook

@@ -21,6 +21,12 @@
 // object it sent yields exactly the hooked object (bridge.Answer); a hook failure is a gRPC
 // error naming the hook (bridge.StatusCode), and vcluster then does not write.
 //
+// Initialize carries the host kubeconfig and namespace (workloadConfig, currentNamespace): with
+// Options.Keys, the Server reads or creates the undo key Secret there (internal/undokey, at
+// most Options.KeyTimeout, never holding vcluster's start: an unreachable host means no key,
+// one log line, OnKeyFallback, and retries in the background), and announces in
+// GetPluginConfig the read types of the kinds an earlier process sealed undos on.
+//
 // Serve does not start the HTTPS admission endpoint or a metrics listener; a v2 plugin lives
 // inside the syncer container and has no ports of its own. Hence no health probe either: when
 // hooks that ignore their context hold every concurrency slot longer than

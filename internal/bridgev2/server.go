@@ -3,9 +3,12 @@ package bridgev2
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -14,11 +17,18 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/metrics"
+	"github.com/synchook/synchook/internal/undo"
+	"github.com/synchook/synchook/internal/undokey"
 )
 
 // Handshake is go-plugin's handshake of vcluster plugin v2: protocol version 1 and the magic
@@ -61,20 +71,65 @@ type Options struct {
 	// is refused as overloaded and, while stuck, on every call. Default
 	// metrics.DefaultStuckSlotsFactor (3); < 0 turns the check off.
 	StuckSlotsFactor int
-	// Log receives Initialize, SetLeader and the stuck-slots lines; its V(1) gets one line per
-	// Mutate call (no object data), failures included. Default logr.Discard().
+	// Log receives Initialize, SetLeader, undo key and the stuck-slots lines; its V(1) gets
+	// one line per Mutate call (no object data), failures included. Default logr.Discard().
 	Log logr.Logger
+
+	// Keys, when set and holding no Ring yet, makes Initialize read the undo key ring from
+	// the managed key Secret in the vcluster's host namespace, or create it (package
+	// undokey), with the host kubeconfig vcluster passes in its InitConfig; the Secret is then
+	// kept in step until Close. It should be the Keeper of the runner's Registry
+	// (engine.RegistryOptions.Keys). The kinds an earlier process sealed undos on (the
+	// Secret's kinds) get their read types announced by GetPluginConfig
+	// (engine.Registry.CoverUndoReads). Default nil: Initialize reads no Secret.
+	Keys *undo.Keeper
+	// KeySecretName is the name of the key Secret. Default undokey.DefaultSecretName.
+	KeySecretName string
+	// KeyTimeout is how long Initialize waits for the key Secret, and bounds each request to
+	// the host apiserver. When the Secret is not read in time Initialize answers anyway (a host
+	// that cannot be reached must not stop vcluster's start), logs one line and calls
+	// OnKeyFallback, and the Server keeps trying in the background. Default DefaultKeyTimeout
+	// (5 s).
+	KeyTimeout time.Duration
+	// KeyRetry is the first wait before trying the key Secret again after Initialize went on
+	// without it; it doubles after each failure up to MaxKeyRetry. Default DefaultKeyRetry
+	// (5 s).
+	KeyRetry time.Duration
+	// OnKeyFallback, when set, is called once when Initialize answers without the key Secret,
+	// so that undos are written in clear text: the host did not answer in time or refused (the
+	// Server keeps trying in the background, and seals once a try succeeds), or the InitConfig
+	// names no usable host (no kubeconfig, no currentNamespace, a kubeconfig that does not
+	// load: no retry). Typically it counts this in a metric.
+	OnKeyFallback func()
 }
 
+// Defaults of the undo key options.
+const (
+	// DefaultKeyTimeout is Options.KeyTimeout's default: 5 s.
+	DefaultKeyTimeout = 5 * time.Second
+	// DefaultKeyRetry is Options.KeyRetry's default: 5 s.
+	DefaultKeyRetry = 5 * time.Second
+	// MaxKeyRetry bounds the wait between two tries of the key Secret: 5 min.
+	MaxKeyRetry = 5 * time.Minute
+)
+
 // Server implements pluginv2.PluginServer for one engine.Registry. Create it with New; the
-// Registry must not change after that. A Server is safe for concurrent use.
+// Registry must not change after that, except by Initialize (Options.Keys), which vcluster
+// calls before any other method. A Server is safe for concurrent use. Close ends its
+// background work.
 type Server struct {
 	pluginv2.UnimplementedPluginServer
 
 	opts    Options
+	runner  *engine.Runner
 	mutator *bridge.Mutator
-	config  string
+	config  atomic.Pointer[string]
 	slots   *metrics.SlotCheck // nil: off
+
+	// ctx lives until Close: the key Secret's Manager and retries run under it.
+	ctx      context.Context
+	stop     context.CancelFunc
+	keysOnce sync.Once
 }
 
 // pluginConfig is the JSON that GetPluginConfig answers (vcluster's v2 PluginConfig).
@@ -94,6 +149,15 @@ func New(runner *engine.Runner, opts Options) (*Server, error) {
 	if opts.StuckSlotsFactor == 0 {
 		opts.StuckSlotsFactor = metrics.DefaultStuckSlotsFactor
 	}
+	if opts.KeySecretName == "" {
+		opts.KeySecretName = undokey.DefaultSecretName
+	}
+	if opts.KeyTimeout <= 0 {
+		opts.KeyTimeout = DefaultKeyTimeout
+	}
+	if opts.KeyRetry <= 0 {
+		opts.KeyRetry = DefaultKeyRetry
+	}
 	m, err := bridge.NewMutator(runner, bridge.MutatorOptions{
 		RequestTimeout: opts.RequestTimeout, Metrics: opts.Metrics, Transport: metrics.TransportPluginV2,
 		// One line per call would go through vcluster's log (go-plugin re-logs every stderr
@@ -104,15 +168,11 @@ func New(runner *engine.Runner, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vcluster plugin v2: %w", err)
 	}
-	cfg := pluginConfig{ClientHooks: m.ClientHooks()}
-	if cfg.ClientHooks == nil {
-		cfg.ClientHooks = []bridge.ClientHook{}
+	s := &Server{opts: opts, runner: runner, mutator: m}
+	if err := s.encodeConfig(); err != nil {
+		return nil, fmt.Errorf("vcluster plugin v2: %w", err)
 	}
-	data, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("vcluster plugin v2: encode plugin config: %w", err)
-	}
-	s := &Server{opts: opts, mutator: m, config: string(data)}
+	s.ctx, s.stop = context.WithCancel(context.Background())
 	if opts.StuckSlotsFactor > 0 {
 		timeout := opts.RequestTimeout
 		if timeout <= 0 {
@@ -123,21 +183,228 @@ func New(runner *engine.Runner, opts Options) (*Server, error) {
 	return s, nil
 }
 
+// encodeConfig stores the JSON of the Mutator's client hooks for GetPluginConfig.
+func (s *Server) encodeConfig() error {
+	cfg := pluginConfig{ClientHooks: s.mutator.ClientHooks()}
+	if cfg.ClientHooks == nil {
+		cfg.ClientHooks = []bridge.ClientHook{}
+	}
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("encode plugin config: %w", err)
+	}
+	text := string(data)
+	s.config.Store(&text)
+	return nil
+}
+
 // PluginConfig returns the JSON that GetPluginConfig answers:
 // {"clientHooks":[{"apiVersion","kind","types":[...]}],"interceptors":{}}.
-func (s *Server) PluginConfig() string { return s.config }
+func (s *Server) PluginConfig() string { return *s.config.Load() }
 
-// Initialize implements pluginv2.PluginServer. vcluster blocks its start on it, so it answers at
-// once: the registry was built before the handshake. The request's config (kubeconfigs and
-// vcluster's own config) is not used and never logged.
-func (s *Server) Initialize(context.Context, *pluginv2.Initialize_Request) (*pluginv2.Initialize_Response, error) {
+// Close ends the Server's background work (the key Secret's Manager and its retries). Serve
+// calls it when vcluster ends the plugin; it may be called more than once.
+func (s *Server) Close() { s.stop() }
+
+// Initialize implements pluginv2.PluginServer. vcluster blocks its start on it (without a
+// deadline), so it answers within Options.KeyTimeout at most: the registry was built before
+// the handshake. With Options.Keys it reads the undo key Secret first (loadKeys); the first
+// call only. The request's config (kubeconfigs and vcluster's own config) is never logged.
+func (s *Server) Initialize(ctx context.Context, req *pluginv2.Initialize_Request) (*pluginv2.Initialize_Response, error) {
 	s.opts.Log.Info("initialized by vcluster")
+	if s.opts.Keys != nil {
+		s.keysOnce.Do(func() { s.loadKeys(ctx, req.GetConfig()) })
+	}
 	return &pluginv2.Initialize_Response{}, nil
+}
+
+// initConfig holds the fields of vcluster's InitConfig (pkg/plugin/v2/config.go) that
+// loadKeys uses; the kubeconfigs are base64 in the JSON.
+type initConfig struct {
+	WorkloadConfig        []byte `json:"workloadConfig,omitempty"`
+	PhysicalClusterConfig []byte `json:"physicalClusterConfig,omitempty"`
+	CurrentNamespace      string `json:"currentNamespace,omitempty"`
+}
+
+// loadKeys starts undokey on the host named by the InitConfig JSON config and waits up to
+// KeyTimeout for it. On success in time it announces the reads of the kinds undos were
+// sealed on; else it logs one line, calls OnKeyFallback and leaves the tries to go on in the
+// background (keepTrying).
+func (s *Server) loadKeys(ctx context.Context, config string) {
+	log := s.opts.Log.WithValues("secret", s.opts.KeySecretName)
+	if s.opts.Keys.Ring() != nil {
+		log.V(1).Info("undo key ring given: the key Secret is not read", "keyIDs", s.opts.Keys.Ring().IDs())
+		return
+	}
+	fallback := func(err error, msg string, kv ...any) {
+		log.Error(err, msg+": undos are written in clear text until the undo key Secret is read", kv...)
+		if s.opts.OnKeyFallback != nil {
+			s.opts.OnKeyFallback()
+		}
+	}
+	c, namespace, err := s.hostClient(config)
+	if err != nil {
+		fallback(err, "no undo key Secret")
+		return
+	}
+	log = log.WithValues("namespace", namespace)
+
+	// The first try's result goes to this call while it waits; after that, results are late
+	// and keepTrying logs them itself.
+	var mu sync.Mutex
+	waiting, first := true, make(chan error, 1)
+	report := func(err error) (late bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !waiting {
+			return true
+		}
+		first <- err
+		waiting = false
+		return false
+	}
+	go s.keepTrying(c, namespace, log, report)
+
+	timer := time.NewTimer(s.opts.KeyTimeout)
+	defer timer.Stop()
+	select {
+	case err = <-first:
+	case <-timer.C:
+		err = fmt.Errorf("no answer within %s", s.opts.KeyTimeout)
+	case <-ctx.Done():
+		err = fmt.Errorf("vcluster's Initialize call ended: %w", ctx.Err())
+	}
+	mu.Lock()
+	if waiting {
+		waiting = false // gave up: what arrives from now on is late
+	} else if len(first) > 0 {
+		err = <-first // arrived as this call gave up: not late
+	}
+	mu.Unlock()
+	if err != nil {
+		fallback(err, "could not read or create the undo key Secret; trying again in the background", "retryIn", s.opts.KeyRetry.String())
+		return
+	}
+	s.coverUndoReads(log)
+}
+
+// keepTrying calls undokey.Start until it succeeds or the Server is closed, waiting KeyRetry
+// (doubling, up to MaxKeyRetry) between tries. It hands each result to report until report
+// says the caller no longer waits; a late success logs the kinds whose reads could not be
+// announced any more.
+func (s *Server) keepTrying(c client.Client, namespace string, log logr.Logger, report func(error) (late bool)) {
+	wait := s.opts.KeyRetry
+	for attempt := 1; ; attempt++ {
+		_, err := undokey.Start(s.ctx, undokey.Options{
+			Client: c, Namespace: namespace, Name: s.opts.KeySecretName, Keeper: s.opts.Keys, Log: log,
+		})
+		late := report(err)
+		if err == nil {
+			if late {
+				log.Info("read the undo key Secret after Initialize: undos are sealed from now on", "attempts", attempt)
+				s.logUncovered(log)
+			}
+			return
+		}
+		if s.ctx.Err() != nil {
+			return
+		}
+		if late {
+			log.V(1).Info("undo key Secret: try failed", "attempts", attempt, "retryIn", wait.String(), "error", err.Error())
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-s.ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		wait = min(2*wait, MaxKeyRetry)
+	}
+}
+
+// hostClient returns a client of the host apiserver for Secrets, from the InitConfig JSON
+// config (workloadConfig, else physicalClusterConfig), and the vcluster's host namespace. Its
+// errors say what is missing, never the config's content.
+func (s *Server) hostClient(config string) (client.Client, string, error) {
+	var ic initConfig
+	if err := json.Unmarshal([]byte(config), &ic); err != nil {
+		return nil, "", errors.New("the Initialize config is not the JSON of vcluster's InitConfig")
+	}
+	kubeconfig := ic.WorkloadConfig
+	if len(kubeconfig) == 0 {
+		kubeconfig = ic.PhysicalClusterConfig
+	}
+	if len(kubeconfig) == 0 {
+		return nil, "", errors.New("the Initialize config has no host kubeconfig (workloadConfig, physicalClusterConfig)")
+	}
+	if ic.CurrentNamespace == "" {
+		return nil, "", errors.New("the Initialize config has no currentNamespace")
+	}
+	rc, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, "", errors.New("the host kubeconfig in the Initialize config does not load")
+	}
+	rc.Timeout = s.opts.KeyTimeout
+	rc.UserAgent = "synchook-plugin"
+	// Only Secrets are read: a fixed mapping, no discovery round trip.
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
+	c, err := client.New(rc, client.Options{Mapper: mapper})
+	if err != nil {
+		return nil, "", fmt.Errorf("host client: %w", err)
+	}
+	return c, ic.CurrentNamespace, nil
+}
+
+// readType is the hook type that reads objects of side.
+func readType(side undo.Side) hooks.HookType {
+	if side == undo.Virtual {
+		return hooks.GetVirtual
+	}
+	return hooks.GetPhysical
+}
+
+// coverUndoReads registers the read types of the kinds the Keeper knows undos were sealed on
+// and announces them (GetPluginConfig). It runs in Initialize, before vcluster sends Mutate.
+func (s *Server) coverUndoReads(log logr.Logger) {
+	added := s.runner.Registry().CoverUndoReads(s.opts.Keys.SealedKinds())
+	if len(added) == 0 {
+		return
+	}
+	if err := s.mutator.Refresh(); err != nil {
+		log.Error(err, "could not announce the reads of kinds an undo was sealed on")
+		return
+	}
+	if err := s.encodeConfig(); err != nil {
+		log.Error(err, "could not announce the reads of kinds an undo was sealed on")
+		return
+	}
+	names := make([]string, len(added))
+	for i, k := range added {
+		names[i] = k.String()
+	}
+	log.Info("announcing reads of kinds an undo was sealed on", "added", names)
+}
+
+// logUncovered logs the kinds an undo was sealed on whose read type is not announced: after
+// Initialize it is too late to add them (vcluster has read the plugin config), so their undos
+// stay on the objects until the plugin starts again.
+func (s *Server) logUncovered(log logr.Logger) {
+	var missing []string
+	for _, k := range s.opts.Keys.SealedKinds() {
+		if !s.runner.Registry().Has(k.GVK, readType(k.Side)) {
+			missing = append(missing, k.String())
+		}
+	}
+	if len(missing) > 0 {
+		log.Info("kinds an undo was sealed on are read without taking it off until the plugin restarts", "kinds", missing)
+	}
 }
 
 // GetPluginConfig implements pluginv2.PluginServer: the client hooks (PluginConfig).
 func (s *Server) GetPluginConfig(context.Context, *pluginv2.GetPluginConfig_Request) (*pluginv2.GetPluginConfig_Response, error) {
-	return &pluginv2.GetPluginConfig_Response{Config: s.config}, nil
+	return &pluginv2.GetPluginConfig_Response{Config: s.PluginConfig()}, nil
 }
 
 // SetLeader implements pluginv2.PluginServer; hooks run on leaders and followers alike.
@@ -198,6 +465,7 @@ type ServeOptions struct {
 // vcluster; write logs to a writer taken before Serve. It exits the process itself (code 1)
 // when the magic cookie is missing, as go-plugin does for every plugin.
 func Serve(s *Server, o ServeOptions) {
+	defer s.Close()
 	o.MaxMessageBytes = s.opts.MaxMessageBytes
 	ServePlugin(s, o)
 }

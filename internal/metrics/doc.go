@@ -16,6 +16,8 @@
 //	                                                     dropped: too_large, malformed, identity,
 //	                                                     unverified, unauthentic, untrusted,
 //	                                                     no_key or deadline
+//	undo_key_fallbacks_total                            counter of plugin v2 starts without the undo key
+//	                                                     Secret (host unreachable): no key until a retry
 //	certificate_expiry_timestamp_seconds                gauge, Unix time of the serving cert's NotAfter
 //	slots_stuck                                         gauge, hook concurrency slots held longer than
 //	                                                     the request timeout (WatchSlots): by hooks that

@@ -60,13 +60,16 @@ var (
 	undoRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "synchook_undo_rejected_total", Help: "synchook.io/undo annotations a read dropped instead of applying, by reason (too_large, malformed, identity, unverified, unauthentic, untrusted, no_key, deadline).",
 	}, []string{"reason"})
+	undoKeyFallbacks = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "synchook_undo_key_fallbacks_total", Help: "Times a vcluster plugin v2 answered Initialize without its undo key Secret (host unreachable, no access): it runs without a key until a background retry gets it.",
+	})
 	certExpiry = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "synchook_certificate_expiry_timestamp_seconds", Help: "NotAfter of the serving certificate, Unix seconds.",
 	})
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(requests, requestDuration, hookDuration, hookFailures, patchOps, guardRejections, inflight, loopsDetected, undoRejected, certExpiry)
+	crmetrics.Registry.MustRegister(requests, requestDuration, hookDuration, hookFailures, patchOps, guardRejections, inflight, loopsDetected, undoRejected, undoKeyFallbacks, certExpiry)
 }
 
 // Recorder records requests and hook calls for one registry. It implements engine.Observer:
@@ -128,6 +131,10 @@ func (r *Recorder) ObserveLoop(hookNames string, t hooks.HookType, gvk schema.Gr
 func (r *Recorder) ObserveUndoRejected(_ hooks.HookType, _ schema.GroupVersionKind, reason string) {
 	undoRejected.WithLabelValues(reason).Inc()
 }
+
+// ObserveUndoKeyFallback counts a start without the undo key Secret
+// (synchook_undo_key_fallbacks_total; bridgev2.Options.OnKeyFallback).
+func (r *Recorder) ObserveUndoKeyFallback() { undoKeyFallbacks.Inc() }
 
 // Start marks a request that began at start as in flight and returns the function that
 // records its end.

@@ -23,6 +23,7 @@ import (
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/internal/undo"
+	"github.com/synchook/synchook/internal/undokey"
 	"github.com/synchook/synchook/webhook"
 )
 
@@ -507,13 +508,9 @@ func LoadKeys(path string) (*undo.Keeper, error) {
 	if path == "" {
 		return undo.NewKeeper(nil), nil
 	}
-	data, err := os.ReadFile(path)
+	ring, err := undokey.LoadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("undo key file: %w", err)
-	}
-	ring, err := undo.ParseRing(data)
-	if err != nil {
-		return nil, fmt.Errorf("undo key file %s: %w", path, err)
+		return nil, err
 	}
 	return undo.NewKeeper(ring), nil
 }
@@ -534,6 +531,9 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	keys, err := LoadKeys(opts.UndoKeyFile) // none: the key Secret is read at Initialize
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if keys.Ring() != nil {
+		opts.Log.Info("undo key from a file", "file", opts.UndoKeyFile, "keys", keys.Ring().IDs())
 	}
 	reg, err := BuildRegistry(context.Background(), RegistryConfig{
 		EnvVars: []string{bridgev2.ConfigEnvVar, config.EnvVar}, NoDefaultConfig: opts.NoDefaultConfig, Getenv: opts.Getenv, Register: opts.Register,
@@ -578,6 +578,9 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 		StuckSlotsFactor: opts.Webhook.StuckSlotsFactor,
 		Metrics:          rec,
 		Log:              opts.Log.WithName("pluginv2"),
+		// No key file: the key Secret in the host namespace, read at Initialize.
+		Keys:          keys,
+		OnKeyFallback: rec.ObserveUndoKeyFallback,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
