@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -376,4 +377,25 @@ func equalJSON(t *testing.T, a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// TestAnAnswerPastTheDeadlineIsNotGiven: a request whose hooks return only after its deadline
+// (the work after the hooks — diff, undo, encode — would run past it) is answered
+// DeadlineExceeded, a read too, and holds its one slot until it ends.
+func TestAnAnswerPastTheDeadlineIsNotGiven(t *testing.T) {
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: testKeeper(t)})
+	late := func(ctx context.Context, o client.Object) (client.Object, error) {
+		<-ctx.Done() // returns, as a well-behaved hook does, but only once the deadline passed
+		return o, nil
+	}
+	reg.MustRegister(hooks.NewFunc("late", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.GetPhysical}, late))
+	for _, typ := range []hooks.HookType{hooks.CreatePhysical, hooks.GetPhysical} {
+		r := engine.NewRunner(reg, engine.RunnerOptions{MaxConcurrent: 1}) // the slot of an abandoned run is freed when it returns
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		_, err := r.Mutate(ctx, podGVK, typ, podJSON(t, nil))
+		cancel()
+		if f, _ := engine.Classify(err); !errors.Is(err, context.DeadlineExceeded) || f != engine.Deadline {
+			t.Errorf("%s: %v (failure %v), want DeadlineExceeded", typ, err, f)
+		}
+	}
 }

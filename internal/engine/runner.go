@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -158,7 +159,7 @@ func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t hook
 
 // mutate is Mutate, with validJSON saying raw is known to be valid JSON.
 func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, validJSON bool) (Result, error) {
-	res, err := r.newCall(validJSON).run(ctx, gvk, t, raw)
+	res, err := r.newCall(validJSON).runWhole(ctx, gvk, t, raw)
 	if err == nil && r.loops != nil && res.Patch != nil && (t == hooks.UpdatePhysical || t == hooks.UpdateVirtual) {
 		r.loops.observe(r.reg, gvk, t, raw, res.Patch)
 	}
@@ -174,6 +175,28 @@ func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hook
 // the answer is then undefined (no panic).
 func (r *Runner) MutateValidJSON(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
 	return r.mutate(ctx, gvk, t, raw, true)
+}
+
+// runWhole is run for one whole request: when the kind has a chain for t, the request holds
+// one concurrency slot from its decode to its answer (the hooks, the diff and the undo run
+// under it), and an answer not ready by ctx's deadline is not given: the error wraps
+// ctx.Err() (context.DeadlineExceeded: 504 / DeadlineExceeded), for a read too, whose stored
+// object would show the tenant the hooks' values.
+func (r *call) runWhole(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
+	key := Key{GVK: gvk, Type: t}
+	if r.slots != nil && (r.reg.chains[key] != nil || r.reg.listChain(gvk, t) != nil) {
+		inner, done, ok := r.hold()
+		if !ok {
+			return Result{}, fmt.Errorf("%s: %w", key, ErrOverloaded)
+		}
+		defer done()
+		r = inner
+	}
+	res, err := r.run(ctx, gvk, t, raw)
+	if err == nil && ctx.Err() != nil {
+		return Result{}, fmt.Errorf("%s: the request's deadline passed before its answer was ready: %w", key, ctx.Err())
+	}
+	return res, err
 }
 
 // acquire takes a slot of MaxConcurrent without waiting; ok is false when none is free.
