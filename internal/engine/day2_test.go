@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -396,6 +397,22 @@ func TestAnAnswerPastTheDeadlineIsNotGiven(t *testing.T) {
 		cancel()
 		if f, _ := engine.Classify(err); !errors.Is(err, context.DeadlineExceeded) || f != engine.Deadline {
 			t.Errorf("%s: %v (failure %v), want DeadlineExceeded", typ, err, f)
+		}
+	}
+}
+
+// Regression (issue 25): the labels fast path left "annotations":{} (and "labels":{}) on a pod
+// that had none after a write and its read.
+func TestARoundTripLeavesNoEmptyMapsBehind(t *testing.T) {
+	x := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"ns"},"spec":{"containers":[{"name":"c","image":"nginx"}]}}`)
+	for _, keys := range []*undo.Keeper{nil, testKeeper(t)} {
+		reg := labelsRegistry(keys, "a")
+		view := mutatedOK(t, reg, hooks.GetPhysical, mutatedOK(t, reg, hooks.CreatePhysical, x))
+		var got, want map[string]any
+		_ = json.Unmarshal(view, &got)
+		_ = json.Unmarshal(x, &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("key %v: the read gives %s, want %s", keys != nil, view, x)
 		}
 	}
 }

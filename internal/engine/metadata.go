@@ -270,6 +270,13 @@ func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, [
 			continue
 		}
 		path := "/metadata/" + f.name
+		if f.start >= 0 && f.value != nil && now == nil {
+			// The map goes (an undo removes a map the write created): removed, not left
+			// empty, and null in the merge answer (a merging decoder then drops it).
+			a.ops = append(a.ops, patch.Operation{Operation: "remove", Path: path})
+			a.edits = append(a.edits, edit{f.start, f.end, []byte("null")})
+			continue
+		}
 		if f.start >= 0 && f.value != nil {
 			if err := a.changeMap(f, path, now); err != nil {
 				return nil, nil, err
