@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -257,9 +258,13 @@ func (p *Plugin) mutate(args []string, stdin io.Reader, stdout, stderr io.Writer
 	if err != nil {
 		return fail(exitFailed, "read object: %v", err)
 	}
-	objectJSON, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return fail(exitFailed, "%s is not YAML or JSON: %v", o.file, err)
+	// JSON is taken as it is, numbers exact, as the server takes it (a YAML step would turn
+	// 12345678901234567890123 into 1.2345678901234568e+22); YAML is converted.
+	objectJSON := bytes.TrimSpace(data)
+	if len(objectJSON) == 0 || objectJSON[0] != '{' || !json.Valid(objectJSON) {
+		if objectJSON, err = yaml.YAMLToJSON(data); err != nil {
+			return fail(exitFailed, "%s is not YAML or JSON: %v", o.file, err)
+		}
 	}
 	keys, err := sidecar.LoadKeys(o.undoKeyFile)
 	if err != nil {

@@ -72,3 +72,23 @@ func TestTenConfigChangesReplayOfflineWithTheKey(t *testing.T) {
 		}
 	}
 }
+
+// Regression (issue 25): offline mutate changed numbers through its YAML step
+// (12345678901234567890123 → 1.2345678901234568e+22, 1E400 → a string); JSON input is taken
+// as it is, as the server takes it.
+func TestMutateKeepsJSONNumbersExact(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pod.json")
+	obj := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"ns"},"spec":{"containers":[{"name":"c","image":"nginx"}],"overhead":{"x":12345678901234567890123},"priority":1E400}}`
+	if err := os.WriteFile(file, []byte(obj), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "mutate", "--type", "CreatePhysical", "-f", file, "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{`"x":12345678901234567890123`, `"priority":1E400`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the result lacks %s: %s", want, out)
+		}
+	}
+}
