@@ -1,8 +1,8 @@
 package plugin
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
