@@ -242,21 +242,36 @@ func mapListAt(tokens []string, v any, m mapper) any {
 
 // mapValuesAt maps with f the Secret values in v, the value at tokens of a Secret's data or
 // stringData: the map of values (tokens of length 1) or one value.
+//
+// A value that is not a string (an object the decoder would refuse: "data":["…"],
+// "stringData":{"k":["…"]}, a number) is mapped whole, by its JSON encoding: a refused
+// object is captured too, and its values must not leave as they are.
 func mapValuesAt(tokens []string, v any, f func(string) string) any {
 	if len(tokens) == 1 {
 		if values, ok := v.(map[string]any); ok {
 			for k, x := range values {
-				if s, ok := x.(string); ok {
-					values[k] = f(s)
-				}
+				values[k] = mapValue(x, f)
 			}
+			return v
 		}
-		return v
 	}
-	if s, ok := v.(string); ok {
-		return f(s)
+	return mapValue(v, f)
+}
+
+// mapValue maps one Secret value with f: a string as it is, null stays null, anything else by
+// its JSON encoding.
+func mapValue(v any, f func(string) string) any {
+	switch x := v.(type) {
+	case string:
+		return f(x)
+	case nil:
+		return nil
 	}
-	return v
+	b, err := encodeJSON(v)
+	if err != nil {
+		return f("")
+	}
+	return f(string(b))
 }
 
 // mapMetadataAt maps the Secret values in v, the value at tokens of a Secret's metadata: those

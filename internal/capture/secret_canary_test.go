@@ -161,3 +161,34 @@ func TestReplayOfSecretsWithWithheldErrorsAndOldHashes(t *testing.T) {
 		}
 	})
 }
+
+// Regression (issue 25): Secret values that are not strings — an object the typed decoder
+// refuses ("data":["…"], "stringData":{"k":["…"]}, a number) — were captured as they were.
+func TestRefusedSecretsAreCapturedRedacted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "capture")
+	reg := newRegistry(t, secretHook())
+	w := newWriter(t, Options{Dir: dir, Registry: reg, Buffer: 64})
+	r := engine.NewRunner(reg, engine.RunnerOptions{Capture: w.Capture})
+	v, _ := json.Marshal(canary.Value)
+	for _, object := range []string{
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a"},"data":[` + string(v) + `]}`,
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"b"},"stringData":{"k":[` + string(v) + `]}}`,
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"c"},"stringData":{"k":{"nested":` + string(v) + `}}}`,
+	} {
+		if _, err := r.Mutate(t.Context(), secretGVK, hooks.CreatePhysical, []byte(object)); err == nil {
+			t.Fatalf("%s was accepted", object)
+		}
+	}
+	w.Close()
+	files, err := Files(dir)
+	if err != nil || len(files) != 3 {
+		t.Fatalf("%d files, %v; want 3 (refused objects are captured)", len(files), err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		canary.Check(t, "capture file "+filepath.Base(f), string(b), canary.Value)
+	}
+}
