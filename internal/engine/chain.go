@@ -249,8 +249,8 @@ func (rn *call) applyChain(ctx context.Context, c *chain, doc []byte) ([]byte, i
 // runChain is runOps for a chain without an undo to apply first.
 func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, error) {
 	if _, write := undoPair[c.key.Type]; write && rn.reg.opts.Undo && !rn.keepOwnUndo {
-		if steps, own := rn.reg.ownUndo(c, raw); own {
-			return rn.runRestored(ctx, c, raw, steps)
+		if steps, carry, own := rn.reg.ownUndo(c, raw); own {
+			return rn.runRestored(ctx, c, raw, steps, carry)
 		}
 	}
 	undo := rn.reg.recordsUndo(c)
@@ -268,7 +268,7 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 		return outcome{ops: o.ops, hooks: o.hooks}, err
 	}
 	if undo {
-		o.ops, err = rn.reg.withUndo(c, raw, o.ops, rn.clearUndo)
+		o.ops, err = rn.reg.withUndo(c, raw, o.ops, rn.clearUndo, rn.carried())
 		o.merge = nil
 		return o, err
 	}
@@ -282,7 +282,7 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 // undo's steps are applied first and the annotation removed, the chain runs on that object,
 // and the patch goes from raw to the result, so the new undo records only the new change and
 // never the old undo (no nesting).
-func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []undoStep) (outcome, error) {
+func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []undoStep, carry []UndoEntry) (outcome, error) {
 	tree, err := decodeTree(raw)
 	if err != nil {
 		return outcome{}, &DecodeError{GVK: c.key.GVK, Err: err}
@@ -298,7 +298,9 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []u
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	}
-	o, err := rn.runChain(ctx, c, restored)
+	in := *rn // the chain records the carried entries before its own
+	in.carry = carry
+	o, err := in.runChain(ctx, c, restored)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -308,6 +310,13 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []u
 			return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 		}
 	}
+	if len(carry) > 0 && rn.reg.recordsUndo(c) {
+		if _, has := undoAnnotation(final); !has { // the chain changed nothing: record them alone
+			if final, err = rn.reg.withCarried(c, final, carry); err != nil {
+				return outcome{}, err
+			}
+		}
+	}
 	ops, err := patch.Diff(raw, final)
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
@@ -315,10 +324,26 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []u
 	return outcome{ops: ops, hooks: o.hooks}, nil
 }
 
+// withCarried returns the object doc with an UndoAnnotation that holds only carry, sealed.
+func (r *Registry) withCarried(c *chain, doc []byte, carry []UndoEntry) ([]byte, error) {
+	value, err := r.sealUndo(c, doc, nil, false, carry)
+	if err != nil {
+		return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+	}
+	tree, err := decodeTree(doc)
+	if err != nil {
+		return nil, &DecodeError{GVK: c.key.GVK, Err: err}
+	}
+	if !setAnnotation(tree, UndoAnnotation, value) {
+		return doc, nil // no metadata object to carry them on
+	}
+	return json.Marshal(tree)
+}
+
 // withUndo returns ops (a patch of raw) followed by the operation that records, in
 // UndoAnnotation, how to go back from the hooked object to raw: sealed when there is a key,
 // in clear text without one or when clear is set (the runs that verify a clear-text undo).
-func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, clear bool) ([]patch.Operation, error) {
+func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, clear bool, carry []UndoEntry) ([]patch.Operation, error) {
 	hooked, err := applyOps(raw, ops...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.key, err)
@@ -332,7 +357,7 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, clear b
 	if len(annotations) == 0 || string(annotations) == "null" {
 		entries = append([]UndoEntry{emptyMapEntry("/metadata/annotations")}, entries...)
 	}
-	value, err := r.sealUndo(c, raw, entries, clear)
+	value, err := r.sealUndo(c, raw, entries, clear, carry)
 	if err != nil {
 		return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 	}

@@ -79,6 +79,14 @@ func noTrace(t *testing.T, what string, view []byte) {
 	}
 }
 
+// noHookLabel fails when the view carries the label team.
+func noHookLabel(t *testing.T, what string, view []byte) {
+	t.Helper()
+	if _, ok := decodePod(t, view).Labels["team"]; ok {
+		t.Errorf("%s: the view carries the hook's label: %s", what, view)
+	}
+}
+
 func TestTenConfigChangesKeepTheUndoSmallAndTheTenantViewClean(t *testing.T) {
 	keys := testKeeper(t)
 	stored := mutatedOK(t, labelsRegistry(keys, "v0"), hooks.CreatePhysical, podJSON(t, map[string]string{"app": "web"}))
@@ -135,9 +143,14 @@ func TestARemovedHookLeavesNoTraceAndNothingAnUpdateCannotChangeBack(t *testing.
 	removed := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys})
 	removed.CoverUndoReads(keys.SealedKinds())
 	view := mutatedOK(t, removed, hooks.GetPhysical, stored)
-	noTrace(t, "view after the hooks were removed", view)
+	noHookLabel(t, "view after the hooks were removed", view)
 	if tol := decodePod(t, view).Spec.Tolerations; len(tol) != 1 {
 		t.Errorf("tolerations in the view %v: want the hook's toleration kept (an update cannot remove it)", tol)
+	}
+	// The toleration stays recorded (Kept) on the view, so that no write loses it and
+	// synchook cleanup can list it.
+	if res, err := removed.Cleanup(t.Context(), podGVK, undo.Physical, view); err != nil || strings.Join(res.Unrestored, ",") != "/spec/tolerations" {
+		t.Errorf("cleanup of the view: %+v, %v; want /spec/tolerations listed", res, err)
 	}
 
 	// Only the labels hook removed: the toleration hook still puts its toleration back, so
@@ -146,7 +159,22 @@ func TestARemovedHookLeavesNoTraceAndNothingAnUpdateCannotChangeBack(t *testing.
 	onlyTol := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys})
 	onlyTol.MustRegister(tolerationHook())
 	view = mutatedOK(t, onlyTol, hooks.GetPhysical, stored)
-	noTrace(t, "view with the labels hook removed", view)
+	noHookLabel(t, "view with the labels hook removed", view)
+	// The tenant's update of that view: the toleration hook changes nothing (its toleration
+	// is there), and the carried entry is recorded again, not lost.
+	p := decodePod(t, view)
+	p.Labels["rev"] = "1"
+	next, _ := json.Marshal(p)
+	again := mutatedOK(t, onlyTol, hooks.UpdatePhysical, next)
+	if res, err := removed.Cleanup(t.Context(), podGVK, undo.Physical, again); err != nil || strings.Join(res.Unrestored, ",") != "/spec/tolerations" {
+		t.Errorf("cleanup after the update: %+v, %v; want /spec/tolerations still listed", res, err)
+	}
+	if u := decodePod(t, again).Annotations[engine.UndoAnnotation]; strings.Count(u, "s1.") != 1 {
+		t.Errorf("the undo after the update: %.40q", u)
+	}
+	if v2 := mutatedOK(t, onlyTol, hooks.GetPhysical, again); decodePod(t, v2).Labels["rev"] != "1" {
+		t.Error("the read after the update lost the tenant's label")
+	}
 
 	// The same config: everything is taken off, the toleration too.
 	same := labelsRegistry(keys, "a")

@@ -216,7 +216,7 @@ func (c *chain) runMetadata(ctx context.Context, rn *call, raw []byte, undo bool
 		return nil, nil, err
 	}
 	if undo {
-		if err := rn.reg.recordMetadataUndo(c, doc, m, rn.clearUndo); err != nil {
+		if err := rn.reg.recordMetadataUndo(c, doc, m, rn.clearUndo, rn.carried()); err != nil {
 			return nil, nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 		}
 	}
@@ -473,7 +473,7 @@ func escapeToken(s string) string {
 // recordMetadataUndo sets UndoAnnotation in m to the undo of the change from doc's labels and
 // annotations to m's (nothing when they are equal), recorded by the write chain c: sealed
 // for doc's object, or in clear text (sealUndo).
-func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metadata, clear bool) error {
+func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metadata, clear bool, carry []UndoEntry) error {
 	var entries []UndoEntry
 	for i, after := range []map[string]string{m.Labels, m.Annotations} {
 		before := doc.maps[i].value
@@ -511,7 +511,7 @@ func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metad
 			entries = append([]UndoEntry{emptyMapEntry("/metadata/" + doc.maps[i].name)}, entries...)
 		}
 	}
-	value, err := r.sealUndo(c, doc.raw, entries, clear)
+	value, err := r.sealUndo(c, doc.raw, entries, clear, carry)
 	if err != nil {
 		return err
 	}

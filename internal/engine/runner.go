@@ -116,6 +116,8 @@ type call struct {
 	// instead of applying it first (ownUndo): for the idempotency check, whose second run
 	// must run the hooks on the first run's result.
 	keepOwnUndo bool
+	// carry are entries of an earlier undo that a write records before its own (undoPlan.carry).
+	carry []UndoEntry
 }
 
 // newCall returns a call of r for one request.

@@ -113,7 +113,10 @@ func hookDigest(name, revision string) string {
 // object raw (either side of the change: identity never changes): sealed with the newest key,
 // or in clear text without a key or with clear (the runs that verify a clear-text undo). Errors: ErrUndoTooLarge past MaxUndoBytes (counted as
 // stored), ErrUndoNeedsKey for a clear-text undo that would hold a Secret value.
-func (r *Registry) sealUndo(c *chain, raw []byte, entries []UndoEntry, clear bool) (string, error) {
+func (r *Registry) sealUndo(c *chain, raw []byte, entries []UndoEntry, clear bool, carry []UndoEntry) (string, error) {
+	if len(carry) > 0 && !clear && r.ring() != nil {
+		entries = append(slices.Clip(carry), entries...)
+	}
 	rec := undo.Record{Writers: c.writers, Entries: entries}
 	var (
 		value string
@@ -166,6 +169,10 @@ type undoPlan struct {
 	steps  []undoStep
 	verify bool
 	reason string
+	// carry are the sealed undo's entries the rule does not let a view apply (an update
+	// cannot change them back) and the object still holds: they stay recorded, marked Kept,
+	// on the view's undo and on every later write's, so they are never lost.
+	carry []UndoEntry
 }
 
 // planUndo decides what the read chain c does with the UndoAnnotation value found on raw.
@@ -204,17 +211,39 @@ func (r *Registry) planSealed(c *chain, raw []byte, value string) undoPlan {
 	if reason != "" {
 		return undoPlan{reason: reason}
 	}
-	if !r.rewrites(c.key, rec.Writers) {
-		immutable := isImmutable(raw)
-		kept := steps[:0]
-		for _, s := range steps {
-			if undo.Restorable(c.key.GVK, s.tokens) && (!immutable || s.tokens[0] == "metadata") {
-				kept = append(kept, s)
+	all := r.rewrites(c.key, rec.Writers)
+	immutable := isImmutable(raw)
+	var (
+		apply []undoStep
+		carry []UndoEntry
+		tree  any // raw decoded, once, when an entry is to be carried
+	)
+	for _, s := range steps {
+		if all && !s.entry.Kept || undo.Restorable(c.key.GVK, s.tokens) && (!immutable || s.tokens[0] == "metadata") {
+			apply = append(apply, s)
+			continue
+		}
+		if tree == nil {
+			if tree, _ = decodeTree(raw); tree == nil {
+				continue
 			}
 		}
-		steps = kept
+		if s.entry.Op == undo.OpInsert || holds(tree, s.tokens, s.entry.Hooked) {
+			e := s.entry
+			e.Kept = true
+			carry = append(carry, e)
+		}
 	}
-	return undoPlan{steps: steps}
+	return undoPlan{steps: apply, carry: carry}
+}
+
+// carried returns the entries to record before a write's own: the kept entries of the undo
+// the write brought (ownUndo), none in the runs that verify a clear-text undo.
+func (rn *call) carried() []UndoEntry {
+	if rn.clearUndo {
+		return nil
+	}
+	return rn.carry
 }
 
 // rewrites reports whether the Update chain of the side of key records undo and has every
@@ -287,32 +316,32 @@ var undoMarker = []byte(`"` + UndoAnnotation + `"`)
 // clear-text value whose every entry still fits the object, and a sealed value it cannot
 // open, which it drops), with the steps the rule lets it apply. ok is false when raw carries no such undo: a value a tenant wrote is
 // then recorded as the tenant's own.
-func (r *Registry) ownUndo(c *chain, raw []byte) (steps []undoStep, ok bool) {
+func (r *Registry) ownUndo(c *chain, raw []byte) (steps []undoStep, carry []UndoEntry, ok bool) {
 	if !bytes.Contains(raw, undoMarker) {
-		return nil, false
+		return nil, nil, false
 	}
 	value, had := undoAnnotation(raw)
 	if !had || len(value) > r.opts.MaxUndoBytes {
-		return nil, false
+		return nil, nil, false
 	}
 	readKey := Key{GVK: c.key.GVK, Type: readType(c.key.Type)}
 	ring := r.ring()
 	switch {
 	case undo.IsSealed(value) && ring == nil:
-		return nil, true // cannot be applied; never recorded as the tenant's own
+		return nil, nil, true // cannot be applied; never recorded as the tenant's own
 	case undo.IsSealed(value):
 		p := r.planSealed(&chain{key: readKey}, raw, value)
-		return p.steps, p.reason == ""
+		return p.steps, p.carry, p.reason == ""
 	case ring != nil:
-		return nil, false
+		return nil, nil, false
 	}
 	rec, err := undo.ParseClear(value)
 	if err != nil || len(rec.Entries) == 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	steps, reason := parseSteps(rec.Entries)
 	if reason != "" {
-		return nil, false
+		return nil, nil, false
 	}
 	// Without a key, a clear-text undo is taken as synchook's own only when the object still
 	// holds everything it says the hooks wrote: a stale undo of an earlier config, which the
@@ -320,7 +349,7 @@ func (r *Registry) ownUndo(c *chain, raw []byte) (steps []undoStep, ok bool) {
 	// is the tenant's own.
 	tree, err := decodeTree(raw)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	for _, s := range steps {
 		if s.entry.Op == undo.OpInsert {
@@ -333,12 +362,12 @@ func (r *Registry) ownUndo(c *chain, raw []byte) (steps []undoStep, ok bool) {
 			cur = m
 		}
 		if has != (s.entry.Hooked != nil) {
-			return nil, false
+			return nil, nil, false
 		}
 		var hooked any
 		if has && (decodeValue(s.entry.Hooked, &hooked) != nil || !reflect.DeepEqual(cur, hooked)) {
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	return steps, true
+	return steps, nil, true
 }

@@ -225,6 +225,20 @@ func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, p undoPlan) 
 	if view, err = json.Marshal(tree); err != nil {
 		return nil, UndoMalformed, nil
 	}
+	if len(p.carry) > 0 { // what the view cannot leave out stays recorded on it
+		// Sealed as the kind's Update chain seals them alone, so that a view of an object
+		// that holds only these entries is the object itself.
+		wc := rn.reg.chains[Key{GVK: c.key.GVK, Type: updateType(c.key.Type)}]
+		if wc == nil {
+			wc = &chain{key: c.key}
+		}
+		value, err := rn.reg.sealUndo(wc, raw, nil, false, p.carry)
+		if err == nil && setAnnotation(tree, UndoAnnotation, value) {
+			if view, err = json.Marshal(tree); err != nil {
+				return nil, UndoMalformed, nil
+			}
+		}
+	}
 	if !p.verify {
 		return view, "", nil
 	}
@@ -331,6 +345,23 @@ func applyUndoSteps(ctx context.Context, tree any, steps []undoStep) string {
 		}
 	}
 	return ""
+}
+
+// setAnnotation sets the annotation key to value on the decoded object tree, making the
+// annotations map when it is absent; false when metadata is not an object.
+func setAnnotation(tree any, key, value string) bool {
+	meta, _ := lookupTree(tree, []string{"metadata"})
+	m, ok := meta.(map[string]any)
+	if !ok {
+		return false
+	}
+	ann, ok := m["annotations"].(map[string]any)
+	if !ok {
+		ann = map[string]any{}
+		m["annotations"] = ann
+	}
+	ann[key] = value
+	return true
 }
 
 // isArrayIndex reports whether tokens address an index (0..len) of an array in tree.

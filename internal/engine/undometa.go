@@ -13,7 +13,7 @@ import (
 // chain's own hooks (if any) are MetadataHooks and, for a clear-text undo that must verify,
 // so is every write chain that records its undo.
 func (r *Registry) undoOnMetadata(c *chain, p undoPlan) bool {
-	if len(c.hooks) > 0 && !c.metadataOnly() {
+	if len(c.hooks) > 0 && !c.metadataOnly() || len(p.carry) > 0 {
 		return false
 	}
 	for _, s := range p.steps {
@@ -161,7 +161,7 @@ func (rn *call) verifyMetadataUndo(ctx context.Context, key Key, namespace strin
 			continue
 		}
 		before := &metadataDoc{maps: [2]mapField{{name: "labels", value: view[0]}, {name: "annotations", value: view[1]}}}
-		if rn.reg.recordMetadataUndo(wc, before, m, true) != nil {
+		if rn.reg.recordMetadataUndo(wc, before, m, true, nil) != nil {
 			continue
 		}
 		if maps.Equal(m.Labels, stored[0]) && sameAnnotations(m.Annotations, stored[1]) {

@@ -27,7 +27,12 @@ const DefaultMaxBytes = 16 << 10
 // so that an element inserted or removed anywhere in an array is one entry the size of the
 // element, never the shifted rest of the array. A reader that does not know an Op refuses the
 // whole record.
+//
+// Kept marks an entry carried over from an undo whose hooks are no longer all configured: a
+// read applies it only where Restorable, and each write carries it on while the object still
+// holds what the hook wrote, so that `synchook cleanup` can still list it.
 type Entry struct {
+	Kept     bool            `json:"k,omitempty"`
 	Op       string          `json:"op,omitempty"`
 	Path     string          `json:"path"`
 	Hooked   json.RawMessage `json:"hooked,omitempty"`
