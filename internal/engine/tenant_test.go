@@ -39,7 +39,7 @@ func (u *undoCounter) ObserveLoop(string, hooks.HookType, schema.GroupVersionKin
 // runnerMutator is the in-process transport: Runner.Mutate with the patch applied.
 func runnerMutator(r *engine.Runner) tenanttest.Mutator {
 	return func(t *testing.T, typ hooks.HookType, gvk schema.GroupVersionKind, obj []byte) ([]byte, error) {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), tenanttest.RequestTimeout)
 		defer cancel()
 		res, err := r.Mutate(ctx, gvk, typ, obj)
 		if err != nil || res.Patch == nil {

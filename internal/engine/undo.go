@@ -449,7 +449,7 @@ func setAt(tree any, tokens []string, v any) bool {
 		m[key] = v
 		return true
 	}, func(a []any, i int) ([]any, bool) {
-		return slices.Insert(slices.Clone(a), i, v), true
+		return slices.Insert(a, i, v), true // the tree is the caller's own copy: edited in place
 	})
 }
 
@@ -460,7 +460,10 @@ func removeAt(tree any, tokens []string) bool {
 		delete(m, key)
 		return ok
 	}, func(a []any, i int) ([]any, bool) {
-		return slices.Delete(slices.Clone(a), i, i+1), i < len(a)
+		if i >= len(a) {
+			return a, false
+		}
+		return slices.Delete(a, i, i+1), true
 	})
 }
 
