@@ -352,6 +352,24 @@ func startSyncer(tb testing.TB, cl *clusters, spec syncerSpec) *syncer {
 		tb.Fatal(err)
 	}
 
+	// vcluster's SyncKubernetesService sometimes fails its first start on a fresh cluster pair
+	// ("provided IP is already allocated", about 1 start in 20): the syncer exits before any
+	// plugin runs. Such a start is tried again, up to three times; any other failure is fatal.
+	for attempt := 1; ; attempt++ {
+		s, err := launchSyncer(tb, cl, spec, folder, configPath, hostKubeconfig)
+		if err == nil {
+			return s
+		}
+		if attempt == 3 || !strings.Contains(s.log.String(), "provided IP is already allocated") {
+			tb.Fatal(err)
+		}
+		tb.Logf("vcluster's syncer exited at start on the known Service IP race; starting it again (attempt %d)", attempt+1)
+	}
+}
+
+// launchSyncer starts one syncer process for startSyncer and waits for it as startSyncer
+// says; an error when it exited or did not get that far (the syncer is returned for its log).
+func launchSyncer(tb testing.TB, cl *clusters, spec syncerSpec, folder, configPath, hostKubeconfig string) (*syncer, error) {
 	self, err := os.Executable()
 	if err != nil {
 		tb.Fatal(err)
@@ -410,10 +428,10 @@ func startSyncer(tb testing.TB, cl *clusters, spec syncerSpec) *syncer {
 		return err == nil, err
 	})
 	if err != nil {
-		tb.Fatalf("vcluster's syncer did not start: %v\nlog (last 100 lines):\n%s", err, s.log.tail(100))
+		return s, fmt.Errorf("vcluster's syncer did not start: %w\nlog (last 100 lines):\n%s", err, s.log.tail(100))
 	}
 	tb.Logf("vcluster's syncer started in %s with plugins %v", time.Since(start).Round(time.Millisecond), pluginDirs(spec.Plugins))
-	return s
+	return s, nil
 }
 
 func pluginDirs(ps []syncerPlugin) []string {
