@@ -93,23 +93,16 @@ func (r *Registry) cleanupSteps(gvk schema.GroupVersionKind, side undo.Side, raw
 	if len(value) > r.opts.MaxUndoBytes {
 		return nil, UndoTooLarge
 	}
-	var rec undo.Record
-	switch ring := r.ring(); {
-	case undo.IsSealed(value) && ring == nil:
-		return nil, UndoNoKey
-	case undo.IsSealed(value):
-		var err error
-		if rec, _, err = ring.Open(objectIdentity(gvk, raw), side, value); err != nil {
-			if errors.Is(err, undo.ErrMalformed) {
-				return nil, UndoMalformed
-			}
-			return nil, UndoUnauthentic
+	if undo.IsSealed(value) {
+		rec, reason := r.openSealed(gvk, side, raw, value)
+		if reason != "" {
+			return nil, reason
 		}
-	default:
-		var err error
-		if rec, err = undo.ParseClear(value); err != nil {
-			return nil, UndoMalformed
-		}
+		return parseSteps(rec.Entries)
+	}
+	rec, err := undo.ParseClear(value)
+	if err != nil {
+		return nil, UndoMalformed
 	}
 	return parseSteps(rec.Entries)
 }
@@ -124,8 +117,5 @@ func holds(tree any, tokens []string, value json.RawMessage) bool {
 		return true
 	}
 	var v any
-	return decodeValue(value, &v) == nil && jsonEqual(cur, v)
+	return decodeValue(value, &v) == nil && reflect.DeepEqual(cur, v)
 }
-
-// jsonEqual compares two decoded JSON values.
-func jsonEqual(a, b any) bool { return reflect.DeepEqual(a, b) }

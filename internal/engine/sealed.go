@@ -196,16 +196,9 @@ func (r *Registry) planUndo(c *chain, raw []byte, value string) undoPlan {
 
 // planSealed opens a sealed value and keeps the steps the rule lets a read apply.
 func (r *Registry) planSealed(c *chain, raw []byte, value string) undoPlan {
-	ring := r.ring()
-	if ring == nil {
-		return undoPlan{reason: UndoNoKey}
-	}
-	rec, _, err := ring.Open(objectIdentity(c.key.GVK, raw), sideOf(c.key.Type), value)
-	switch {
-	case errors.Is(err, undo.ErrMalformed):
-		return undoPlan{reason: UndoMalformed}
-	case err != nil:
-		return undoPlan{reason: UndoUnauthentic}
+	rec, reason := r.openSealed(c.key.GVK, sideOf(c.key.Type), raw, value)
+	if reason != "" {
+		return undoPlan{reason: reason}
 	}
 	steps, reason := parseSteps(rec.Entries)
 	if reason != "" {
@@ -235,6 +228,23 @@ func (r *Registry) planSealed(c *chain, raw []byte, value string) undoPlan {
 		}
 	}
 	return undoPlan{steps: apply, carry: carry}
+}
+
+// openSealed opens the sealed value found on the object raw of kind gvk on side with the
+// Registry's keys, or returns why it is dropped: no_key, malformed or unauthentic.
+func (r *Registry) openSealed(gvk schema.GroupVersionKind, side undo.Side, raw []byte, value string) (undo.Record, string) {
+	ring := r.ring()
+	if ring == nil {
+		return undo.Record{}, UndoNoKey
+	}
+	rec, _, err := ring.Open(objectIdentity(gvk, raw), side, value)
+	switch {
+	case errors.Is(err, undo.ErrMalformed):
+		return undo.Record{}, UndoMalformed
+	case err != nil:
+		return undo.Record{}, UndoUnauthentic
+	}
+	return rec, ""
 }
 
 // carried returns the entries to record before a write's own: the kept entries of the undo
