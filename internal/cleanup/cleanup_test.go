@@ -50,8 +50,12 @@ var (
 
 // hookedRegistry is the synchook that wrote the host objects: sealed undo with ring, a labels
 // hook and a Go hook adding a toleration on Pods, a strip hook taking a Secret's password.
-func hookedRegistry(t *testing.T, ring *undo.Ring) *engine.Registry {
+func hookedRegistry(t *testing.T) (*engine.Registry, *undo.Ring) {
 	t.Helper()
+	ring, err := undo.GenerateRing()
+	if err != nil {
+		t.Fatal(err)
+	}
 	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: undo.NewKeeper(ring)})
 	write := []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical}
 	toleration := func(_ context.Context, o client.Object) (client.Object, error) {
@@ -68,7 +72,7 @@ func hookedRegistry(t *testing.T, ring *undo.Ring) *engine.Registry {
 		hooks.NewFunc("toleration", &corev1.Pod{}, write, toleration),
 		hooks.NewFunc("strip", &corev1.Secret{}, write, strip),
 	)
-	return reg
+	return reg, ring
 }
 
 // createHooked runs reg's CreatePhysical chain on doc, as the syncer's create does, and
@@ -195,15 +199,11 @@ func TestCleanupOnARealAPIServer(t *testing.T) {
 	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ring, err := undo.GenerateRing()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, ring := hookedRegistry(t)
 	keys, err := ring.MarshalText()
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := hookedRegistry(t, ring)
 
 	const ns = "vc-host"
 	createNamespace(t, c, ns)
@@ -337,11 +337,7 @@ func testRereadsOnConflict(t *testing.T, env *envtest.Environment) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ring, err := undo.GenerateRing()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := hookedRegistry(t, ring)
+	reg, ring := hookedRegistry(t)
 	const ns = "vc-race"
 	createNamespace(t, base, ns)
 	createHooked(t, base, reg, podGVK, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"vc-race","labels":{"app":"web"}},
@@ -390,11 +386,7 @@ func testWithoutKey(t *testing.T, env *envtest.Environment) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ring, err := undo.GenerateRing()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := hookedRegistry(t, ring)
+	reg, _ := hookedRegistry(t)
 	const ns = "vc-nokey"
 	createNamespace(t, c, ns)
 	createHooked(t, c, reg, podGVK, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"vc-nokey"},
