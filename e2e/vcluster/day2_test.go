@@ -98,20 +98,7 @@ func day2Traces(o object, labels ...string) []string {
 			out = append(out, fmt.Sprintf("annotation %s=%.60s", k, o.GetAnnotations()[k]))
 		}
 	}
-	for _, l := range labels {
-		if v, ok := o.GetLabels()[l]; ok {
-			out = append(out, fmt.Sprintf("label %s=%s", l, v))
-		}
-	}
-	if p, ok := o.(*corev1.Pod); ok {
-		if hasPolicyToleration(p) {
-			out = append(out, "the policy's toleration")
-		}
-		if _, ok := p.Spec.NodeSelector[policyNodeSelectorKey]; ok {
-			out = append(out, "the policy's nodeSelector")
-		}
-	}
-	return out
+	return append(out, hookTraces(o, labels, nil)...)
 }
 
 // tracesSeen returns, for every recorded event of kind/name since t, what of synchook it
