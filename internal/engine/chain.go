@@ -269,6 +269,9 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 		return outcome{ops: o.ops, hooks: o.hooks}, err
 	}
 	if undo {
+		if err := stepBoundary(ctx, c); err != nil {
+			return outcome{}, err
+		}
 		o.ops, err = rn.reg.withUndo(c, raw, o.ops, rn.clearUndo, rn.carried())
 		o.merge = nil
 		return o, err
@@ -446,6 +449,9 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 	if !changed {
 		return outcome{hooks: n}, nil // the undo dropped and no change by the hooks
 	}
+	if err := stepBoundary(ctx, c); err != nil {
+		return outcome{}, err
+	}
 	if reason == "" && (rn.validJSON || jsonscan.Valid(raw)) { // final: encoded by json.Marshal, or applied to that
 		return outcome{ops: patch.DiffMarshaled(raw, final), hooks: n}, nil
 	}
@@ -492,6 +498,9 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte) (outcome, err
 	if err := decode(raw, obj); err != nil {
 		return outcome{}, &DecodeError{GVK: gvk, Err: err}
 	}
+	if err := stepBoundary(ctx, c); err != nil {
+		return outcome{}, err
+	}
 	// The object before the hooks, for a typed object: its labels and annotations alone while
 	// the chain's last run changed nothing else (metadataOps needs no more), else a deep copy
 	// (cheaper than an encoding); an unstructured object: its encoding.
@@ -528,6 +537,9 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte) (outcome, err
 	if err != nil {
 		return outcome{}, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
 	}
+	if err := stepBoundary(ctx, c); err != nil {
+		return outcome{}, err
+	}
 	if light {
 		// The chain's last run changed only labels and annotations: try the diff of the two
 		// maps (its own diff of raw and after) before encoding the whole object before.
@@ -562,10 +574,23 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte) (outcome, err
 	if snapshot != nil && !light && onlyMetadataMaps(ops) {
 		c.changedMore.Store(false) // flips back: the next run tries the two maps first
 	}
+	if err := stepBoundary(ctx, c); err != nil {
+		return outcome{}, err
+	}
 	if ops, err = patch.Rebase(raw, ops); err != nil {
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	}
 	return outcome{ops: ops, hooks: len(c.hooks), merge: after}, nil
+}
+
+// stepBoundary returns an error wrapping ctx.Err() once ctx has ended: the work of a request
+// stops there, between two steps that cannot be interrupted (a decode, an encode, a diff), and
+// frees its slot (Runner.runWhole has answered already).
+func stepBoundary(ctx context.Context, c *chain) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: stopped between steps: %w", c.key, err)
+	}
+	return nil
 }
 
 // onlyMetadataMaps reports whether every operation of ops is on metadata's labels or
