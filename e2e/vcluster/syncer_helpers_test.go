@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,9 +64,9 @@ const (
 	// runSyncerProcess).
 	envSyncerBackingStore = "SYNCHOOK_E2E_SYNCER_BACKING_STORE"
 	// envNoLoopWindow is how long TestVClusterSyncer watches for updates after the objects
-	// settled (a Go duration); default defaultNoLoopWindow. The issue's figure is 30s.
+	// settled (a Go duration); default defaultNoLoopWindow (issue 26's 30 s).
 	envNoLoopWindow     = "SYNCHOOK_NO_LOOP_WINDOW"
-	defaultNoLoopWindow = 8 * time.Second
+	defaultNoLoopWindow = 30 * time.Second
 	// envSyncerLogDir, when set, is a directory where every syncer's whole log (vcluster's and
 	// its plugins') is written when its test ends.
 	envSyncerLogDir = "SYNCHOOK_SYNCER_LOG_DIR"
@@ -812,6 +813,21 @@ func (m *v2OnlyManager) Start(ctx context.Context, _ *rest.Config, syncerConfig 
 	slices.Sort(hooks)
 	klog.FromContext(ctx).Info(clientHooksLogPrefix + " " + strings.Join(hooks, " "))
 	return nil
+}
+
+// clientHookEntry matches one "apiVersion/Kind/Type" entry of the clientHooksLogPrefix line.
+var clientHookEntry = regexp.MustCompile(`[A-Za-z0-9.-]+(/[A-Za-z0-9.-]+)?/[A-Za-z0-9]+/(Get|Create|Update|Delete|Apply)(Physical|Virtual)`)
+
+// clientHooks returns the client hooks the syncer's plugins registered, as logged by
+// v2OnlyManager.Start: sorted "apiVersion/Kind/Type" entries, space separated ("" when the line
+// is not (yet) in the log).
+func (s *syncer) clientHooks() string {
+	lines := s.log.lines(clientHooksLogPrefix)
+	if len(lines) == 0 {
+		return ""
+	}
+	_, rest, _ := strings.Cut(lines[0], clientHooksLogPrefix)
+	return strings.Join(clientHookEntry.FindAllString(rest, -1), " ")
 }
 
 // SetProFeatures hands vcluster's pro features to the plugins, as DefaultManager does.
