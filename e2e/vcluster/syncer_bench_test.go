@@ -3,8 +3,11 @@ package vcluster
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +33,12 @@ const (
 	// envBenchVariants, when set, runs only the variants with these keys (comma separated,
 	// e.g. "c,b'"), for profiling one of them.
 	envBenchVariants = "SYNCHOOK_BENCH_VARIANTS"
+	// envBenchProfile, when set, is a directory where each run writes CPU profiles of the
+	// syncer process and of synchook (SYNCHOOK_PPROF_BIND_ADDRESS), benchProfileSeconds long
+	// from the syncer's start: <variant>-<round>-syncer.pprof, <variant>-<round>-synchook.pprof.
+	// Profiling costs CPU itself: use it in a run of its own, not in the measured one.
+	envBenchProfile     = "SYNCHOOK_BENCH_PROFILE"
+	benchProfileSeconds = 10
 )
 
 // The label every labelling variant sets on the host pods.
@@ -155,7 +164,7 @@ func TestVClusterSyncerThroughput(t *testing.T) {
 		for k := range variants {
 			v := variants[(r+k)%len(variants)]
 			ok := t.Run(fmt.Sprintf("round %d/(%s) %s", r+1, v.key, v.name), func(t *testing.T) {
-				run := syncAndUpdate(t, n, v)
+				run := syncAndUpdate(t, n, v, fmt.Sprintf("%s-%d", strings.ReplaceAll(v.key, "'", "prime"), r+1))
 				runs[v.key] = append(runs[v.key], run)
 				t.Logf("(%s) %.1f pods/s, CPU %s per pod (syncer+plugins %s), window %s; labelled %d/%d host pods, %d virtual pods showed the label; writes per pod: host %.2f, virtual %.2f; synchook calls per pod %v; hooks %s",
 					v.key, run.podsPerS(), run.cpuPerPod().Round(time.Microsecond), run.syncerPerPod().Round(time.Microsecond), run.window.Round(time.Millisecond),
@@ -189,7 +198,8 @@ func positiveEnv(tb testing.TB, name string, def int) int {
 
 // syncAndUpdate is one run of variant v with n pods (TestVClusterSyncerThroughput says what it
 // does and measures); it fails t when a labelling variant leaves a host pod without the label.
-func syncAndUpdate(t *testing.T, n int, v benchVariant) benchRun {
+// id names its profiles (envBenchProfile).
+func syncAndUpdate(t *testing.T, n int, v benchVariant, id string) benchRun {
 	cl := startClusters(t)
 	cl.bootstrap(t, nil)
 	names := make([]string, n)
@@ -212,11 +222,27 @@ func syncAndUpdate(t *testing.T, n int, v benchVariant) benchRun {
 		fixed = append(fixed, etcd, apiserver)
 	}
 	sampler := &cpuSampler{fixed: fixed}
+	env := []string{"VCLUSTER_PHYSICAL_CLIENT_QPS=1000", "VCLUSTER_PHYSICAL_CLIENT_BURST=2000"}
+	profileDir := os.Getenv(envBenchProfile)
+	profiles := map[string]string{} // file name → pprof address
+	if profileDir != "" {
+		profiles[id+"-syncer.pprof"], profiles[id+"-synchook.pprof"] = freeAddr(t), freeAddr(t)
+		env = append(env, envSyncerPprof+"="+profiles[id+"-syncer.pprof"], "SYNCHOOK_PPROF_BIND_ADDRESS="+profiles[id+"-synchook.pprof"])
+	}
 	s := startSyncer(t, cl, syncerSpec{
 		Plugins: v.plugins(t),
-		Env:     []string{"VCLUSTER_PHYSICAL_CLIENT_QPS=1000", "VCLUSTER_PHYSICAL_CLIENT_BURST=2000"},
+		Env:     env,
 		OnStart: func(pid int) { sampler.start(t, pid) },
 	})
+	var profiling sync.WaitGroup
+	for file, addr := range profiles {
+		profiling.Go(func() {
+			if err := fetchProfile(t.Context(), addr, filepath.Join(profileDir, file)); err != nil {
+				t.Logf("profile %s: %v (no pprof listener: not synchook, or a synchook without %s)", file, err, "SYNCHOOK_PPROF_BIND_ADDRESS")
+			}
+		})
+	}
+	defer profiling.Wait()
 
 	hostPods := func(ev recordedEvent) bool {
 		return ev.kind == kindPod && ev.obj.GetAnnotations()[objectNamespaceAnnotation] == tenantNS
@@ -310,6 +336,28 @@ func syncAndUpdate(t *testing.T, n int, v benchVariant) benchRun {
 		t.Errorf("(%s) %d of %d host pods carry %s=%s after the tenant's updates", v.key, run.labelled, n, benchLabelKey, benchLabelValue)
 	}
 	return run
+}
+
+// fetchProfile writes the CPU profile of benchProfileSeconds that the pprof listener at addr
+// takes to file.
+func fetchProfile(ctx context.Context, addr, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, benchProfileSeconds), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %s", addr, resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, 0o644)
 }
 
 // parallel runs do for every name on 8 workers and fails tb with the first error.

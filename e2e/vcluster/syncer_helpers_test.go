@@ -14,6 +14,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -70,6 +71,9 @@ const (
 	// envSyncerLogDir, when set, is a directory where every syncer's whole log (vcluster's and
 	// its plugins') is written when its test ends.
 	envSyncerLogDir = "SYNCHOOK_SYNCER_LOG_DIR"
+	// envSyncerPprof, set in the syncer process's environment, is a host:port where it serves
+	// net/http/pprof (TestVClusterSyncerThroughput's profiles).
+	envSyncerPprof = "SYNCHOOK_E2E_SYNCER_PPROF"
 	// kubebuilderAssets names the directory of kube-apiserver and etcd.
 	kubebuilderAssets = "KUBEBUILDER_ASSETS"
 )
@@ -732,6 +736,15 @@ func runSyncerProcess() int {
 	fail := func(step string, err error) int {
 		logger.Error(err, "syncer process failed", "step", step)
 		return 1
+	}
+	if addr := os.Getenv(envSyncerPprof); addr != "" {
+		go func() {
+			mux := http.NewServeMux()
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			logger.Error(srv.ListenAndServe(), "pprof listener stopped", "address", addr)
+		}()
 	}
 	if etcdURL := os.Getenv(envSyncerBackingStore); etcdURL != "" {
 		constants.K8sKineEndpoint = etcdURL
