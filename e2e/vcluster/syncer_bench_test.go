@@ -118,10 +118,6 @@ func (r benchRun) podsPerS() float64           { return float64(r.pods) / r.wind
 func (r benchRun) cpuPerPod() time.Duration    { return r.cpu / time.Duration(r.pods) }
 func (r benchRun) syncerPerPod() time.Duration { return r.syncer / time.Duration(r.pods) }
 
-// benchSettle is how long nothing may be written (pods, services, secrets, either side) for a
-// run to be over; the window ends at the last write, so the settle is not in it.
-const benchSettle = 2 * time.Second // settle's quiet period
-
 // TestVClusterSyncerThroughput measures vcluster's real syncer syncing N pods (default 500)
 // from the virtual cluster to the host and then one tenant update of each, for the variants of
 // benchVariants: (a) no plugin; (b) the sdk-style plugin (internal/sdkplugin: typed decode,
@@ -134,7 +130,7 @@ const benchSettle = 2 * time.Second // settle's quiet period
 // one each round; each run gets fresh apiservers. The pods are created before the syncer
 // starts; when all are on the host, the tenant patches a label on each. The window runs from
 // the first host pod to the last write seen on pods, services or secrets of either side, once
-// nothing was written for benchSettle (which is therefore not in it). CPU is user + system from
+// nothing was written for 2 s (settle's quiet period, which is therefore not in it). CPU is user + system from
 // /proc of the syncer's process group (syncer and plugins), both kube-apiservers and both
 // etcds, interpolated at the window's ends from 100 ms samples. Per variant it also reports the
 // host pods labelled after the updates, the virtual pods that ever showed the label, host and

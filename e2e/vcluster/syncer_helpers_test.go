@@ -191,7 +191,7 @@ func (c *cluster) start(assets string) error {
 // process whose command line names their ports (envtest keeps the processes to itself).
 func (c *cluster) pids() (etcd, apiserver int, err error) {
 	etcdArg := "--listen-client-urls=" + c.env.ControlPlane.Etcd.URL.String()
-	apiArg := "--secure-port=" + c.env.ControlPlane.APIServer.SecureServing.Port
+	apiArg := "--secure-port=" + c.env.ControlPlane.APIServer.Port
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, 0, err
@@ -487,7 +487,7 @@ func launchSyncer(tb testing.TB, cl *clusters, spec syncerSpec, folder, configPa
 	err = wait.PollUntilContextTimeout(tb.Context(), 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-s.done:
-			return false, fmt.Errorf("the syncer exited: %v", s.err)
+			return false, fmt.Errorf("the syncer exited: %w", s.err)
 		default:
 		}
 		_, err := cl.host.cs.CoreV1().Secrets(hostNamespace).Get(ctx, "vc-"+vclusterName, metav1.GetOptions{})
@@ -551,7 +551,7 @@ func (s *syncer) metricSamples(ctx context.Context, name string) (map[string]flo
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNoMetrics, err)
+		return nil, fmt.Errorf("%w: %w", errNoMetrics, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -585,12 +585,6 @@ func freeAddr(tb testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// cpu returns the CPU time (user + system) used so far by the live processes of the syncer's
-// process group: the syncer and its plugins.
-func (s *syncer) cpu() (time.Duration, error) {
-	return groupCPU(s.cmd.Process.Pid)
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times (100 on Linux).

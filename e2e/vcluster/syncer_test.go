@@ -299,13 +299,13 @@ func TestVClusterSyncer(t *testing.T) {
 		if _, err := v.Pods(tenantNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		hp := waitHost(t, cl, kindPod, "forged", nil)
+		waitHost(t, cl, kindPod, "forged", nil)
 		// a later tenant change that must reach the host: the syncer has read the host pod
 		// (through GetPhysical) since it was created
 		if _, err := v.Pods(tenantNS).Patch(ctx, "forged", types.MergePatchType, []byte(`{"metadata":{"labels":{"step":"2"}}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		hp = waitHost(t, cl, kindPod, "forged", func(o object) string {
+		hp := waitHost(t, cl, kindPod, "forged", func(o object) string {
 			if o.GetLabels()["step"] != "2" {
 				return "label step=2 not synced"
 			}
