@@ -188,8 +188,11 @@ func sendReview(ctx context.Context, hc *http.Client, url string, review []byte)
 		return a, err
 	}
 	var out admissionv1.AdmissionReview
-	if err := json.Unmarshal(body, &out); err != nil || out.Response == nil {
-		return a, fmt.Errorf("answer is not an AdmissionReview: %v", err)
+	if err := json.Unmarshal(body, &out); err != nil {
+		return a, fmt.Errorf("answer is not an AdmissionReview: %w", err)
+	}
+	if out.Response == nil {
+		return a, errors.New("answer is an AdmissionReview without a response")
 	}
 	a.Code = http.StatusOK
 	if out.Response.Result != nil && out.Response.Result.Code != 0 {

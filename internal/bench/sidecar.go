@@ -51,11 +51,14 @@ func startSidecar(ctx context.Context, binary, config string, serveFlags ...stri
 		grpcAddr:  fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		sock:      filepath.Join(dir, "synchook.sock"),
 	}
-	args := append([]string{"serve",
+	args := []string{
+		"serve",
 		"--bind-address", sc.httpsAddr, "--health-probe-bind-address", "0", "--metrics-bind-address", "0",
 		"--cert-dir", filepath.Join(dir, "certs"), "--socket-path", sc.sock,
 		"--plugin-address", sc.grpcAddr, "--vcluster-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
-		"--zap-log-level", "error"}, serveFlags...)
+		"--zap-log-level", "error",
+	}
+	args = append(args, serveFlags...)
 	sc.cmd = exec.CommandContext(ctx, binary, args...)
 	sc.cmd.Env = append(os.Environ(), "SYNCHOOK_CONFIG="+config, "VCLUSTER_PLUGIN_ADDRESS=", "VCLUSTER_PLUGIN_NAME=")
 	var stderr bytes.Buffer

@@ -673,12 +673,3 @@ func undoAnnotation(doc []byte) (string, bool) {
 	}
 	return s, true
 }
-
-// lookupPointer returns the value at the JSON Pointer path of doc.
-func lookupPointer(doc []byte, path string) ([]byte, bool) {
-	tokens, err := patch.ParsePointer(path)
-	if err != nil {
-		return nil, false
-	}
-	return jsonscan.Lookup(doc, tokens)
-}
