@@ -12,8 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -28,7 +31,10 @@ type metadataDoc struct {
 	// absent or null (then metaEnd is the offset of that null, or -1 when absent).
 	metaStart, metaEnd int
 	namespace          string
-	maps               [2]mapField // labels, annotations
+	// name is metadata.name when it is a string, "" otherwise (the identity a sealed undo is
+	// bound to: objectIdentity reads the same).
+	name string
+	maps [2]mapField // labels, annotations
 }
 
 // mapField is metadata.labels or metadata.annotations: its value's offsets in raw (start < 0
@@ -135,6 +141,9 @@ func (c *chain) parseMetadataValue(doc *metadataDoc, value []byte) error {
 	seen := map[string]bool{}
 	for _, m := range inner {
 		switch m.Key {
+		case "name": // checkInput refused a repeated name; the last one counts, as in objectIdentity
+			doc.name, _ = jsonscan.String(m.Value)
+			continue
 		case "namespace", "labels", "annotations":
 		default:
 			continue
@@ -144,7 +153,8 @@ func (c *chain) parseMetadataValue(doc *metadataDoc, value []byte) error {
 		}
 		seen[m.Key] = true
 		if m.Key == "namespace" {
-			if string(m.Value) != "null" && json.Unmarshal(m.Value, &doc.namespace) != nil {
+			var ok bool
+			if doc.namespace, ok = jsonscan.String(m.Value); !ok && string(m.Value) != "null" {
 				return c.decodeErrorf("metadata.namespace is not a string")
 			}
 			continue
@@ -511,7 +521,7 @@ func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metad
 			entries = append([]UndoEntry{emptyMapEntry("/metadata/" + doc.maps[i].name)}, entries...)
 		}
 	}
-	value, err := r.sealUndo(c, doc.raw, entries, clear, carry)
+	value, err := r.sealUndoFor(c, doc.identity(c.key.GVK), entries, clear, carry)
 	if err != nil {
 		return err
 	}
@@ -520,6 +530,13 @@ func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metad
 	}
 	m.Annotations[UndoAnnotation] = value
 	return nil
+}
+
+// identity returns the identity a sealed undo of doc's object of kind gvk is bound to, as
+// objectIdentity finds it in the bytes, without scanning them again.
+func (doc *metadataDoc) identity(gvk schema.GroupVersionKind) undo.Identity {
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	return undo.Identity{APIVersion: apiVersion, Kind: kind, Namespace: doc.namespace, Name: doc.name}
 }
 
 func jsonString(s string) json.RawMessage {
