@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -89,6 +90,7 @@ type LoopObserver interface {
 type Runner struct {
 	reg         *Registry
 	log         logr.Logger // GetSink() nil: no logger in the hooks' context
+	loggers     sync.Map    // *chain → []logr.Logger: log for each of its hooks (hookLoggers)
 	slots       *slotTable  // nil: unlimited
 	hookTimeout time.Duration
 	observer    Observer
@@ -272,5 +274,28 @@ func (r *call) hookContext(ctx context.Context, c *chain, hook string) context.C
 	if r.log.GetSink() == nil {
 		return ctx
 	}
+	loggers := r.hookLoggers(c)
+	for i := range c.hooks {
+		if c.hooks[i].name == hook {
+			return logr.NewContext(ctx, loggers[i])
+		}
+	}
 	return logr.NewContext(ctx, r.log.WithValues("hook", hook, "hookType", c.key.Type, "gvk", c.key.GVK.String()))
+}
+
+// hookLoggers returns the loggers of the hooks of c, in chain order, made on first use and kept
+// for the Runner's life: a logger's WithValues (zap's encodes the values at once) costs more
+// than a labels hook's whole call, and the values never change.
+func (r *Runner) hookLoggers(c *chain) []logr.Logger {
+	if v, ok := r.loggers.Load(c); ok {
+		if loggers := v.([]logr.Logger); len(loggers) == len(c.hooks) {
+			return loggers
+		}
+	}
+	loggers := make([]logr.Logger, len(c.hooks))
+	for i, h := range c.hooks {
+		loggers[i] = r.log.WithValues("hook", h.name, "hookType", c.key.Type, "gvk", c.key.GVK.String())
+	}
+	r.loggers.Store(c, loggers)
+	return loggers
 }
