@@ -136,6 +136,9 @@ const (
 // Classify returns the Failure of an error of Runner.Mutate and, for APIStatus, the HTTP
 // status code of the Kubernetes status error a hook returned (0 otherwise).
 func Classify(err error) (Failure, int32) {
+	if err == nil { // before the targets below, which escape to the heap
+		return NoFailure, 0
+	}
 	var (
 		decodeErr *DecodeError
 		hookErr   *HookError
@@ -143,8 +146,6 @@ func Classify(err error) (Failure, int32) {
 		apiStatus apierrors.APIStatus
 	)
 	switch {
-	case err == nil:
-		return NoFailure, 0
 	case errors.As(err, &decodeErr):
 		return Invalid, 0
 	case errors.Is(err, patch.ErrForbiddenPath), errors.Is(err, ErrUndoTooLarge), errors.Is(err, ErrUndoNeedsKey):
