@@ -189,9 +189,11 @@ func (r *Registry) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t ho
 
 // run is Mutate with the Runner rn's limits, deadlines and observer.
 func (rn *call) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
-	if err := rn.reg.checkInput(gvk, t, raw, rn.validJSON); err != nil { // before any chain reads it: input.go
+	top, err := rn.reg.checkInput(gvk, t, raw, rn.validJSON) // before any chain reads it: input.go
+	if err != nil {
 		return Result{}, err
 	}
+	rn.top = top
 	if rn.reg.listChain(gvk, t) != nil { // a list of a hooked kind is a batch: list.go
 		return rn.runList(ctx, gvk, t, raw)
 	}

@@ -120,6 +120,18 @@ type call struct {
 	keepOwnUndo bool
 	// carry are entries of an earlier undo that a write records before its own (undoPlan.carry).
 	carry []UndoEntry
+	// top is what checkInput found at the top level of the request's object (topOf).
+	top topLevel
+}
+
+// topOf returns what checkInput found at the top level of raw when raw is the request's
+// object itself, nil otherwise (an object the undo code made: a view, a restored object).
+func (r *call) topOf(raw []byte) *topLevel {
+	t := r.top.raw
+	if len(raw) == 0 || len(t) != len(raw) || &t[0] != &raw[0] {
+		return nil
+	}
+	return &r.top
 }
 
 // newCall returns a call of r for one request.
