@@ -6,6 +6,7 @@
 # figure on a shared machine) and allocs/op.
 #
 # Usage: hack/bench-v2.sh [ROUNDS] [OLD_COMMIT]   (defaults: 10 rounds, 362c52b)
+#        BENCH='BenchmarkV2Mutate/.*/server' hack/bench-v2.sh   # the plugins' own work only (~10 s a round)
 #
 # The old build is checked out as a detached worktree in ${BENCH_OLD_TREE:-/tmp/synchook-362c52b}.
 # At 362c52b the v2 bridge is bridgev2/ (today internal/bridgev2/) and its benchmark lacks the
@@ -30,7 +31,7 @@ oldpkg=./internal/bridgev2
 if [ -d "$tree/bridgev2" ]; then
   oldpkg=./bridgev2
   patch=$PWD/hack/bench/v2mutate-$old.patch
-  if [ -f "$patch" ] && ! grep -q "cpu-ns/op" "$tree/bridgev2/bench_test.go"; then
+  if [ -f "$patch" ] && ! grep -q '"/server"' "$tree/bridgev2/bench_test.go"; then
     git -C "$tree" apply "$patch"
   fi
 fi
@@ -38,7 +39,7 @@ fi
 go test -c -o "$out/new.test" ./internal/bridgev2
 
 run() { # run NAME: one -count 1 run of the test binary NAME.test, appended to NAME.txt
-  "$out/$1.test" -test.run '^$' -test.bench BenchmarkV2Mutate -test.count 1 -test.benchmem 2>/dev/null |
+  "$out/$1.test" -test.run '^$' -test.bench "${BENCH:-BenchmarkV2Mutate}" -test.count 1 -test.benchmem 2>/dev/null |
     grep -E '^(Benchmark|goos|goarch|pkg|cpu)' >>"$out/$1.txt"
 }
 rm -f "$out/old.txt" "$out/new.txt"

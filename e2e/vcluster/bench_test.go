@@ -154,7 +154,9 @@ func checkBenchPlugin(ctx context.Context, tb testing.TB, m *v2.Manager, p bench
 //
 //	SYNCHOOK_BENCH=1 [SYNCHOOK_BENCH_ROUNDS=5] [SYNCHOOK_BENCH_SECONDS=1.5] go test -run TestV2Throughput -v
 //
-// SYNCHOOK_BENCH_SECONDS is the time per plugin, mode and round.
+// SYNCHOOK_BENCH_SECONDS is the time per plugin, mode and round. SYNCHOOK_BENCH_BASELINE, when
+// set, names another synchook binary (an older build) that runs with the same config as a
+// fourth plugin, "baseline", in the same rounds.
 func TestV2Throughput(t *testing.T) {
 	if os.Getenv("SYNCHOOK_BENCH") != "1" {
 		t.Skip("set SYNCHOOK_BENCH=1 to measure throughput")
@@ -183,13 +185,23 @@ func TestV2Throughput(t *testing.T) {
 	pod := benchPod()
 	t.Logf("pod: %d bytes of JSON; GOMAXPROCS %d; %d rounds of %d slices of %s per plugin and mode",
 		len(mustJSON(t, pod)), runtime.GOMAXPROCS(0), rounds, sliceCount, slice)
-	managers := make([]*v2.Manager, len(benchPlugins))
-	for i, p := range benchPlugins {
+	plugins := slices.Clone(benchPlugins)
+	if bin := os.Getenv("SYNCHOOK_BENCH_BASELINE"); bin != "" {
+		plugins = append(plugins, benchPlugin{
+			name: "baseline",
+			spec: func(tb testing.TB) pluginSpec {
+				return pluginSpec{Dir: "synchook-baseline", Binary: bin, Config: hookConfig(tb, synchookConfig)}
+			},
+			label: "vcluster.example.com/tenant",
+		})
+	}
+	managers := make([]*v2.Manager, len(plugins))
+	for i, p := range plugins {
 		managers[i] = mustStartManager(ctx, t, p.spec(t))
 		checkBenchPlugin(ctx, t, managers[i], p, pod)
 	}
 
-	pids := make([]int, len(benchPlugins))
+	pids := make([]int, len(plugins))
 	for i, m := range managers {
 		pids[i] = m.Plugins[0].Client.ReattachConfig().Pid
 	}
@@ -201,28 +213,28 @@ func TestV2Throughput(t *testing.T) {
 	pluginCPU := make([][]time.Duration, len(modes))  // the plugin process
 	managerCPU := make([][]time.Duration, len(modes)) // this process: vcluster's side
 	for m, callers := range modes {
-		rates[m] = make([][]float64, len(benchPlugins))
-		ops[m] = make([]int64, len(benchPlugins))
-		pluginCPU[m] = make([]time.Duration, len(benchPlugins))
-		managerCPU[m] = make([]time.Duration, len(benchPlugins))
+		rates[m] = make([][]float64, len(plugins))
+		ops[m] = make([]int64, len(plugins))
+		pluginCPU[m] = make([]time.Duration, len(plugins))
+		managerCPU[m] = make([]time.Duration, len(plugins))
 		// warm up every plugin (connections, the plugins' and our caches) untimed
-		for i := range benchPlugins {
+		for i := range plugins {
 			if _, _, err := runSlice(ctx, managers[i], pod, callers, slice); err != nil {
-				t.Fatalf("%s: %v", benchPlugins[i].name, err)
+				t.Fatalf("%s: %v", plugins[i].name, err)
 			}
 		}
 	}
 	for r := range rounds {
 		for m, callers := range modes {
-			n := make([]int64, len(benchPlugins))
-			elapsed := make([]time.Duration, len(benchPlugins))
+			n := make([]int64, len(plugins))
+			elapsed := make([]time.Duration, len(plugins))
 			for s := range sliceCount {
-				for k := range benchPlugins {
-					i := (r + s + k) % len(benchPlugins) // rotate who goes first
+				for k := range plugins {
+					i := (r + s + k) % len(plugins) // rotate who goes first
 					pBefore, mBefore := processCPU(t, pids[i]), processCPU(t, os.Getpid())
 					calls, d, err := runSlice(ctx, managers[i], pod, callers, slice)
 					if err != nil {
-						t.Fatalf("%s: %v", benchPlugins[i].name, err)
+						t.Fatalf("%s: %v", plugins[i].name, err)
 					}
 					pluginCPU[m][i] += processCPU(t, pids[i]) - pBefore
 					managerCPU[m][i] += processCPU(t, os.Getpid()) - mBefore
@@ -230,7 +242,7 @@ func TestV2Throughput(t *testing.T) {
 					elapsed[i] += d
 				}
 			}
-			for i := range benchPlugins {
+			for i := range plugins {
 				ops[m][i] += n[i]
 				rates[m][i] = append(rates[m][i], float64(n[i])/elapsed[i].Seconds())
 			}
@@ -238,16 +250,16 @@ func TestV2Throughput(t *testing.T) {
 	}
 
 	var report strings.Builder
-	index := func(name string) int {
-		return slices.IndexFunc(benchPlugins, func(p benchPlugin) bool { return p.name == name })
-	}
-	synchook, sdk, echo := index("synchook"), index("sdk-style"), index("echo")
+	sdk := slices.IndexFunc(plugins, func(p benchPlugin) bool { return p.name == "sdk-style" })
 	for m, callers := range modes {
-		fmt.Fprintf(&report, "\n%2d caller(s), median (min-max) of %d rounds: synchook %s ops/s   sdk-style %s ops/s   echo %s ops/s",
-			callers, rounds, spread("%.0f", rates[m][synchook]), spread("%.0f", rates[m][sdk]), spread("%.0f", rates[m][echo]))
-		fmt.Fprintf(&report, "\n    synchook/sdk %s   echo/sdk %s",
-			spread("%.2f", ratios(rates[m][synchook], rates[m][sdk])), spread("%.2f", ratios(rates[m][echo], rates[m][sdk])))
-		for i, p := range benchPlugins {
+		fmt.Fprintf(&report, "\n%2d caller(s), median (min-max) of %d rounds:", callers, rounds)
+		for i, p := range plugins {
+			fmt.Fprintf(&report, "\n    %-9s %s ops/s", p.name, spread("%.0f", rates[m][i]))
+			if i != sdk {
+				fmt.Fprintf(&report, "   %s/sdk %s", p.name, spread("%.2f", ratios(rates[m][i], rates[m][sdk])))
+			}
+		}
+		for i, p := range plugins {
 			fmt.Fprintf(&report, "\n    %-9s CPU per call: plugin %6.1f µs, vcluster's side %6.1f µs (%d calls)",
 				p.name, perCall(pluginCPU[m][i], ops[m][i]), perCall(managerCPU[m][i], ops[m][i]), ops[m][i])
 		}

@@ -103,7 +103,8 @@ hooks:
 // BenchmarkV2Mutate compares, over the same in-process go-plugin connection, a vcluster-sdk
 // style plugin with synchook (the same one-label hook from config) on the ~5 KiB Pod, and the
 // caller's side as vcluster does it: encode the typed Pod, call, decode the answer into it.
-// The ratio that counts is ns/op of sdk-style over synchook, sequential and at 16 callers.
+// The ratio that counts is ns/op of sdk-style over synchook, sequential and at 16 callers;
+// "server" measures the plugin's own work alone.
 //
 // synchook runs three ways: "synchook" is the bare engine (no undo, no limits, no metrics, no
 // logger); "synchook-undo" and "synchook-sealed" are the plugin as ServePluginV2 builds it
@@ -182,6 +183,23 @@ func BenchmarkV2Mutate(b *testing.B) {
 				b.Fatal("label missing")
 			}
 		}
+		// server is the plugin's own work: Mutate called directly, without gRPC and without
+		// the caller's encode and decode, which are the same for every plugin and most of
+		// the time of the other sub-benchmarks.
+		b.Run(p.name+"/server", func(b *testing.B) {
+			data, err := json.Marshal(pod)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := &pluginv2.Mutate_Request{ApiVersion: "v1", Kind: "Pod", Object: string(data), Type: "CreatePhysical"}
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				if res, err := p.srv.Mutate(context.Background(), req); err != nil || !res.GetMutated() {
+					b.Fatal("not mutated", err)
+				}
+			}
+		})
 		b.Run(p.name+"/sequential", func(b *testing.B) {
 			b.ReportAllocs()
 			defer reportCPU(b)()
