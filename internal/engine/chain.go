@@ -596,13 +596,15 @@ func (c *chain) exec(ctx context.Context, rn *call, obj client.Object) (client.O
 // being called — in one concurrency slot of rn. When ctx can end, work runs on its own
 // goroutine and is abandoned when ctx ends: the error then names the hook still running, and
 // the abandoned goroutine keeps the slot (and owns whatever work touches) until it returns.
+// A chain of builtin hooks (RegisterBuiltin), which return promptly, runs on the caller's
+// goroutine.
 func (c *chain) supervise(ctx context.Context, rn *call, work func(running *atomic.Int32) error) error {
 	release, ok := rn.acquire()
 	if !ok {
 		return fmt.Errorf("%s: %w", c.key, ErrOverloaded)
 	}
 	run := &hookRun{}
-	if ctx.Done() == nil {
+	if ctx.Done() == nil || c.inline() {
 		defer release()
 		return work(&run.running)
 	}
