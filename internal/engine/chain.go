@@ -251,7 +251,7 @@ func (rn *call) applyChain(ctx context.Context, c *chain, doc []byte) ([]byte, i
 
 // runChain is runOps for a chain without an undo to apply first.
 func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, error) {
-	if _, write := undoPair[c.key.Type]; write && rn.reg.opts.Undo && !rn.keepOwnUndo {
+	if _, write := undoPair[c.key.Type]; write && rn.reg.opts.Undo && !rn.keepOwnUndo && rn.mayCarryUndo(raw) {
 		if steps, carry, own := rn.reg.ownUndo(c, raw); own {
 			return rn.runRestored(ctx, c, raw, steps, carry)
 		}

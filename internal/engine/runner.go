@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -122,6 +123,16 @@ type call struct {
 	carry []UndoEntry
 	// top is what checkInput found at the top level of the request's object (topOf).
 	top topLevel
+}
+
+// mayCarryUndo reports whether raw may carry an UndoAnnotation: whether its metadata contains
+// the annotation's key (undoMarker). It looks only at metadata when checkInput's scan found
+// it (the rest of a Pod is most of its bytes), else at all of raw.
+func (r *call) mayCarryUndo(raw []byte) bool {
+	if top := r.topOf(raw); top != nil {
+		return bytes.Contains(top.metadata, undoMarker)
+	}
+	return bytes.Contains(raw, undoMarker)
 }
 
 // topOf returns what checkInput found at the top level of raw when raw is the request's
