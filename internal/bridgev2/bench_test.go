@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -186,19 +187,32 @@ func BenchmarkV2Mutate(b *testing.B) {
 		// server is the plugin's own work: Mutate called directly, without gRPC and without
 		// the caller's encode and decode, which are the same for every plugin and most of
 		// the time of the other sub-benchmarks.
-		b.Run(p.name+"/server", func(b *testing.B) {
-			data, err := json.Marshal(pod)
-			if err != nil {
-				b.Fatal(err)
+		data, err := json.Marshal(pod)
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := &pluginv2.Mutate_Request{ApiVersion: "v1", Kind: "Pod", Object: string(data), Type: "CreatePhysical"}
+		serve := func() {
+			if res, err := p.srv.Mutate(context.Background(), req); err != nil || !res.GetMutated() {
+				b.Error("not mutated", err)
 			}
-			req := &pluginv2.Mutate_Request{ApiVersion: "v1", Kind: "Pod", Object: string(data), Type: "CreatePhysical"}
+		}
+		b.Run(p.name+"/server", func(b *testing.B) {
 			b.ReportAllocs()
 			defer reportCPU(b)()
 			for b.Loop() {
-				if res, err := p.srv.Mutate(context.Background(), req); err != nil || !res.GetMutated() {
-					b.Fatal("not mutated", err)
-				}
+				serve()
 			}
+		})
+		b.Run(p.name+"/server-16-callers", func(b *testing.B) {
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					serve()
+				}
+			})
 		})
 		b.Run(p.name+"/sequential", func(b *testing.B) {
 			b.ReportAllocs()
