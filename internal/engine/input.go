@@ -421,7 +421,7 @@ func (l *level) add(lit []byte) ([]byte, error) {
 		return name, nil
 	}
 	l.byKey = make(map[string][]byte, 2*len(l.others))
-	for _, o := range l.others {
+	for _, o := range l.others[:] { // a slice: ranging over the array would copy it onto the stack
 		l.byKey[l.key(o)] = o
 	}
 	return name, l.addByKey(name)
