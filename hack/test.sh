@@ -52,13 +52,14 @@ step "unit tests (race detector)"
 go test -race -count=1 ${GO_TEST_FLAGS:-} $(go list ./... | grep -v -e /e2e -e /internal/testenv)
 
 step "fuzz targets, ${FUZZTIME:-20000x} each (their corpora under testdata/fuzz run as regression cases above)"
-for target in patch:FuzzDiff internal/engine:FuzzRun internal/engine:FuzzMetadataPath internal/engine:FuzzUndo internal/jsonscan:FuzzScan webhook:FuzzAdmissionReview config:FuzzParse internal/bridge:FuzzMutate hookclient:FuzzApplyToMetadata; do
+for target in patch:FuzzDiff internal/engine:FuzzRun internal/engine:FuzzMetadataPath internal/engine:FuzzUndo internal/engine:FuzzUndoEntries internal/jsonscan:FuzzScan webhook:FuzzAdmissionReview config:FuzzParse internal/bridge:FuzzMutate hookclient:FuzzApplyToMetadata; do
   go test -run XXX -fuzz "^${target#*:}\$" -fuzztime "${FUZZTIME:-20000x}" "./${target%%:*}/"
 done
 
 step "benchmarks, briefly (so they cannot rot), and the load command with tiny bounds"
-go test -run XXX -bench . -benchtime 100x ./internal/engine/ ./patch/ ./webhook/ ./internal/bridgev2/ ./internal/capture/ >/dev/null
+go test -run XXX -short -bench . -benchtime 100x ./internal/engine/ ./patch/ ./webhook/ ./internal/bridgev2/ ./internal/capture/ >/dev/null
 go run ./cmd/synchook-bench bench --max-requests 100 --max-duration 200ms >/dev/null
+go run ./cmd/synchook-bench deadline --tolerations 1000 --rounds 1 --grace 5s >/dev/null
 
 step "examples: each its own module built on package plugin (vet, build, test)"
 hack/test-examples.sh

@@ -192,15 +192,16 @@ func DiffMarshaled(original, mutated []byte) []Operation {
 
 // appliesTo reports whether every operation of ops surely applies to doc in order: the target
 // of replace and remove exists, the parent of add exists (an object, or an array with the index
-// in range counting earlier adds to it). It reads doc's bytes without decoding them. false means
-// "not sure", not "does not apply".
+// in range counting earlier adds to it), and no object on the way has the key twice. It reads
+// doc's bytes without decoding them, in one jsonscan.Index (each object or array split once).
+// false means "not sure", not "does not apply".
 func appliesTo(doc []byte, ops []Operation) bool {
-	doc = bytes.TrimSpace(doc)
-	added := map[string]int{}
+	x := jsonscan.NewIndex(doc)
+	length := map[string]int{} // of each array added to, counting the adds so far
 	for _, op := range ops {
 		switch op.Operation {
 		case "replace", "remove":
-			if _, ok := lookup(doc, op.Path); !ok {
+			if _, ok := x.LookupUnique(op.Path); !ok {
 				return false
 			}
 		case "add":
@@ -209,18 +210,22 @@ func appliesTo(doc []byte, ops []Operation) bool {
 				return false
 			}
 			parentPath, last := op.Path[:cut], op.Path[cut+1:]
-			parent, ok := lookup(doc, parentPath)
+			parent, ok := x.LookupUnique(parentPath)
 			if !ok {
 				return false
 			}
 			switch parent[0] {
 			case '{':
 			case '[':
+				n, seen := length[parentPath]
+				if !seen {
+					n = len(elementsOf(parent))
+				}
 				idx, err := strconv.Atoi(last)
-				if last != "-" && (err != nil || idx < 0 || idx > len(elementsOf(parent))+added[parentPath]) {
+				if last != "-" && (err != nil || idx < 0 || idx > n) {
 					return false
 				}
-				added[parentPath]++
+				length[parentPath] = n + 1
 			default:
 				return false
 			}
@@ -233,41 +238,7 @@ func appliesTo(doc []byte, ops []Operation) bool {
 
 // lookup returns the trimmed value at the JSON Pointer path in doc.
 func lookup(doc []byte, path string) ([]byte, bool) {
-	if path == "" {
-		return doc, true
-	}
-	if path[0] != '/' {
-		return nil, false
-	}
-	cur := doc
-	for _, tok := range strings.Split(path[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch cur[0] {
-		case '{':
-			found := false
-			for _, m := range membersOf(cur) {
-				if m.Key == tok {
-					cur, found = m.Value, true
-					break
-				}
-			}
-			if !found {
-				return nil, false
-			}
-		case '[':
-			idx, err := strconv.Atoi(tok)
-			els := elementsOf(cur)
-			if err != nil || idx < 0 || idx >= len(els) {
-				return nil, false
-			}
-			cur = els[idx]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
+	return jsonscan.NewIndex(doc).LookupUnique(path)
 }
-
-func membersOf(obj []byte) []jsonscan.Member { ms, _ := jsonscan.Members(obj); return ms }
 
 func elementsOf(arr []byte) [][]byte { els, _ := jsonscan.Elements(arr); return els }

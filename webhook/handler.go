@@ -57,7 +57,9 @@ func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	// The request context is cancelled when the server shuts down; a draining server must still
 	// finish in-flight chains, so only the deadline is kept.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), requestTimeout(r, h.s.opts.RequestTimeout))
+	// The deadline counts from the request's arrival: reading and decoding the review are part
+	// of the time the caller (kube-apiserver's timeoutSeconds) gives the whole call.
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), start.Add(requestTimeout(r, h.s.opts.RequestTimeout)))
 	defer cancel()
 	var (
 		res    engine.Result

@@ -2,6 +2,7 @@
 //
 //	go run ./cmd/synchook-bench bench [flags]   throughput, latency, CPU and RSS vs floors, on loopback
 //	go run ./cmd/synchook-bench soak  [flags]   every answer checked under chaos hooks
+//	go run ./cmd/synchook-bench deadline [flags] the slowest request sent 4 at once: slots and deadline hold
 //
 // It starts itself as the sidecar (`serve`, the full synchook CLI through package plugin) and
 // as the floors' process, so both sides of every ratio cross a process boundary.
@@ -15,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +37,8 @@ func main() {
 			os.Exit(runBench(args[1:], os.Stdout, os.Stderr))
 		case "soak":
 			os.Exit(runSoak(args[1:], os.Stdout, os.Stderr))
+		case "deadline":
+			os.Exit(runDeadline(args[1:], os.Stdout, os.Stderr))
 		case bench.FloorsCommand: // the floors of `bench`, in their own process
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
@@ -114,6 +118,34 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if rep.Corrupted != 0 || rep.Unexpected != 0 {
+		return 1
+	}
+	return 0
+}
+
+func runDeadline(args []string, stdout, stderr io.Writer) int {
+	o := bench.DeadlineOptions{Out: stdout}
+	fs := flag.NewFlagSet("deadline", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.Tolerations, "tolerations", 64000, "tolerations of the Pod whose first the strip removes")
+	fs.IntVar(&o.Parallel, "parallel", 4, "requests sent at once")
+	fs.IntVar(&o.Slots, "max-concurrent-hooks", 2, "synchook serve --max-concurrent-hooks")
+	fs.IntVar(&o.Rounds, "rounds", 3, "rounds per request timeout")
+	fs.DurationVar(&o.Grace, "grace", 500*time.Millisecond, "how long past its request timeout an answer may come")
+	timeouts := fs.String("request-timeouts", "2s,300ms", "synchook serve --request-timeout values, comma-separated: one sidecar each")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	for _, t := range strings.Split(*timeouts, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(t))
+		if err != nil || d <= 0 {
+			fmt.Fprintf(stderr, "synchook-bench deadline: --request-timeouts: %q is not a positive duration\n", t)
+			return 2
+		}
+		o.RequestTimeouts = append(o.RequestTimeouts, d)
+	}
+	if _, err := bench.Deadline(context.Background(), o); err != nil {
+		fmt.Fprintf(stderr, "synchook-bench deadline: %v\n", err)
 		return 1
 	}
 	return 0

@@ -7,8 +7,8 @@
 //
 // It also benchmarks synchook against two reference plugins built from this module, under the
 // same manager: internal/sdkplugin (what a vcluster-sdk plugin does per call: decode into a
-// typed Pod, set a label, encode) and internal/echoplugin (answers the object back, the
-// floor).
+// typed Pod, set a label, encode; optionally hide it again on GetPhysical) and
+// internal/echoplugin (answers the object back, the floor; its hook types configurable).
 //
 // v1_test.go does the same for synchook's legacy plugin v1 bridge under vcluster's own plugin
 // v1 manager (github.com/loft-sh/vcluster/pkg/plugin/v1): the manager serves remote.VCluster on
@@ -23,15 +23,24 @@
 // chart's default values plus plugins: from the repository's plugin.yaml) runs between two
 // envtest kube-apiservers, "host" and "virtual", in a copy of the test binary, and loads the
 // built synchook from its plugin folder; the tests assert on both apiservers (translation with
-// the hooks' changes, undo under vcluster's bidirectional metadata sync, strip and policy:
-// hooks, no loop, a failing hook and recovery, tenant-forged annotations).
-// TestVClusterSyncerThroughput measures synced pods per second and CPU per synced pod against
-// no plugin and the sdk-style plugin. They need KUBEBUILDER_ASSETS (hack/envtest-assets.sh) and
-// are skipped without it.
+// the hooks' changes; undo under vcluster's bidirectional metadata sync, checked on every
+// recorded event of the virtual objects until they settle, not on one read; strip and policy:
+// hooks; synchook's request counts per kind and hook type; no update in a 30 s window; a
+// failing hook and recovery; tenant-forged annotations) and, without undo, that vcluster does
+// copy the hook's labels into the tenant's pod. The syncer process runs vcluster's plugin v2
+// manager only (v2OnlyManager: vcluster's own DefaultManager also starts the v1 server on the
+// fixed localhost:10099), and an envtest start that lost its suggested port to another process
+// is tried again on fresh ports, so two runs of the suite on one machine do not collide.
+// TestVClusterSyncerThroughput measures synced pods per second and CPU per synced pod
+// (syncer, plugins, both apiservers and etcds) for no plugin, sdk-style plugins, an echo floor
+// and synchook, interleaved over rounds (BENCHMARKS.md). They need KUBEBUILDER_ASSETS
+// (hack/envtest-assets.sh) and are skipped without it.
 //
 //	KUBEBUILDER_ASSETS=$(../../hack/envtest-assets.sh | tail -n 1) go test -run TestVClusterSyncer -v
-//	SYNCHOOK_NO_LOOP_WINDOW=30s ...                                       # the 30 s window
-//	SYNCHOOK_BENCH=1 go test -run TestVClusterSyncerThroughput -v -timeout 30m
+//	SYNCHOOK_NO_LOOP_WINDOW=8s ...                                        # a shorter no-loop window (default 30s)
+//	SYNCHOOK_BENCH=1 go test -run TestVClusterSyncerThroughput -v -timeout 60m
+//	    # SYNCHOOK_BENCH_PODS (500), SYNCHOOK_BENCH_ROUNDS (5), SYNCHOOK_BENCH_VARIANTS=c,f,
+//	    # SYNCHOOK_BENCH_PROFILE=dir (CPU profiles of the syncer and synchook)
 //
 // This is a separate module on purpose: vcluster's dependency graph clashes with synchook's,
 // so it never imports github.com/synchook/synchook; the tests build the repository root with

@@ -23,8 +23,8 @@ package vcluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -132,6 +132,7 @@ func TestVClusterSyncer(t *testing.T) {
 	cl := startClusters(t)
 	virtualEvents := recordEvents(t, cl.virtual, tenantNS)
 	hostEvents := recordEvents(t, cl.host, hostNamespace)
+	recorders := []*eventRecorder{hostEvents, virtualEvents}
 	s := startSyncer(t, cl, syncerSpec{Plugins: []syncerPlugin{synchookFromPluginYAML(t, synchookSyncerConfig(t))}})
 
 	ctx := t.Context()
@@ -209,14 +210,18 @@ func TestVClusterSyncer(t *testing.T) {
 
 		for _, kind := range []string{kindPod, kindService, kindSecret} {
 			name := map[string]string{kindPod: "web", kindService: "web", kindSecret: "creds"}[kind]
-			o, err := virtualObject(ctx, cl.virtual.cs, kind, name)
-			if err != nil || o == nil {
-				t.Fatalf("virtual %s %s: %v", kind, name, err)
-			}
-			if tr := hookTraces(o, traceLabels, traceAnnotations); len(tr) > 0 {
-				t.Errorf("virtual %s %s shows what the hooks added: %v", kind, name, tr)
-			}
+			requireCleanVirtual(t, recorders, virtualEvents, kind, name, traceLabels, traceAnnotations)
 		}
+	})
+
+	t.Run("synchook's request counts show each hook type ran on pods, services and secrets", func(t *testing.T) {
+		// every kind has a write chain (CreatePhysical) and, for its undo, a read chain
+		// (GetPhysical); vcluster reads each host object back after creating it
+		requireRequests(t, s, map[string][]string{
+			"v1/Pod":     {"CreatePhysical", "GetPhysical"},
+			"v1/Service": {"CreatePhysical", "GetPhysical"},
+			"v1/Secret":  {"CreatePhysical", "GetPhysical"},
+		})
 	})
 
 	t.Run("a label the tenant changes on the virtual pod reaches the host and the hook's label stays", func(t *testing.T) {
@@ -234,10 +239,9 @@ func TestVClusterSyncer(t *testing.T) {
 			}
 			return ""
 		})
-		vp := waitVirtual(t, cl, kindPod, "web", nil)
-		if tr := hookTraces(vp, traceLabels, traceAnnotations); len(tr) > 0 {
-			t.Errorf("virtual pod shows what the hooks added: %v", tr)
-		}
+		requireCleanVirtual(t, recorders, virtualEvents, kindPod, "web", traceLabels, traceAnnotations)
+		// the tenant's change went through UpdatePhysical
+		requireRequests(t, s, map[string][]string{"v1/Pod": {"UpdatePhysical"}})
 	})
 
 	t.Run("a strip hook on GetPhysical hides the host pod's address from the virtual pod's status, and the host keeps it", func(t *testing.T) {
@@ -253,14 +257,23 @@ func TestVClusterSyncer(t *testing.T) {
 			t.Fatal(err)
 		}
 		// vcluster copies the host pod's status up: the podIP arriving proves it read it.
-		vp := waitVirtual(t, cl, kindPod, "web", func(o object) string {
+		statusSet := time.Now()
+		waitVirtual(t, cl, kindPod, "web", func(o object) string {
 			if o.(*corev1.Pod).Status.PodIP != "10.244.0.9" {
 				return "the host pod's status did not reach the virtual pod"
 			}
 			return ""
-		}).(*corev1.Pod)
-		if vp.Status.HostIP != "" || len(vp.Status.HostIPs) > 0 {
-			t.Errorf("the virtual pod shows the host's address: hostIP %q, hostIPs %v", vp.Status.HostIP, vp.Status.HostIPs)
+		})
+		// and no version of the virtual pod ever showed the address, until it settled
+		settleObjects(t, recorders, kindPod, "web")
+		evs, err := virtualEvents.since(statusSet, func(ev recordedEvent) bool { return ev.kind == kindPod && ev.obj.GetName() == "web" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if vp := ev.obj.(*corev1.Pod); vp.Status.HostIP != "" || len(vp.Status.HostIPs) > 0 {
+				t.Errorf("the virtual pod showed the host's address at rv %s: hostIP %q, hostIPs %v", vp.ResourceVersion, vp.Status.HostIP, vp.Status.HostIPs)
+			}
 		}
 		// Regression: a strip on GetPhysical of a field an Update keeps would be deleted from the
 		// host at vcluster's next write (it writes back the whole object it read); status is not.
@@ -286,13 +299,13 @@ func TestVClusterSyncer(t *testing.T) {
 		if _, err := v.Pods(tenantNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		hp := waitHost(t, cl, kindPod, "forged", nil)
+		waitHost(t, cl, kindPod, "forged", nil)
 		// a later tenant change that must reach the host: the syncer has read the host pod
 		// (through GetPhysical) since it was created
 		if _, err := v.Pods(tenantNS).Patch(ctx, "forged", types.MergePatchType, []byte(`{"metadata":{"labels":{"step":"2"}}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		hp = waitHost(t, cl, kindPod, "forged", func(o object) string {
+		hp := waitHost(t, cl, kindPod, "forged", func(o object) string {
 			if o.GetLabels()["step"] != "2" {
 				return "label step=2 not synced"
 			}
@@ -305,13 +318,17 @@ func TestVClusterSyncer(t *testing.T) {
 		if got, ok := hp.GetAnnotations()[provenanceAnnotation]; ok && got == "tenant-hook" {
 			broken = append(broken, fmt.Sprintf("host pod carries the tenant's %s as written: %q", provenanceAnnotation, got))
 		}
-		for _, where := range []string{"host", "virtual"} {
-			o := hp
-			if where == "virtual" {
-				o = waitVirtual(t, cl, kindPod, "forged", nil)
-			}
-			if v, ok := o.GetLabels()["forged.example.com/by"]; ok {
-				broken = append(broken, fmt.Sprintf("%s pod has the label forged.example.com/by=%s that only the forged undo names: the syncer read it and wrote it back", where, v))
+		if v, ok := hp.GetLabels()["forged.example.com/by"]; ok {
+			broken = append(broken, fmt.Sprintf("host pod has the label forged.example.com/by=%s that only the forged undo names: the syncer read it and wrote it back", v))
+		}
+		settleObjects(t, recorders, kindPod, "forged")
+		evs, err := virtualEvents.since(time.Time{}, func(ev recordedEvent) bool { return ev.kind == kindPod && ev.obj.GetName() == "forged" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if v, ok := ev.obj.GetLabels()["forged.example.com/by"]; ok {
+				broken = append(broken, fmt.Sprintf("the virtual pod at rv %s has the label forged.example.com/by=%s that only the forged undo names: the syncer read it and wrote it back", ev.obj.GetResourceVersion(), v))
 			}
 		}
 		if len(broken) > 0 {
@@ -333,7 +350,7 @@ func TestVClusterSyncer(t *testing.T) {
 			}
 			return false
 		}
-		settle(t, []*eventRecorder{hostEvents, virtualEvents}, hooked)
+		settle(t, recorders, hooked)
 		window := noLoopWindow(t)
 		start := time.Now()
 		select {
@@ -358,12 +375,9 @@ func TestVClusterSyncer(t *testing.T) {
 
 	t.Run("synchook_loops_detected_total stays 0", func(t *testing.T) {
 		loops, err := s.metricSum(ctx, "synchook_loops_detected_total")
-		if errors.Is(err, errNoMetrics) {
-			// synchook before ad3f489 recorded no metrics and detected no loops under plugin v2
-			t.Skipf("this synchook serves no metrics under plugin v2 (%s): %v", envMetricsBindAddress, err)
-		}
 		if err != nil {
-			t.Fatal(err)
+			// a synchook that serves no metrics (SYNCHOOK_METRICS_BIND_ADDRESS) cannot show that it detected no loop
+			t.Fatalf("synchook's metrics at %s: %v", s.metricsAddr, err)
 		}
 		if loops != 0 {
 			t.Errorf("synchook_loops_detected_total = %v, want 0", loops)
@@ -397,6 +411,49 @@ func TestVClusterSyncer(t *testing.T) {
 			t.Errorf("regression (read chains marked their views with synchook.io/mutated-by and vcluster copied it into the virtual object): %s", strings.Join(readProvenance, "; "))
 		}
 	})
+}
+
+// requireCleanVirtual waits until the virtual object kind tenantNS/name and its host twin
+// settled (settleObjects: nothing written for 2 s) and fails tb with every recorded event of
+// the virtual object, since the recorder started, that showed what the hooks add (hookTraces
+// with labels and annotations): a watch over the object's whole life so far, not one read.
+func requireCleanVirtual(tb testing.TB, recorders []*eventRecorder, virtual *eventRecorder, kind, name string, labels, annotations []string) {
+	tb.Helper()
+	settleObjects(tb, recorders, kind, name)
+	evs, err := virtual.since(time.Time{}, func(ev recordedEvent) bool { return ev.kind == kind && ev.obj.GetName() == name })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(evs) == 0 {
+		tb.Fatalf("no event of the virtual %s %s recorded", kind, name)
+	}
+	for _, ev := range evs {
+		if tr := hookTraces(ev.obj, labels, annotations); len(tr) > 0 {
+			tb.Errorf("%s virtual %s %s rv %s shows what the hooks added: %v", ev.typ, kind, name, ev.obj.GetResourceVersion(), tr)
+		}
+	}
+}
+
+// requireRequests fails tb unless synchook's synchook_requests_total counts at least one
+// request of each hook type in want[gvk] for that gvk ("v1/Pod"), whatever the result; it also
+// fails when synchook's metrics cannot be read.
+func requireRequests(tb testing.TB, s *syncer, want map[string][]string) {
+	tb.Helper()
+	samples, err := s.metricSamples(tb.Context(), "synchook_requests_total")
+	if err != nil {
+		tb.Fatalf("synchook's metrics at %s: %v", s.metricsAddr, err)
+	}
+	got := map[string]float64{} // gvk + " " + hook type
+	for labels, v := range samples {
+		got[metricLabel(labels, "gvk")+" "+metricLabel(labels, "hook_type")] += v
+	}
+	for _, gvk := range slices.Sorted(maps.Keys(want)) {
+		for _, typ := range want[gvk] {
+			if got[gvk+" "+typ] == 0 {
+				tb.Errorf("synchook counted no %s request for %s; counted: %v", typ, gvk, got)
+			}
+		}
+	}
 }
 
 // readHooksOnly reports whether a provenance value names only this test's GetPhysical hooks.
@@ -434,15 +491,15 @@ func settle(tb testing.TB, rs []*eventRecorder, counts func(recordedEvent) bool)
 	})
 }
 
-// TestVClusterSyncerWithoutUndo is the contrast of TestVClusterSyncer's no-loop and "virtual
-// objects never show" cases: a labels hook with undo: false, so the syncer reads back what the
-// hook added. It must show a difference, or those cases could not fail: updates that keep
-// coming (a loop) or the hook's change in the tenant's view. What vcluster v0.36.1 does: no
-// loop (its write path runs the hook before every write, so the written object already has the
-// label), but its three-way metadata merge sees a host label the tenant did not set and copies
-// it into the virtual pod, overwriting the tenant's own value of a label the hook also sets
-// (one update on each side). With undo the GetPhysical view never shows the label and nothing
-// is copied.
+// TestVClusterSyncerWithoutUndo is the contrast of TestVClusterSyncer's "virtual objects never
+// show" cases: a labels hook with undo: false, so the syncer reads back what the hook added.
+// What vcluster v0.36.1 does, and this test asserts: its three-way metadata merge sees host
+// labels the tenant did not set and copies them into the virtual pod, overwriting the tenant's
+// own value of a label the hook also sets (app) — the copy-up must show in the virtual pod's
+// events within a minute, or this contrast could not tell undo from no undo (and vcluster's
+// behaviour changed). And no loop: vcluster's write path runs the hook before every write, so
+// the written object already has the labels and both sides settle (nothing written for 2 s,
+// within a minute). With undo the GetPhysical view never shows the labels and nothing is copied.
 func TestVClusterSyncerWithoutUndo(t *testing.T) {
 	cl := startClusters(t)
 	virtualEvents := recordEvents(t, cl.virtual, tenantNS)
@@ -466,37 +523,33 @@ func TestVClusterSyncerWithoutUndo(t *testing.T) {
 		}
 		return ""
 	})
-	window := noLoopWindow(t)
-	select {
-	case <-ctx.Done():
-		t.Fatal(ctx.Err())
-	case <-time.After(window): // measurement
+	copiedUp := func(o object) bool {
+		return o.GetLabels()[hookedLabel] == "true" && o.GetLabels()["app"] == "platform"
 	}
-	updates := func(ev recordedEvent) bool { return ev.typ == watch.Modified && ev.kind == kindPod }
-	var total int
+	waitFor(t, time.Minute, "vcluster to copy the hook's labels into the virtual pod (undo off)", func(context.Context) (bool, string, error) {
+		evs, err := virtualEvents.since(start, func(ev recordedEvent) bool { return ev.kind == kindPod && ev.obj.GetName() == "web" })
+		if err != nil {
+			return false, "", err
+		}
+		for _, ev := range evs {
+			if copiedUp(ev.obj) {
+				t.Logf("copied up at rv %s, %s after the create: %s", ev.obj.GetResourceVersion(), ev.at.Sub(start).Round(time.Millisecond), brief(ev.obj))
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("%d virtual pod events, none with %s=true and app=platform", len(evs), hookedLabel), nil
+	})
+	settle(t, []*eventRecorder{hostEvents, virtualEvents}, func(ev recordedEvent) bool { return ev.kind == kindPod })
 	for _, r := range []*eventRecorder{hostEvents, virtualEvents} {
-		evs, err := r.since(start, updates)
+		evs, err := r.since(start, func(ev recordedEvent) bool { return ev.typ == watch.Modified && ev.kind == kindPod })
 		if err != nil {
 			t.Fatal(err)
 		}
 		all, _ := r.since(time.Time{}, nil)
-		total += len(evs)
-		t.Logf("%d pod updates in the %s cluster in the %s after the pod was created:%s", len(evs), r.cluster, time.Since(start).Round(time.Millisecond), describeUpdates(evs, all))
-	}
-	vp := waitVirtual(t, cl, kindPod, "web", nil)
-	leaked := hookTraces(vp, []string{hookedLabel}, nil)
-	if vp.GetLabels()["app"] == "platform" {
-		leaked = append(leaked, "label app=platform (the hook's value)")
-	}
-	t.Logf("virtual pod: %s", brief(vp))
-	if total == 0 && len(leaked) == 0 {
-		t.Errorf("without undo, no update and nothing of the hook in the virtual pod: this contrast cannot tell undo from no undo")
-	}
-	if len(leaked) > 0 {
-		t.Logf("without undo the tenant sees the hook's change: %v", leaked)
+		t.Logf("%d pod updates in the %s cluster until they settled:%s", len(evs), r.cluster, describeUpdates(evs, all))
 	}
 	if lines := s.log.lines("loop detected"); len(lines) > 0 {
-		t.Logf("synchook logged:\n%s", strings.Join(lines, "\n"))
+		t.Errorf("synchook logged loops:\n%s", strings.Join(lines, "\n"))
 	}
 }
 

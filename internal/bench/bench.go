@@ -141,7 +141,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	pod := fixtures.JSON(fixtures.Pod("ns", "web"))
 	review := reviewFor(pod)
-	sc, err := startSidecar(ctx, opts.Binary)
+	sc, err := startSidecar(ctx, opts.Binary, benchConfig)
 	if err != nil {
 		return nil, err
 	}

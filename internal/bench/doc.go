@@ -15,4 +15,9 @@
 //	(c) the same through gRPC with a new connection per call
 //
 // and prints every figure in absolute terms and as a ratio to its floor.
+//
+// Deadline (`synchook-bench deadline`) checks the bounds of one request rather than speed: the
+// slowest request of engine's BenchmarkCostAgainstSize sent several at once to a sidecar with
+// --request-timeout and --max-concurrent-hooks; it fails when more requests ran than there are
+// slots or an answer came later than the timeout plus a grace.
 package bench

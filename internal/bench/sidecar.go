@@ -34,7 +34,7 @@ func freePort() (int, error) {
 
 // startSidecar starts `binary serve` on free loopback ports, a unix socket and the gRPC bridge,
 // with benchConfig, and waits until it answers.
-func startSidecar(ctx context.Context, binary string) (*sidecar, error) {
+func startSidecar(ctx context.Context, binary, config string, serveFlags ...string) (*sidecar, error) {
 	dir, err := os.MkdirTemp("", "synchook-bench-")
 	if err != nil {
 		return nil, err
@@ -51,12 +51,13 @@ func startSidecar(ctx context.Context, binary string) (*sidecar, error) {
 		grpcAddr:  fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		sock:      filepath.Join(dir, "synchook.sock"),
 	}
-	sc.cmd = exec.CommandContext(ctx, binary, "serve",
+	args := append([]string{"serve",
 		"--bind-address", sc.httpsAddr, "--health-probe-bind-address", "0", "--metrics-bind-address", "0",
 		"--cert-dir", filepath.Join(dir, "certs"), "--socket-path", sc.sock,
 		"--plugin-address", sc.grpcAddr, "--vcluster-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
-		"--zap-log-level", "error")
-	sc.cmd.Env = append(os.Environ(), "SYNCHOOK_CONFIG="+benchConfig, "VCLUSTER_PLUGIN_ADDRESS=", "VCLUSTER_PLUGIN_NAME=")
+		"--zap-log-level", "error"}, serveFlags...)
+	sc.cmd = exec.CommandContext(ctx, binary, args...)
+	sc.cmd.Env = append(os.Environ(), "SYNCHOOK_CONFIG="+config, "VCLUSTER_PLUGIN_ADDRESS=", "VCLUSTER_PLUGIN_NAME=")
 	var stderr bytes.Buffer
 	sc.cmd.Stderr = &stderr
 	if err := sc.cmd.Start(); err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/internal/metamap"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -271,6 +272,9 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 		return outcome{ops: o.ops, hooks: o.hooks}, err
 	}
 	if undo {
+		if err := stepBoundary(ctx, c); err != nil {
+			return outcome{}, err
+		}
 		o.ops, err = rn.reg.withUndo(c, raw, o.ops, rn.clearUndo, rn.carried())
 		o.merge = nil
 		return o, err
@@ -347,15 +351,25 @@ func (r *Registry) withCarried(c *chain, doc []byte, carry []UndoEntry) ([]byte,
 // UndoAnnotation, how to go back from the hooked object to raw: sealed when there is a key,
 // in clear text without one or when clear is set (the runs that verify a clear-text undo).
 func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, clear bool, carry []UndoEntry) ([]patch.Operation, error) {
-	hooked, err := applyOps(raw, ops...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.key, err)
+	// The state of metadata and its annotations after ops: raw's, unless an operation is on
+	// either of them or the whole document (then applied, as are patches undoEntriesOf can't
+	// read without the result).
+	doc := jsonscan.NewIndex(raw)
+	entries, ok := undoEntriesOf(ops, doc)
+	for _, op := range ops {
+		ok = ok && op.Path != "/metadata" && op.Path != "/metadata/annotations"
 	}
-	entries := undoEntries(ops, raw, hooked)
+	if !ok {
+		hooked, err := applyOps(raw, ops...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.key, err)
+		}
+		entries, doc = undoEntries(ops, raw, hooked), jsonscan.NewIndex(hooked)
+	}
 	if len(entries) == 0 {
 		return ops, nil
 	}
-	annotations, _ := lookupPointer(hooked, "/metadata/annotations")
+	annotations, _ := doc.Lookup("/metadata/annotations")
 	isMap := len(annotations) > 0 && annotations[0] == '{'
 	if len(annotations) == 0 || string(annotations) == "null" {
 		entries = append([]UndoEntry{emptyMapEntry("/metadata/annotations")}, entries...)
@@ -367,7 +381,7 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, clear b
 	if isMap {
 		return append(ops, patch.Operation{Operation: "add", Path: "/metadata/annotations/synchook.io~1undo", Value: value}), nil
 	}
-	if v, ok := lookupPointer(hooked, "/metadata"); !ok || len(v) == 0 || v[0] != '{' {
+	if v, ok := doc.Lookup("/metadata"); !ok || len(v) == 0 || v[0] != '{' {
 		return append(ops, patch.Operation{Operation: "add", Path: "/metadata", Value: map[string]any{"annotations": map[string]string{UndoAnnotation: value}}}), nil
 	}
 	return append(ops, patch.Operation{Operation: "add", Path: "/metadata/annotations", Value: map[string]string{UndoAnnotation: value}}), nil
@@ -438,6 +452,12 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 	if !changed {
 		return outcome{hooks: n}, nil // the undo dropped and no change by the hooks
 	}
+	if err := stepBoundary(ctx, c); err != nil {
+		return outcome{}, err
+	}
+	if reason == "" && (rn.validJSON || jsonscan.Valid(raw)) { // final: encoded by json.Marshal, or applied to that
+		return outcome{ops: patch.DiffMarshaled(raw, final), hooks: n}, nil
+	}
 	ops, err := patch.Diff(raw, final)
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
@@ -481,6 +501,9 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte) (outcome, err
 	if err := decode(raw, obj); err != nil {
 		return outcome{}, &DecodeError{GVK: gvk, Err: err}
 	}
+	if err := stepBoundary(ctx, c); err != nil {
+		return outcome{}, err
+	}
 	// The object before the hooks, for a typed object: its labels and annotations alone while
 	// the chain's last run changed nothing else (metadataOps needs no more), else a deep copy
 	// (cheaper than an encoding); an unstructured object: its encoding.
@@ -517,14 +540,20 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte) (outcome, err
 	if err != nil {
 		return outcome{}, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
 	}
-	if snapshot != nil {
+	if err := stepBoundary(ctx, c); err != nil {
+		return outcome{}, err
+	}
+	if light {
+		// The chain's last run changed only labels and annotations: try the diff of the two
+		// maps (its own diff of raw and after) before encoding the whole object before.
 		ops, ok := metadataOps(raw, after, snapshot, out)
-		if c.changedMore.Load() == ok { // written only when it flips
-			c.changedMore.Store(!ok)
-		}
-		if ok {
+		if !ok {
+			c.changedMore.Store(true)
+		} else {
 			return outcome{ops: ops, hooks: len(c.hooks), merge: after}, nil
 		}
+	}
+	if snapshot != nil {
 		if light { // the whole object before the hooks is the typed round trip of raw
 			snapshot = c.newObject()
 			if err := decode(raw, snapshot); err != nil {
@@ -536,16 +565,46 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte) (outcome, err
 		}
 	}
 	if bytes.Equal(before, after) {
+		if snapshot != nil && !light {
+			c.changedMore.Store(false)
+		}
 		return outcome{hooks: len(c.hooks)}, nil
 	}
 	ops := patch.DiffMarshaled(before, after)
 	if err := patch.GuardDocuments(c.names(), ops, before, after); err != nil {
 		return outcome{}, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
 	}
+	if snapshot != nil && !light && onlyMetadataMaps(ops) {
+		c.changedMore.Store(false) // flips back: the next run tries the two maps first
+	}
+	if err := stepBoundary(ctx, c); err != nil {
+		return outcome{}, err
+	}
 	if ops, err = patch.Rebase(raw, ops); err != nil {
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	}
 	return outcome{ops: ops, hooks: len(c.hooks), merge: after}, nil
+}
+
+// stepBoundary returns an error wrapping ctx.Err() once ctx has ended: the work of a request
+// stops there, between two steps that cannot be interrupted (a decode, an encode, a diff), and
+// frees its slot (Runner.runWhole has answered already).
+func stepBoundary(ctx context.Context, c *chain) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: stopped between steps: %w", c.key, err)
+	}
+	return nil
+}
+
+// onlyMetadataMaps reports whether every operation of ops is on metadata's labels or
+// annotations (the maps or one of their entries).
+func onlyMetadataMaps(ops []patch.Operation) bool {
+	for _, op := range ops {
+		if _, _, _, ok := metamap.Target(op.Path); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // decode unmarshals raw into obj the way the Kubernetes JSON serializer does: case-sensitive

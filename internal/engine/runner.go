@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -208,23 +209,82 @@ func (r *Runner) MutateValidJSON(ctx context.Context, gvk schema.GroupVersionKin
 // one concurrency slot from its decode to its answer (the hooks, the diff and the undo run
 // under it), and an answer not ready by ctx's deadline is not given: the error wraps
 // ctx.Err() (context.DeadlineExceeded: 504 / DeadlineExceeded), for a read too, whose stored
-// object would show the tenant the hooks' values.
+// object would show the tenant the hooks' values. With a deadline, the work on an object of
+// inlineWorkBytes or more runs on a goroutine of its own and the answer is given at the
+// deadline, whatever step the work is in: a step that cannot be interrupted (the decode or diff
+// of a large object) goes on holding the slot until it ends, and the work stops at the next
+// step that checks ctx (Runner.Stuck counts a slot held too long, whichever step holds it).
+// A smaller object's steps are short (linear in the object: well under 20 ms at 64 KiB), so
+// it runs on the caller's goroutine, which costs no goroutine start per request on the hot
+// path; its hooks are bounded by the deadline either way (chain.supervise).
 func (r *call) runWhole(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
 	key := Key{GVK: gvk, Type: t}
+	release := func() {}
 	if r.slots != nil && (r.reg.chains[key] != nil || r.reg.listChain(gvk, t) != nil) {
 		inner, done, ok := r.hold()
 		if !ok {
 			return Result{}, fmt.Errorf("%s: %w", key, ErrOverloaded)
 		}
-		defer done()
-		r = inner
+		r, release = inner, done
 	}
-	res, err := r.run(ctx, gvk, t, raw)
-	if err == nil && ctx.Err() != nil {
-		return Result{}, fmt.Errorf("%s: the request's deadline passed before its answer was ready: %w", key, ctx.Err())
+	late := func() error {
+		return fmt.Errorf("%s: the request's deadline passed before its answer was ready: %w", key, ctx.Err())
 	}
-	return res, err
+	if _, bounded := ctx.Deadline(); !bounded || len(raw) < inlineWorkBytes {
+		defer release()
+		res, err := r.run(ctx, gvk, t, raw)
+		if err == nil && ctx.Err() != nil {
+			return Result{}, late()
+		}
+		return res, err
+	}
+	type answer struct {
+		res Result
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		var a answer
+		func() {
+			defer release() // before the answer is sent: a caller that has it may send the next request
+			defer func() {
+				if p := recover(); p != nil { // on this goroutine net/http's recovery would not catch it
+					a = answer{err: fmt.Errorf("%s: %w", key, &PanicError{Value: "the request's work panicked", Stack: debug.Stack()})}
+				}
+			}()
+			a.res, a.err = r.run(ctx, gvk, t, raw)
+		}()
+		answered <- a
+	}()
+	select {
+	case a := <-answered:
+		if a.err == nil && ctx.Err() != nil {
+			return Result{}, late()
+		}
+		return a.res, a.err
+	case <-ctx.Done():
+	}
+	// A hook running at the deadline is abandoned at once and its error names it: wait that
+	// long for it, not for a step that cannot be interrupted.
+	grace := time.NewTimer(deadlineGrace)
+	defer grace.Stop()
+	select {
+	case a := <-answered:
+		if a.err != nil {
+			return Result{}, a.err
+		}
+	case <-grace.C:
+	}
+	return Result{}, late()
 }
+
+// inlineWorkBytes is the object size from which runWhole answers at the deadline while the
+// work goes on (see there).
+const inlineWorkBytes = 64 << 10
+
+// deadlineGrace is how long after the deadline runWhole waits for the work's own error (a
+// hook abandoned at the deadline, named) before it answers without it.
+const deadlineGrace = 20 * time.Millisecond
 
 // acquire takes a slot of MaxConcurrent without waiting; ok is false when none is free.
 func (r *call) acquire() (release func(), ok bool) {

@@ -128,19 +128,21 @@ func dropReserved(ann map[string]string) bool {
 }
 
 // undoEntries returns the entries that take the change from before to after back, for the
-// forward operations ops (computed between the two documents, which must be valid JSON).
+// forward operations ops (computed between the two documents, which must be valid JSON). One
+// jsonscan.Index per document: k operations in an array of N elements cost O(N + k).
 func undoEntries(ops []patch.Operation, before, after []byte) []UndoEntry {
+	bx, ax := jsonscan.NewIndex(before), jsonscan.NewIndex(after)
 	entries := make([]UndoEntry, 0, len(ops))
 	for _, op := range ops {
-		if e, ok := arrayEntry(op, before, after); ok {
+		if e, ok := arrayEntry(op, bx, ax); ok {
 			entries = append(entries, e)
 			continue
 		}
 		e := UndoEntry{Path: op.Path}
-		if v, ok := lookupPointer(after, op.Path); ok {
+		if v, ok := ax.Lookup(op.Path); ok {
 			e.Hooked = json.RawMessage(v)
 		}
-		if v, ok := lookupPointer(before, op.Path); ok {
+		if v, ok := bx.Lookup(op.Path); ok {
 			e.Original = json.RawMessage(v)
 		}
 		entries = append(entries, e)
@@ -152,15 +154,15 @@ func undoEntries(ops []patch.Operation, before, after []byte) []UndoEntry {
 // at an index, or "-") or removes one from it: undo.OpRemove with the inserted element, or
 // undo.OpInsert with the removed one (read from before: the diff removes the highest index
 // first, so before's index is the element's). ok is false for any other operation.
-func arrayEntry(op patch.Operation, before, after []byte) (UndoEntry, bool) {
+func arrayEntry(op patch.Operation, before, after *jsonscan.Index) (UndoEntry, bool) {
 	if op.Operation != "add" && op.Operation != "remove" {
 		return UndoEntry{}, false
 	}
-	tokens, err := patch.ParsePointer(op.Path)
-	if err != nil || len(tokens) == 0 {
+	cut := strings.LastIndexByte(op.Path, '/')
+	if cut < 0 {
 		return UndoEntry{}, false
 	}
-	last := tokens[len(tokens)-1]
+	last := op.Path[cut+1:]
 	if last != "-" && strings.Trim(last, "0123456789") != "" || last == "" {
 		return UndoEntry{}, false
 	}
@@ -168,17 +170,16 @@ func arrayEntry(op patch.Operation, before, after []byte) (UndoEntry, bool) {
 	if op.Operation == "remove" {
 		doc = before
 	}
-	parent, ok := jsonscan.Lookup(doc, tokens[:len(tokens)-1])
+	parent, ok := doc.Lookup(op.Path[:cut])
 	if !ok || len(parent) == 0 || parent[0] != '[' {
 		return UndoEntry{}, false
 	}
 	if last == "-" {
 		els, _ := jsonscan.Elements(parent)
 		last = strconv.Itoa(len(els) - 1)
-		tokens[len(tokens)-1] = last
 	}
-	path := op.Path[:strings.LastIndexByte(op.Path, '/')+1] + last
-	v, ok := jsonscan.Lookup(doc, tokens)
+	path := op.Path[:cut+1] + last
+	v, ok := doc.Lookup(path)
 	if !ok {
 		return UndoEntry{}, false
 	}
@@ -186,6 +187,123 @@ func arrayEntry(op patch.Operation, before, after []byte) (UndoEntry, bool) {
 		return UndoEntry{Op: undo.OpRemove, Path: path, Hooked: json.RawMessage(v)}, true
 	}
 	return UndoEntry{Op: undo.OpInsert, Path: path, Original: json.RawMessage(v)}, true
+}
+
+// undoEntriesOf is undoEntries without the document after the operations, for a patch shaped
+// as patch.Diff makes them: only add, replace and remove; no path at or under another's; no
+// "-"; and among the operations on one array (paths that end in an index) every replace
+// before the adds or removes' indices, adds at increasing indices or removes at decreasing
+// ones, never both. Then what the patch leaves at each path is the operation's value, and
+// what was there is before's value at that path, so nothing needs applying. ok is false for
+// any other patch: undoEntries takes it, on the applied document.
+func undoEntriesOf(ops []patch.Operation, before *jsonscan.Index) ([]UndoEntry, bool) {
+	if !diffShaped(ops, before) {
+		return nil, false
+	}
+	entries := make([]UndoEntry, 0, len(ops))
+	for _, op := range ops {
+		var value json.RawMessage
+		if op.Operation != "remove" {
+			switch v := op.Value.(type) {
+			case json.RawMessage:
+				value = v
+			default:
+				b, err := json.Marshal(v)
+				if err != nil {
+					return nil, false
+				}
+				value = b
+			}
+		}
+		cut := strings.LastIndexByte(op.Path, '/')
+		parent, ok := before.Lookup(op.Path[:cut])
+		if !ok || len(parent) == 0 || parent[0] != '{' && parent[0] != '[' {
+			return nil, false // the patch does not apply to before
+		}
+		original, had := before.Lookup(op.Path)
+		switch {
+		case parent[0] == '[' && op.Operation == "add":
+			entries = append(entries, UndoEntry{Op: undo.OpRemove, Path: op.Path, Hooked: value})
+		case parent[0] == '[' && op.Operation == "remove":
+			if !had {
+				return nil, false
+			}
+			entries = append(entries, UndoEntry{Op: undo.OpInsert, Path: op.Path, Original: json.RawMessage(original)})
+		default:
+			if op.Operation != "add" && !had {
+				return nil, false
+			}
+			e := UndoEntry{Path: op.Path, Hooked: value}
+			if had {
+				e.Original = json.RawMessage(original)
+			}
+			entries = append(entries, e)
+		}
+	}
+	return entries, true
+}
+
+// diffShaped reports whether ops, a patch of before, has the shape undoEntriesOf needs (see
+// there).
+func diffShaped(ops []patch.Operation, before *jsonscan.Index) bool {
+	type arrayOps struct {
+		op               string // "add" or "remove", once there is one
+		maxReplace, last int    // the highest replaced index; the last added or removed one
+		lowest           int    // the lowest added or removed index
+	}
+	paths := make(map[string]struct{}, len(ops))
+	arrays := map[string]*arrayOps{}
+	for _, op := range ops {
+		if op.Operation != "add" && op.Operation != "replace" && op.Operation != "remove" || op.Path == "" || op.Path[0] != '/' {
+			return false
+		}
+		if _, dup := paths[op.Path]; dup {
+			return false
+		}
+		paths[op.Path] = struct{}{}
+		cut := strings.LastIndexByte(op.Path, '/')
+		last := op.Path[cut+1:]
+		if last == "-" {
+			return false
+		}
+		if parent, ok := before.Lookup(op.Path[:cut]); !ok || len(parent) == 0 || parent[0] != '[' {
+			continue // a member of an object (undoEntriesOf refuses a missing parent)
+		}
+		i, err := strconv.Atoi(last)
+		if err != nil {
+			return false
+		}
+		a := arrays[op.Path[:cut]]
+		if a == nil {
+			a = &arrayOps{maxReplace: -1}
+			arrays[op.Path[:cut]] = a
+		}
+		switch {
+		case op.Operation == "replace":
+			if a.op != "" && i >= a.lowest {
+				return false
+			}
+			a.maxReplace = max(a.maxReplace, i)
+			continue
+		case i <= a.maxReplace,
+			a.op != "" && a.op != op.Operation,
+			a.op == "add" && i <= a.last,
+			a.op == "remove" && i >= a.last:
+			return false
+		}
+		if a.op == "" || i < a.lowest {
+			a.lowest = i
+		}
+		a.op, a.last = op.Operation, i
+	}
+	for p := range paths { // no path under another
+		for cut := strings.LastIndexByte(p, '/'); cut > 0; cut = strings.LastIndexByte(p[:cut], '/') {
+			if _, held := paths[p[:cut]]; held {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // emptyMapEntry is the first entry of an undo whose change created the map at path (labels or
@@ -215,11 +333,14 @@ func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, p undoPlan) 
 	if err != nil {
 		return nil, "", &DecodeError{GVK: c.key.GVK, Err: err}
 	}
-	tree := copyTree(stored) // the copy the entries change; stored stays as it is
+	id, tree := identityOfTree(stored), stored
+	if p.verify {
+		tree = copyTree(stored) // the copy the entries change; stored stays as it is for verifyUndo
+	}
 	if reason := applyUndoSteps(ctx, tree, steps); reason != "" {
 		return nil, reason, nil
 	}
-	if identityOfTree(tree) != identityOfTree(stored) { // cannot happen after the checks above
+	if identityOfTree(tree) != id { // cannot happen after the checks above
 		return nil, UndoIdentity, nil
 	}
 	if view, err = json.Marshal(tree); err != nil {

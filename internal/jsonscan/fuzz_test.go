@@ -20,7 +20,8 @@ func checkString(t *testing.T, lit []byte) {
 	}
 }
 
-// FuzzScan checks Members, EachMember, ScanObject, Find, Elements and String against encoding/json on every valid document:
+// FuzzScan checks Members, EachMember, ScanObject, Find, Elements and String against encoding/json on every valid document
+// (and Index against Lookup at every pointer of it):
 // the same keys and values in the same order (the last of repeated keys is what Unmarshal
 // keeps), offsets that cut out exactly the member, and never a panic on invalid input.
 func FuzzScan(f *testing.F) {
@@ -37,6 +38,7 @@ func FuzzScan(f *testing.F) {
 			flatten(doc, true) // any answer, no panic
 		} else {
 			checkScanObject(t, doc)
+			checkIndex(t, doc)
 		}
 		els, isArray := jsonscan.Elements(doc)
 		str, isString := jsonscan.String(bytes.TrimSpace(doc))

@@ -560,6 +560,15 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 			}
 		}()
 	}
+	if addr := opts.Getenv(PprofBindAddressEnvVar); addr != "" && addr != "0" {
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		go func() {
+			if err := servePprof(ctx, addr, opts.Log.WithName("pprof")); err != nil {
+				opts.Log.Error(err, "pprof listener stopped", "address", addr)
+			}
+		}()
+	}
 	cw, err := startCapture(&opts, reg, &ropts)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/lru"
 )
 
 // KeyBytes is the length of one key: 32 bytes for AES-256-GCM and 32 for the HMAC-SHA256 that
@@ -72,6 +73,32 @@ func validID(id string) bool {
 // immutable and safe for concurrent use; Rotate returns a new one.
 type Ring struct {
 	keys []keyState
+	// opened remembers what Open answered for the last openedEntries (identity, side, value)
+	// it opened: the syncer reads the same object several times per sync (GetPhysical before
+	// each write and reconcile), each read bringing the same sealed value. A hit costs a map
+	// lookup instead of base64, AES-GCM, HMAC and a JSON decode. Secrets' records (which may
+	// hold a stripped value) are never kept.
+	opened *lru.Cache
+}
+
+// openedEntries is the size of Ring.opened, and openedValueBytes the longest value it keeps:
+// at most ~8 MiB of values (a labels undo is ~150 bytes).
+const (
+	openedEntries    = 4096
+	openedValueBytes = 2048
+)
+
+// openedKey is what Open's answer depends on besides the ring's keys.
+type openedKey struct {
+	id    Identity
+	side  Side
+	value string
+}
+
+// openedRecord is a remembered answer of Open.
+type openedRecord struct {
+	rec   Record
+	keyID string
 }
 
 type keyState struct {
@@ -91,7 +118,7 @@ func NewRing(keys ...Key) (*Ring, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("undo key ring: no keys")
 	}
-	r := &Ring{}
+	r := &Ring{opened: lru.New(openedEntries)}
 	seen := map[string]bool{}
 	for _, k := range keys {
 		if !validID(k.ID) {
@@ -230,7 +257,32 @@ func (r *Ring) Seal(id Identity, side Side, rec Record) (string, error) {
 // (a clear-text value), ErrUnknownKey, ErrUnauthentic (forged, copied from another object, or
 // damaged; also a nonce that is not the synthetic IV of its plaintext), ErrMalformed.
 // It returns the ID of the key that opened it.
+//
+// Answers are remembered per (id, side, value) up to openedValueBytes, except for Secrets; the Record returned is the
+// caller's own (its Entries slice a copy; the values inside it must not be changed).
 func (r *Ring) Open(id Identity, side Side, value string) (Record, string, error) {
+	remember := r.opened != nil && len(value) <= openedValueBytes && id.Kind != "Secret"
+	if !remember {
+		return r.open(id, side, value)
+	}
+	key := openedKey{id, side, value}
+	if v, ok := r.opened.Get(key); ok {
+		o := v.(openedRecord)
+		rec := o.rec
+		rec.Entries = slices.Clone(rec.Entries)
+		return rec, o.keyID, nil
+	}
+	rec, keyID, err := r.open(id, side, value)
+	if err == nil {
+		kept := rec
+		kept.Entries = slices.Clone(rec.Entries)
+		r.opened.Add(key, openedRecord{kept, keyID})
+	}
+	return rec, keyID, err
+}
+
+// open is Open without the remembered answers.
+func (r *Ring) open(id Identity, side Side, value string) (Record, string, error) {
 	rest, ok := strings.CutPrefix(value, sealedPrefix)
 	if !ok {
 		return Record{}, "", ErrNotSealed

@@ -152,3 +152,62 @@ func TestRestorableIsWhatAnUpdateCanChangeBack(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenRemembersOnlyWhatItWouldAnswerAgain: a sealed value opened once (remembered) still
+// opens for no other object or side, a caller that changes the entries it got does not change
+// the next answer, and a Secret's record opens the same each time.
+func TestOpenRemembersOnlyWhatItWouldAnswerAgain(t *testing.T) {
+	r, err := undo.GenerateRing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := undo.Identity{APIVersion: "v1", Kind: "Pod", Namespace: "ns", Name: "web"}
+	secret := undo.Identity{APIVersion: "v1", Kind: "Secret", Namespace: "ns", Name: "creds"}
+	rec := undo.Record{Writers: []string{"labels@1"}, Entries: []undo.Entry{{Path: "/metadata/labels/team", Hooked: []byte(`"a"`)}}}
+	for _, id := range []undo.Identity{pod, secret} {
+		value, err := r.Seal(id, undo.Physical, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 { // the second and third opens are the remembered ones for the pod
+			got, _, err := r.Open(id, undo.Physical, value)
+			if err != nil || len(got.Entries) != 1 || got.Entries[0].Path != "/metadata/labels/team" {
+				t.Fatalf("%s: Open = %+v, %v", id.Kind, got, err)
+			}
+			got.Entries[0].Path = "/spec" // the caller's copy
+		}
+		other := id
+		other.Name = "other"
+		if _, _, err := r.Open(other, undo.Physical, value); !errors.Is(err, undo.ErrUnauthentic) {
+			t.Errorf("%s: the value opened once opens on another object: %v", id.Kind, err)
+		}
+		if _, _, err := r.Open(id, undo.Virtual, value); !errors.Is(err, undo.ErrUnauthentic) {
+			t.Errorf("%s: the value opened once opens on the other side: %v", id.Kind, err)
+		}
+	}
+}
+
+// BenchmarkOpen is one Open of a labels-sized sealed value: a Pod's (remembered after the
+// first) and a Secret's (never remembered: every Open decrypts).
+func BenchmarkOpen(b *testing.B) {
+	r, err := undo.GenerateRing()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := undo.Record{Writers: []string{"labels@1"}, Entries: []undo.Entry{{Path: "/metadata/labels/team", Hooked: []byte(`"a"`)}}}
+	for _, kind := range []string{"Pod", "Secret"} {
+		id := undo.Identity{APIVersion: "v1", Kind: kind, Namespace: "ns", Name: "web"}
+		value, err := r.Seal(id, undo.Physical, rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(kind, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := r.Open(id, undo.Physical, value); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

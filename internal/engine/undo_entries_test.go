@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/patch"
+)
+
+// FuzzUndoEntries checks that, for every patch.Diff between two JSON documents, the undo read
+// from the patch alone (undoEntriesOf, what withUndo does) is the one read from the applied
+// document (undoEntries): the same entries, values equal as JSON.
+func FuzzUndoEntries(f *testing.F) {
+	for _, seed := range [][2]string{
+		{`{"spec":{"tolerations":[{"k":"a"},{"k":"b"},{"k":"c"}]}}`, `{"spec":{"tolerations":[{"k":"b"},{"k":"c"}]}}`},
+		{`{"a":[1,2,3,4]}`, `{"a":[0,1,2,9,3,4,5]}`},
+		{`{"a":[1,2,3,4,5,6]}`, `{"a":[7,2]}`},
+		{`{"m":{"x":1,"y":{"z":[1]}}}`, `{"m":{"y":{"z":[1,2],"w":null},"v":"s"}}`},
+		{`{"a~/b":{"c":1}}`, `{"a~/b":{"c":2,"d":{}}}`},
+		{`[1,[2,3],{"a":[]}]`, `[[2],{"a":[4]},1]`},
+		{`{"a":1,"a":2}`, `{"a":3}`},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, before, after string) {
+		ops, err := patch.Diff([]byte(before), []byte(after))
+		if err != nil || len(ops) == 0 || ops[0].Path == "" {
+			return // a replace of the whole document is not diff-shaped (and never on an object)
+		}
+		hooked, err := applyOps([]byte(before), ops...)
+		if err != nil || !sameJSON(hooked, json.RawMessage(after)) {
+			return // evanphx/json-patch mishandles some valid patches (e.g. under an empty key); FuzzDiff checks ours
+		}
+		want := undoEntries(ops, []byte(before), hooked)
+		got, ok := undoEntriesOf(ops, jsonscan.NewIndex([]byte(before)))
+		if !ok {
+			t.Fatalf("a diff is not diff-shaped: %s → %s: %+v", before, after, ops)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s → %s: %d entries from the patch, %d from the result", before, after, len(got), len(want))
+		}
+		for i := range want {
+			g, w := got[i], want[i]
+			if g.Op != w.Op || g.Path != w.Path || !sameJSON(g.Hooked, w.Hooked) || !sameJSON(g.Original, w.Original) {
+				t.Fatalf("%s → %s: entry %d from the patch %+v, from the result %+v", before, after, i, g, w)
+			}
+		}
+	})
+}
+
+// sameJSON reports whether a and b are both absent or equal as JSON values.
+func sameJSON(a, b json.RawMessage) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// TestUndoEntriesOfRefusesWhatItCannotReadWithoutTheResult covers the patches undoEntriesOf
+// leaves to undoEntries: their values after the patch are not the operations' values.
+func TestUndoEntriesOfRefusesWhatItCannotReadWithoutTheResult(t *testing.T) {
+	doc := jsonscan.NewIndex([]byte(`{"a":[1,2,3,4],"m":{"k":1}}`))
+	op := func(o, p string, v any) patch.Operation { return patch.Operation{Operation: o, Path: p, Value: v} }
+	for name, ops := range map[string][]patch.Operation{
+		"move":                     {op("move", "/m/j", nil)},
+		"append":                   {op("add", "/a/-", 5)},
+		"a path under another":     {op("add", "/m/n", map[string]any{}), op("add", "/m/n/o", 1)},
+		"the same path twice":      {op("replace", "/m/k", 2), op("replace", "/m/k", 3)},
+		"adds not increasing":      {op("add", "/a/2", 5), op("add", "/a/1", 6)},
+		"removes not decreasing":   {op("remove", "/a/1", nil), op("remove", "/a/2", nil)},
+		"adds and removes":         {op("remove", "/a/3", nil), op("add", "/a/1", 6)},
+		"a replace past an insert": {op("add", "/a/1", 6), op("replace", "/a/2", 7)},
+		"a replace past a removal": {op("remove", "/a/1", nil), op("replace", "/a/2", 7)},
+		"a parent that is missing": {op("add", "/x/y", 1)},
+		"a remove of nothing":      {op("remove", "/m/q", nil)},
+		"the whole document":       {op("replace", "", map[string]any{})},
+	} {
+		if entries, ok := undoEntriesOf(ops, doc); ok {
+			t.Errorf("%s: undoEntriesOf took %+v: %+v", name, ops, entries)
+		}
+	}
+	if _, ok := undoEntriesOf([]patch.Operation{op("replace", "/a/0", 0), op("remove", "/a/3", nil), op("remove", "/a/2", nil), op("add", "/m/j", 1)}, doc); !ok {
+		t.Error("a diff-shaped patch was refused")
+	}
+}

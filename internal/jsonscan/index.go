@@ -1,0 +1,131 @@
+package jsonscan
+
+import (
+	"bytes"
+	"strings"
+)
+
+// Index answers RFC 6901 JSON Pointer lookups in one document. Each object or array a lookup
+// passes through is split into its members or elements once and remembered by its pointer, so
+// k lookups of paths in an array of N elements cost O(N + k·depth) rather than O(N·k): the one
+// walk a patch or an undo of k operations needs. The document is read, never copied or changed;
+// an Index is not safe for concurrent use.
+type Index struct {
+	doc        []byte
+	containers map[string]*container // by the escaped pointer of the object or array
+}
+
+// container is one object or array of the document, split.
+type container struct {
+	members  map[string]indexed // of an object, by unescaped key
+	elements [][]byte           // of an array
+	isArray  bool
+	viaDup   bool // reached through a key that its object has more than once
+}
+
+// indexed is a member: the value of the last member of that key (the one encoding/json's
+// Unmarshal uses) and how many members have the key.
+type indexed struct {
+	value []byte
+	count int
+}
+
+// NewIndex returns an Index of the JSON document doc (leading and trailing white space ignored).
+func NewIndex(doc []byte) *Index {
+	return &Index{doc: bytes.TrimSpace(doc), containers: map[string]*container{}}
+}
+
+// Lookup returns the trimmed value at the JSON Pointer pointer ("" is the whole document; else
+// "/"-separated reference tokens, "~1" for "/" and "~0" for "~"), through an object by the last
+// member of that key, through an array by a decimal index without leading zeros. ok is false
+// when the pointer is malformed or names nothing — what Lookup answers for the same tokens.
+func (x *Index) Lookup(pointer string) (value []byte, ok bool) {
+	value, _, ok = x.lookup(pointer)
+	return value, ok
+}
+
+// LookupUnique is Lookup that also fails (ok false) when an object on the way, or the one that
+// holds the value, has the key more than once: where readers of the document may disagree on
+// which member counts.
+func (x *Index) LookupUnique(pointer string) (value []byte, ok bool) {
+	value, unique, ok := x.lookup(pointer)
+	return value, ok && unique
+}
+
+func (x *Index) lookup(pointer string) (value []byte, unique, ok bool) {
+	if pointer == "" {
+		return x.doc, true, len(x.doc) > 0
+	}
+	if pointer[0] != '/' {
+		return nil, false, false
+	}
+	cut := strings.LastIndexByte(pointer, '/')
+	parent, ok := x.container(pointer[:cut])
+	if !ok {
+		return nil, false, false
+	}
+	tok, ok := unescapeToken(pointer[cut+1:])
+	if !ok {
+		return nil, false, false
+	}
+	if parent.isArray {
+		i, isIndex := arrayIndex(tok)
+		if !isIndex || i >= len(parent.elements) {
+			return nil, false, false
+		}
+		return parent.elements[i], !parent.viaDup, true
+	}
+	m, found := parent.members[tok]
+	if !found {
+		return nil, false, false
+	}
+	return m.value, !parent.viaDup && m.count == 1, true
+}
+
+// container returns the object or array at pointer, split; ok is false when there is none.
+func (x *Index) container(pointer string) (*container, bool) {
+	if c, seen := x.containers[pointer]; seen {
+		return c, c != nil
+	}
+	v, unique, ok := x.lookup(pointer)
+	var c *container
+	switch {
+	case !ok || len(v) == 0:
+	case v[0] == '{':
+		ms, _ := Members(v)
+		c = &container{members: make(map[string]indexed, len(ms)), viaDup: !unique}
+		for _, m := range ms {
+			c.members[m.Key] = indexed{value: m.Value, count: c.members[m.Key].count + 1}
+		}
+	case v[0] == '[':
+		els, _ := Elements(v)
+		c = &container{elements: els, isArray: true, viaDup: !unique}
+	}
+	x.containers[pointer] = c
+	return c, c != nil
+}
+
+// unescapeToken undoes RFC 6901's escapes in one reference token; ok is false for a "~" not
+// followed by "0" or "1".
+func unescapeToken(tok string) (string, bool) {
+	if !strings.Contains(tok, "~") {
+		return tok, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(tok); i++ {
+		if tok[i] != '~' {
+			b.WriteByte(tok[i])
+			continue
+		}
+		if i+1 >= len(tok) || tok[i+1] != '0' && tok[i+1] != '1' {
+			return "", false
+		}
+		if tok[i+1] == '0' {
+			b.WriteByte('~')
+		} else {
+			b.WriteByte('/')
+		}
+		i++
+	}
+	return b.String(), true
+}
