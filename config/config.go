@@ -207,7 +207,8 @@ func (c *Config) Build(reg *engine.Registry) error {
 			if h.Undo != nil && !*h.Undo {
 				hook = noUndo{hook}
 			}
-			if err := reg.RegisterRevision(hook, h.revision()); err != nil {
+			// labels and strip: synchook's own functions, which return promptly
+			if err := reg.RegisterBuiltin(hook, h.revision()); err != nil {
 				return fmt.Errorf("%w: hooks[%d].resources[%d]: %w", ErrInvalid, i, j, err)
 			}
 		}

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +49,7 @@ var benchPlugins = []benchPlugin{
 // object written to the host, for synchook and the reference plugins, with one caller and with
 // benchCallers concurrent callers. ops/s is reported; compare the plugins within one run.
 func BenchmarkV2MutatePod(b *testing.B) {
+	sealWithKey(b)
 	pod := benchPod()
 	for _, p := range benchPlugins {
 		b.Run(p.name, func(b *testing.B) {
@@ -101,6 +105,26 @@ func BenchmarkV2ManagerJSON(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }
 
+// sealWithKey gives the synchook plugins that tb starts an undo key, so that they seal their
+// undos as deployed: in vcluster synchook reads it from the key Secret it manages in the host
+// namespace; this manager's host cannot be reached, so the key comes from a file
+// (SYNCHOOK_UNDO_KEY_FILE, which the plugin inherits from this process) made by
+// `synchook undo-key`. A build that has no undo-key command (before sealed undo) runs without.
+func sealWithKey(tb testing.TB) {
+	tb.Helper()
+	ring, err := exec.Command(binary(tb, binSynchook), "undo-key").Output()
+	if err != nil {
+		tb.Logf("synchook undo-key: %v: synchook runs without an undo key (a build before sealed undo)", err)
+		return
+	}
+	file := filepath.Join(tb.TempDir(), "undo-keys")
+	if err := os.WriteFile(file, ring, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Setenv("SYNCHOOK_UNDO_KEY_FILE", file)
+	tb.Logf("synchook seals its undos with a key from %s", file)
+}
+
 // parallelismFor returns the b.SetParallelism value that makes RunParallel start at least n
 // goroutines (exactly n when GOMAXPROCS divides n, as with 2 cores).
 func parallelismFor(n int) int {
@@ -121,80 +145,146 @@ func checkBenchPlugin(ctx context.Context, tb testing.TB, m *v2.Manager, p bench
 }
 
 // TestV2Throughput runs the benchmark's plugins interleaved in short slices, so that they see
-// the same machine conditions, and logs ops/s and the ratios synchook/sdk-style and
-// echo/sdk-style, with one caller and with benchCallers callers, and the CPU time per call of
-// the plugin process and of this process (vcluster's side), which a busy machine disturbs less
-// than ops/s. It never asserts timings. Linux only (/proc).
+// the same machine conditions, in rounds: every round gives each plugin the same number of
+// slices, with one caller and with benchCallers callers, and yields its own ratios
+// synchook/sdk-style and echo/sdk-style. It logs, per number of callers, the median and the
+// range over the rounds of ops/s and of those ratios, and the CPU time per call of the plugin
+// process and of this process (vcluster's side), which a busy machine disturbs less than
+// ops/s. It never asserts timings. Linux only (/proc).
 //
-//	SYNCHOOK_BENCH=1 [SYNCHOOK_BENCH_SECONDS=6] go test -run TestV2Throughput -v
+//	SYNCHOOK_BENCH=1 [SYNCHOOK_BENCH_ROUNDS=5] [SYNCHOOK_BENCH_SECONDS=1.5] go test -run TestV2Throughput -v
+//
+// SYNCHOOK_BENCH_SECONDS is the time per plugin, mode and round. SYNCHOOK_BENCH_BASELINE, when
+// set, names another synchook binary (an older build) that runs with the same config as a
+// fourth plugin, "baseline", in the same rounds.
 func TestV2Throughput(t *testing.T) {
 	if os.Getenv("SYNCHOOK_BENCH") != "1" {
 		t.Skip("set SYNCHOOK_BENCH=1 to measure throughput")
 	}
-	perPlugin := 6 * time.Second // per plugin and mode
+	perRound := 1500 * time.Millisecond // per plugin, mode and round
 	if s := os.Getenv("SYNCHOOK_BENCH_SECONDS"); s != "" {
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || f <= 0 {
 			t.Fatalf("SYNCHOOK_BENCH_SECONDS=%q: want a positive number", s)
 		}
-		perPlugin = time.Duration(f * float64(time.Second))
+		perRound = time.Duration(f * float64(time.Second))
 	}
+	rounds := 5
+	if s := os.Getenv("SYNCHOOK_BENCH_ROUNDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			t.Fatalf("SYNCHOOK_BENCH_ROUNDS=%q: want a positive number", s)
+		}
+		rounds = n
+	}
+	sealWithKey(t)
 	const slice = 250 * time.Millisecond
+	sliceCount := max(1, int(perRound/slice))
 
 	ctx := t.Context()
 	pod := benchPod()
-	t.Logf("pod: %d bytes of JSON; GOMAXPROCS %d; %s per plugin and mode in %s slices", len(mustJSON(t, pod)), runtime.GOMAXPROCS(0), perPlugin, slice)
-	managers := make([]*v2.Manager, len(benchPlugins))
-	for i, p := range benchPlugins {
+	t.Logf("pod: %d bytes of JSON; GOMAXPROCS %d; %d rounds of %d slices of %s per plugin and mode",
+		len(mustJSON(t, pod)), runtime.GOMAXPROCS(0), rounds, sliceCount, slice)
+	plugins := slices.Clone(benchPlugins)
+	if bin := os.Getenv("SYNCHOOK_BENCH_BASELINE"); bin != "" {
+		plugins = append(plugins, benchPlugin{
+			name: "baseline",
+			spec: func(tb testing.TB) pluginSpec {
+				return pluginSpec{Dir: "synchook-baseline", Binary: bin, Config: hookConfig(tb, synchookConfig)}
+			},
+			label: "vcluster.example.com/tenant",
+		})
+	}
+	managers := make([]*v2.Manager, len(plugins))
+	for i, p := range plugins {
 		managers[i] = mustStartManager(ctx, t, p.spec(t))
 		checkBenchPlugin(ctx, t, managers[i], p, pod)
 	}
 
-	pids := make([]int, len(benchPlugins))
+	pids := make([]int, len(plugins))
 	for i, m := range managers {
 		pids[i] = m.Plugins[0].Client.ReattachConfig().Pid
 	}
 
-	var report strings.Builder
-	for _, callers := range []int{1, benchCallers} {
-		ops := make([]int64, len(benchPlugins))
-		elapsed := make([]time.Duration, len(benchPlugins))
-		pluginCPU := make([]time.Duration, len(benchPlugins))  // the plugin process
-		managerCPU := make([]time.Duration, len(benchPlugins)) // this process: vcluster's side
+	modes := []int{1, benchCallers}
+	// rates[m][i][r]: ops/s of plugin i with modes[m] callers in round r
+	rates := make([][][]float64, len(modes))
+	ops := make([][]int64, len(modes))
+	pluginCPU := make([][]time.Duration, len(modes))  // the plugin process
+	managerCPU := make([][]time.Duration, len(modes)) // this process: vcluster's side
+	for m, callers := range modes {
+		rates[m] = make([][]float64, len(plugins))
+		ops[m] = make([]int64, len(plugins))
+		pluginCPU[m] = make([]time.Duration, len(plugins))
+		managerCPU[m] = make([]time.Duration, len(plugins))
 		// warm up every plugin (connections, the plugins' and our caches) untimed
-		for i := range benchPlugins {
+		for i := range plugins {
 			if _, _, err := runSlice(ctx, managers[i], pod, callers, slice); err != nil {
-				t.Fatalf("%s: %v", benchPlugins[i].name, err)
+				t.Fatalf("%s: %v", plugins[i].name, err)
 			}
 		}
-		rounds := max(1, int(perPlugin/slice))
-		for r := range rounds {
-			for k := range benchPlugins {
-				i := (r + k) % len(benchPlugins) // rotate who goes first
-				pBefore, mBefore := processCPU(t, pids[i]), processCPU(t, os.Getpid())
-				n, d, err := runSlice(ctx, managers[i], pod, callers, slice)
-				if err != nil {
-					t.Fatalf("%s: %v", benchPlugins[i].name, err)
+	}
+	for r := range rounds {
+		for m, callers := range modes {
+			n := make([]int64, len(plugins))
+			elapsed := make([]time.Duration, len(plugins))
+			for s := range sliceCount {
+				for k := range plugins {
+					i := (r + s + k) % len(plugins) // rotate who goes first
+					pBefore, mBefore := processCPU(t, pids[i]), processCPU(t, os.Getpid())
+					calls, d, err := runSlice(ctx, managers[i], pod, callers, slice)
+					if err != nil {
+						t.Fatalf("%s: %v", plugins[i].name, err)
+					}
+					pluginCPU[m][i] += processCPU(t, pids[i]) - pBefore
+					managerCPU[m][i] += processCPU(t, os.Getpid()) - mBefore
+					n[i] += calls
+					elapsed[i] += d
 				}
-				pluginCPU[i] += processCPU(t, pids[i]) - pBefore
-				managerCPU[i] += processCPU(t, os.Getpid()) - mBefore
-				ops[i] += n
-				elapsed[i] += d
+			}
+			for i := range plugins {
+				ops[m][i] += n[i]
+				rates[m][i] = append(rates[m][i], float64(n[i])/elapsed[i].Seconds())
 			}
 		}
-		rate := make(map[string]float64, len(benchPlugins))
-		for i, p := range benchPlugins {
-			rate[p.name] = float64(ops[i]) / elapsed[i].Seconds()
+	}
+
+	var report strings.Builder
+	sdk := slices.IndexFunc(plugins, func(p benchPlugin) bool { return p.name == "sdk-style" })
+	for m, callers := range modes {
+		fmt.Fprintf(&report, "\n%2d caller(s), median (min-max) of %d rounds:", callers, rounds)
+		for i, p := range plugins {
+			fmt.Fprintf(&report, "\n    %-9s %s ops/s", p.name, spread("%.0f", rates[m][i]))
+			if i != sdk {
+				fmt.Fprintf(&report, "   %s/sdk %s", p.name, spread("%.2f", ratios(rates[m][i], rates[m][sdk])))
+			}
 		}
-		fmt.Fprintf(&report, "\n%2d caller(s): synchook %8.0f ops/s   sdk-style %8.0f ops/s   echo %8.0f ops/s   synchook/sdk %.2f   echo/sdk %.2f",
-			callers, rate["synchook"], rate["sdk-style"], rate["echo"],
-			rate["synchook"]/rate["sdk-style"], rate["echo"]/rate["sdk-style"])
-		for i, p := range benchPlugins {
+		for i, p := range plugins {
 			fmt.Fprintf(&report, "\n    %-9s CPU per call: plugin %6.1f µs, vcluster's side %6.1f µs (%d calls)",
-				p.name, perCall(pluginCPU[i], ops[i]), perCall(managerCPU[i], ops[i]), ops[i])
+				p.name, perCall(pluginCPU[m][i], ops[m][i]), perCall(managerCPU[m][i], ops[m][i]), ops[m][i])
 		}
 	}
 	t.Log(report.String())
+}
+
+// ratios returns a[r]/b[r] for every round r.
+func ratios(a, b []float64) []float64 {
+	out := make([]float64, len(a))
+	for r := range a {
+		out[r] = a[r] / b[r]
+	}
+	return out
+}
+
+// spread formats the median of xs and their range, each with format: "m (lo-hi)".
+func spread(format string, xs []float64) string {
+	sorted := slices.Sorted(slices.Values(xs))
+	n := len(sorted)
+	median := sorted[n/2]
+	if n%2 == 0 {
+		median = (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+	return fmt.Sprintf(format+" ("+format+"-"+format+")", median, sorted[0], sorted[n-1])
 }
 
 func perCall(d time.Duration, n int64) float64 {

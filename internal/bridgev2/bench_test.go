@@ -5,17 +5,24 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
+	"github.com/synchook/synchook/internal/metrics"
+	"github.com/synchook/synchook/internal/sidecar"
+	"github.com/synchook/synchook/internal/undo"
+	"github.com/synchook/synchook/webhook"
 )
 
 // sdkStyle is what a vcluster-sdk plugin does per Mutate: decode the request into the typed
@@ -68,6 +75,24 @@ func connect(b *testing.B, srv pluginv2.PluginServer, serve bridgev2.ServeOption
 	return raw.(pluginv2.PluginClient)
 }
 
+// reportCPU starts measuring the CPU time of this process (both ends of the connection, the
+// garbage collector included) and returns the function that reports it per operation as
+// cpu-ns/op: on a machine shared with other work it varies much less than ns/op, which counts
+// the time the benchmark waits for the CPU too.
+func reportCPU(b *testing.B) func() {
+	start := processCPU(b)
+	return func() { b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op") }
+}
+
+// processCPU returns the user and system CPU time this process has used, in nanoseconds.
+func processCPU(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
 const benchConfig = `
 hooks:
   - name: tenant
@@ -79,26 +104,65 @@ hooks:
 // BenchmarkV2Mutate compares, over the same in-process go-plugin connection, a vcluster-sdk
 // style plugin with synchook (the same one-label hook from config) on the ~5 KiB Pod, and the
 // caller's side as vcluster does it: encode the typed Pod, call, decode the answer into it.
-// The ratio that counts is ns/op of sdk-style over synchook, sequential and at 16 callers.
+// The ratio that counts is ns/op of sdk-style over synchook, sequential and at 16 callers;
+// "server" measures the plugin's own work alone.
+//
+// synchook runs three ways: "synchook" is the bare engine (no undo, no limits, no metrics, no
+// logger); "synchook-undo" and "synchook-sealed" are the plugin as ServePluginV2 builds it
+// (undo on, the default concurrency limit, the metrics recorder as observer, an info-level
+// JSON logger), without a key (clear-text undo) and with one (sealed undo, as deployed). The
+// last two differ only by what sealing costs.
 func BenchmarkV2Mutate(b *testing.B) {
 	cfg, err := config.Parse([]byte(benchConfig))
 	if err != nil {
 		b.Fatal(err)
 	}
-	reg := engine.NewRegistry(nil)
-	if err := cfg.Build(reg); err != nil {
-		b.Fatal(err)
-	}
-	ours, err := bridgev2.New(engine.NewRunner(reg, engine.RunnerOptions{}), bridgev2.Options{})
+	ring, err := undo.GenerateRing()
 	if err != nil {
 		b.Fatal(err)
+	}
+	bare := func() pluginv2.PluginServer {
+		reg := engine.NewRegistry(nil)
+		if err := cfg.Build(reg); err != nil {
+			b.Fatal(err)
+		}
+		s, err := bridgev2.New(engine.NewRunner(reg, engine.RunnerOptions{}), bridgev2.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	// deployed mirrors sidecar.ServePluginV2's registry, runner and server options; the log
+	// lines are encoded as the binary's are (zap JSON at info level) and dropped.
+	deployed := func(keys *undo.Keeper) pluginv2.PluginServer {
+		reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys})
+		if err := cfg.Build(reg); err != nil {
+			b.Fatal(err)
+		}
+		log := zap.New(zap.WriteTo(io.Discard))
+		rec := metrics.New(reg, log.WithName("hooks"))
+		runner := engine.NewRunner(reg, engine.RunnerOptions{
+			MaxConcurrent: sidecar.DefaultMaxConcurrentHooks, Observer: rec, Log: log.WithName("hook"),
+		})
+		s, err := bridgev2.New(runner, bridgev2.Options{
+			MaxMessageBytes: webhook.DefaultMaxRequestBytes, Metrics: rec, Log: log.WithName("pluginv2"), Keys: keys,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
 	}
 	pod := fixtures.Pod("ns", "web")
 	for _, p := range []struct {
 		name  string
 		srv   pluginv2.PluginServer
 		serve bridgev2.ServeOptions
-	}{{"sdk-style", sdkStyle{}, bridgev2.ServeOptions{DefaultServer: true}}, {"synchook", ours, bridgev2.ServeOptions{}}} {
+	}{
+		{"sdk-style", sdkStyle{}, bridgev2.ServeOptions{DefaultServer: true}},
+		{"synchook", bare(), bridgev2.ServeOptions{}},
+		{"synchook-undo", deployed(nil), bridgev2.ServeOptions{MaxMessageBytes: webhook.DefaultMaxRequestBytes}},
+		{"synchook-sealed", deployed(undo.NewKeeper(ring)), bridgev2.ServeOptions{MaxMessageBytes: webhook.DefaultMaxRequestBytes}},
+	} {
 		client := connect(b, p.srv, p.serve)
 		call := func() {
 			obj := pod.DeepCopy()
@@ -120,14 +184,46 @@ func BenchmarkV2Mutate(b *testing.B) {
 				b.Fatal("label missing")
 			}
 		}
+		// server is the plugin's own work: Mutate called directly, without gRPC and without
+		// the caller's encode and decode, which are the same for every plugin and most of
+		// the time of the other sub-benchmarks.
+		data, err := json.Marshal(pod)
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := &pluginv2.Mutate_Request{ApiVersion: "v1", Kind: "Pod", Object: string(data), Type: "CreatePhysical"}
+		serve := func() {
+			if res, err := p.srv.Mutate(context.Background(), req); err != nil || !res.GetMutated() {
+				b.Error("not mutated", err)
+			}
+		}
+		b.Run(p.name+"/server", func(b *testing.B) {
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				serve()
+			}
+		})
+		b.Run(p.name+"/server-16-callers", func(b *testing.B) {
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					serve()
+				}
+			})
+		})
 		b.Run(p.name+"/sequential", func(b *testing.B) {
 			b.ReportAllocs()
+			defer reportCPU(b)()
 			for b.Loop() {
 				call()
 			}
 		})
 		b.Run(p.name+"/16-callers", func(b *testing.B) {
 			b.ReportAllocs()
+			defer reportCPU(b)()
 			var wg sync.WaitGroup
 			work := make(chan struct{})
 			for range 16 {

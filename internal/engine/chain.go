@@ -137,6 +137,9 @@ const (
 // Classify returns the Failure of an error of Runner.Mutate and, for APIStatus, the HTTP
 // status code of the Kubernetes status error a hook returned (0 otherwise).
 func Classify(err error) (Failure, int32) {
+	if err == nil { // before the targets below, which escape to the heap
+		return NoFailure, 0
+	}
 	var (
 		decodeErr *DecodeError
 		hookErr   *HookError
@@ -144,8 +147,6 @@ func Classify(err error) (Failure, int32) {
 		apiStatus apierrors.APIStatus
 	)
 	switch {
-	case err == nil:
-		return NoFailure, 0
 	case errors.As(err, &decodeErr):
 		return Invalid, 0
 	case errors.Is(err, patch.ErrForbiddenPath), errors.Is(err, ErrUndoTooLarge), errors.Is(err, ErrUndoNeedsKey):
@@ -189,9 +190,11 @@ func (r *Registry) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t ho
 
 // run is Mutate with the Runner rn's limits, deadlines and observer.
 func (rn *call) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
-	if err := rn.reg.checkInput(gvk, t, raw, rn.validJSON); err != nil { // before any chain reads it: input.go
+	top, err := rn.reg.checkInput(gvk, t, raw, rn.validJSON) // before any chain reads it: input.go
+	if err != nil {
 		return Result{}, err
 	}
+	rn.top = top
 	if rn.reg.listChain(gvk, t) != nil { // a list of a hooked kind is a batch: list.go
 		return rn.runList(ctx, gvk, t, raw)
 	}
@@ -249,7 +252,7 @@ func (rn *call) applyChain(ctx context.Context, c *chain, doc []byte) ([]byte, i
 
 // runChain is runOps for a chain without an undo to apply first.
 func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, error) {
-	if _, write := undoPair[c.key.Type]; write && rn.reg.opts.Undo && !rn.keepOwnUndo {
+	if _, write := undoPair[c.key.Type]; write && rn.reg.opts.Undo && !rn.keepOwnUndo && rn.mayCarryUndo(raw) {
 		if steps, carry, own := rn.reg.ownUndo(c, raw); own {
 			return rn.runRestored(ctx, c, raw, steps, carry)
 		}
@@ -652,13 +655,15 @@ func (c *chain) exec(ctx context.Context, rn *call, obj client.Object) (client.O
 // being called — in one concurrency slot of rn. When ctx can end, work runs on its own
 // goroutine and is abandoned when ctx ends: the error then names the hook still running, and
 // the abandoned goroutine keeps the slot (and owns whatever work touches) until it returns.
+// A chain of builtin hooks (RegisterBuiltin), which return promptly, runs on the caller's
+// goroutine.
 func (c *chain) supervise(ctx context.Context, rn *call, work func(running *atomic.Int32) error) error {
 	release, ok := rn.acquire()
 	if !ok {
 		return fmt.Errorf("%s: %w", c.key, ErrOverloaded)
 	}
 	run := &hookRun{}
-	if ctx.Done() == nil {
+	if ctx.Done() == nil || c.inline() {
 		defer release()
 		return work(&run.running)
 	}

@@ -1,8 +1,11 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +81,85 @@ func TestTheFastPathAppliesTheHookDeadlineAbandonsBlockedHooksAndKeepsPanicStack
 		var pe *engine.PanicError
 		if !errors.As(err, &pe) || len(pe.Stack) == 0 {
 			t.Errorf("error %v, want a *PanicError with its stack", err)
+		}
+	})
+}
+
+// Builtin hooks (issue 27) run on the request's goroutine, without a goroutine the request
+// could abandon; the deadline still holds for them: an answer not ready by it is not given.
+func TestABuiltinChainRunsOnTheRequestsGoroutineAndItsDeadlineHolds(t *testing.T) {
+	pod := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`)
+	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
+	typed := func(_ context.Context, o client.Object) (client.Object, error) { return o, nil }
+	register := func(reg *engine.Registry, name string, builtin bool, meta hooks.MetadataFunc) {
+		t.Helper()
+		h := hooks.NewMetadataFunc(name, &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, typed, meta)
+		register := reg.Register
+		if builtin {
+			register = func(h hooks.ClientHook) error { return reg.RegisterBuiltin(h, "1") }
+		}
+		if err := register(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("a chain of builtin hooks runs on the goroutine that called Mutate", func(t *testing.T) {
+		reg := engine.NewRegistry(nil)
+		var stack []byte
+		register(reg, "builtin", true, func(context.Context, *hooks.Metadata) error {
+			stack = make([]byte, 64<<10)
+			stack = stack[:runtime.Stack(stack, false)]
+			return nil
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a context that can end
+		defer cancel()
+		if _, err := engine.NewRunner(reg, engine.RunnerOptions{}).Mutate(ctx, gvk, hooks.CreatePhysical, pod); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(stack, []byte("engine.(*Runner).Mutate(")) { // the caller's frame
+			t.Errorf("the hook ran on a goroutine of its own:\n%s", stack)
+		}
+	})
+
+	t.Run("a deadline passed while a builtin hook ran gives no answer", func(t *testing.T) {
+		reg := engine.NewRegistry(nil)
+		register(reg, "slow-builtin", true, func(ctx context.Context, m *hooks.Metadata) error {
+			<-ctx.Done() // returns when the request's time is up, and sets a label after it
+			m.Labels = map[string]string{"late": "yes"}
+			return nil
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+		defer cancel()
+		res, err := engine.NewRunner(reg, engine.RunnerOptions{MaxConcurrent: 1}).Mutate(ctx, gvk, hooks.CreatePhysical, pod)
+		if !errors.Is(err, context.DeadlineExceeded) || res.Patch != nil {
+			t.Errorf("result %s, error %v: want no answer and a deadline error", res.Patch, err)
+		}
+	})
+
+	t.Run("one hook that is not builtin makes the chain run on a goroutine it can abandon", func(t *testing.T) {
+		reg := engine.NewRegistry(nil)
+		register(reg, "builtin", true, func(context.Context, *hooks.Metadata) error { return nil })
+		started, unblock := make(chan struct{}), make(chan struct{})
+		defer close(unblock)
+		register(reg, "user", false, func(context.Context, *hooks.Metadata) error {
+			close(started)
+			<-unblock // ignores its context
+			return nil
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() {
+			_, err := engine.NewRunner(reg, engine.RunnerOptions{}).Mutate(ctx, gvk, hooks.CreatePhysical, pod)
+			done <- err
+		}()
+		<-started
+		cancel()
+		select {
+		case err := <-done:
+			if !strings.Contains(fmt.Sprint(err), "abandoned") {
+				t.Errorf("error %v, want the user hook abandoned", err)
+			}
+		case <-time.After(time.Minute): // a guard against a hang, not a synchronisation
+			t.Fatal("the request did not end: the blocked hook was waited for")
 		}
 	})
 }

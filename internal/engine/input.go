@@ -56,30 +56,43 @@ func (e *InputError) Error() string { return e.Reason }
 // checked as a list here and each item where runList splits them (checkItem). raw need not be
 // valid JSON unless valid says so: invalid JSON is left to the chain's decode, which names the
 // syntax error.
-func (r *Registry) checkInput(gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, valid bool) error {
+//
+// It also returns what its scan found at raw's top level (topLevel.raw nil when it did not
+// scan, or raw is no JSON object), which means something only once raw is known to be valid
+// JSON.
+func (r *Registry) checkInput(gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, valid bool) (topLevel, error) {
 	list := false
 	if r.chains[Key{GVK: gvk, Type: t}] == nil {
 		if r.listChain(gvk, t) == nil {
-			return nil
+			return topLevel{}, nil
 		}
 		list = true
 	}
-	err := shapeOf(r.scheme, gvk, list).check(raw, gvk, "object", "the request is for")
+	top, err := shapeOf(r.scheme, gvk, list).check(raw, gvk, "object", "the request is for")
 	if err != nil && !valid && !jsonscan.Valid(raw) {
-		return nil // the scan's answer on invalid JSON means nothing
+		return topLevel{}, nil // the scan's answer on invalid JSON means nothing
 	}
 	if err != nil {
+		return topLevel{}, &DecodeError{GVK: gvk, Err: err}
+	}
+	return top, nil
+}
+
+// checkItem is checkInput for item, an item (valid JSON) of a list whose items are of kind gvk.
+func (r *Registry) checkItem(gvk schema.GroupVersionKind, item []byte) error {
+	if _, err := shapeOf(r.scheme, gvk, false).check(item, gvk, "item", "the list is of"); err != nil {
 		return &DecodeError{GVK: gvk, Err: err}
 	}
 	return nil
 }
 
-// checkItem is checkInput for item, an item (valid JSON) of a list whose items are of kind gvk.
-func (r *Registry) checkItem(gvk schema.GroupVersionKind, item []byte) error {
-	if err := shapeOf(r.scheme, gvk, false).check(item, gvk, "item", "the list is of"); err != nil {
-		return &DecodeError{GVK: gvk, Err: err}
-	}
-	return nil
+// topLevel is where the scan of checkInput found the members apiVersion, kind and metadata of
+// the object raw: their values as sub-slices of raw, nil when absent. An object that passed
+// the check has each at most once. The label/annotation fast path reads them instead of
+// scanning the object's top level again (call.topOf).
+type topLevel struct {
+	raw                        []byte
+	apiVersion, kind, metadata []byte
 }
 
 // inputShape is what checkInput knows of one kind: the JSON names of its Go type's fields at
@@ -205,44 +218,55 @@ func jsonFields(t reflect.Type, fields map[string]reflect.Type, depth int) {
 
 // check returns an *InputError when raw is an object InputError describes; nil when it is not
 // or when raw is no JSON object at all (the decode refuses that). gvk is the kind raw must be;
-// subject names raw in the message ("object", "item") and expected introduces gvk there.
+// subject names raw in the message ("object", "item") and expected introduces gvk there. It
+// also returns where it found apiVersion, kind and metadata (topLevel; its raw is nil when raw
+// is no object).
 //
 // It reads raw in one pass (jsonscan.ScanObject): metadata, its labels and its annotations are
 // checked on the way, not scanned again. When several things are wrong, the first wrong key at
 // the top level is reported, else a wrong kind, else the first problem in metadata.
-func (s *inputShape) check(raw []byte, gvk schema.GroupVersionKind, subject, expected string) error {
+func (s *inputShape) check(raw []byte, gvk schema.GroupVersionKind, subject, expected string) (topLevel, error) {
 	var (
-		apiVersion, kind []byte
-		topErr, metaErr  error
+		found           topLevel
+		topErr, metaErr error
 	)
 	top := level{fields: &s.top, fold: true}
-	jsonscan.ScanObject(raw, func(key, rest []byte) int {
+	end := jsonscan.ScanObject(raw, func(key, rest []byte) int {
 		name, err := top.add(key)
 		if err != nil {
 			topErr = err
 			return -1
 		}
+		n := -1
 		if string(name) == "metadata" && metaErr == nil {
-			if n := s.checkMetadata(rest, &metaErr); n >= 0 {
-				return n
-			}
+			n = s.checkMetadata(rest, &metaErr)
 		}
-		n := jsonscan.SkipValue(rest, 0)
+		if n < 0 {
+			n = jsonscan.SkipValue(rest, 0)
+		}
 		switch string(name) {
 		case "apiVersion":
-			apiVersion = rest[:n]
+			found.apiVersion = rest[:n]
 		case "kind":
-			kind = rest[:n]
+			found.kind = rest[:n]
+		case "metadata":
+			found.metadata = rest[:n]
 		}
 		return n
 	})
 	if topErr != nil {
-		return topErr
+		return topLevel{}, topErr
 	}
-	if err := checkKind(apiVersion, kind, gvk, subject, expected); err != nil {
-		return err
+	if err := checkKind(found.apiVersion, found.kind, gvk, subject, expected); err != nil {
+		return topLevel{}, err
 	}
-	return metaErr
+	if metaErr != nil {
+		return topLevel{}, metaErr
+	}
+	if end >= 0 {
+		found.raw = raw
+	}
+	return found, nil
 }
 
 // checkMetadata checks the metadata object at the start of rest and returns its length; -1 when
@@ -397,7 +421,7 @@ func (l *level) add(lit []byte) ([]byte, error) {
 		return name, nil
 	}
 	l.byKey = make(map[string][]byte, 2*len(l.others))
-	for _, o := range l.others {
+	for _, o := range l.others[:] { // a slice: ranging over the array would copy it onto the stack
 		l.byKey[l.key(o)] = o
 	}
 	return name, l.addByKey(name)

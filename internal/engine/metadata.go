@@ -12,8 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -28,7 +31,10 @@ type metadataDoc struct {
 	// absent or null (then metaEnd is the offset of that null, or -1 when absent).
 	metaStart, metaEnd int
 	namespace          string
-	maps               [2]mapField // labels, annotations
+	// name is metadata.name when it is a string, "" otherwise (the identity a sealed undo is
+	// bound to: objectIdentity reads the same).
+	name string
+	maps [2]mapField // labels, annotations
 }
 
 // mapField is metadata.labels or metadata.annotations: its value's offsets in raw (start < 0
@@ -44,33 +50,32 @@ type mapField struct {
 
 // parseMetadata finds metadata.namespace, .labels and .annotations of raw and decodes them the
 // way the typed decoder would; *DecodeError for a value it would refuse, errNotMetadataPath for
-// a repeated key. valid says raw is known to be valid JSON (it is then not checked again). The
-// chain's kind is checked against apiVersion and kind when it is unstructured.
-func (c *chain) parseMetadata(raw []byte, valid bool) (*metadataDoc, error) {
+// a repeated key. valid says raw is known to be valid JSON (it is then not checked again). top,
+// when not nil, is what checkInput found at raw's top level, which is then not scanned again.
+// The chain's kind is checked against apiVersion and kind when it is unstructured.
+func (c *chain) parseMetadata(raw []byte, valid bool, top *topLevel) (*metadataDoc, error) {
 	if !valid && !jsonscan.Valid(raw) {
 		var v any
 		return nil, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
 	}
-	top, ok := jsonscan.Members(raw)
-	if !ok {
-		return nil, c.decodeErrorf("the object is not a JSON object")
+	if top == nil {
+		var err error
+		if top, err = c.topMembers(raw); err != nil {
+			return nil, err
+		}
 	}
 	doc := &metadataDoc{raw: raw, metaStart: -1, metaEnd: -1}
 	doc.maps[0].name, doc.maps[1].name = "labels", "annotations"
 	doc.maps[0].start, doc.maps[1].start = -1, -1
-	apiVersion, kind, metadata, err := topMembers(top)
-	if err != nil {
-		return nil, err
-	}
 	if c.unstructured {
-		if err := c.checkKind(apiVersion, kind); err != nil {
+		if err := c.checkKind(top.apiVersion, top.kind); err != nil {
 			return nil, err
 		}
 	}
-	if metadata == nil {
+	if top.metadata == nil {
 		return doc, nil
 	}
-	if err := c.parseMetadataValue(doc, metadata.Value); err != nil {
+	if err := c.parseMetadataValue(doc, top.metadata); err != nil {
 		return nil, err
 	}
 	return doc, nil
@@ -81,36 +86,56 @@ func (c *chain) decodeErrorf(format string, a ...any) error {
 	return &DecodeError{GVK: c.key.GVK, Err: fmt.Errorf(format, a...)}
 }
 
-// topMembers returns the members apiVersion, kind and metadata of an object whose members are
-// top (nil when absent), or errNotMetadataPath when one of them repeats.
-func topMembers(top []jsonscan.Member) (apiVersion, kind, metadata *jsonscan.Member, err error) {
-	for i := range top {
-		m := &top[i]
-		var slot **jsonscan.Member
-		switch m.Key {
+// topMembers returns the values of the members apiVersion, kind and metadata of the valid JSON
+// object raw (nil when absent), as checkInput records them; a *DecodeError when raw is not an
+// object, errNotMetadataPath when one of them repeats.
+func (c *chain) topMembers(raw []byte) (*topLevel, error) {
+	top := &topLevel{raw: raw}
+	repeated := false
+	isObject := jsonscan.EachMember(raw, func(key, value []byte) bool {
+		var slot *[]byte
+		switch string(memberName(key)) {
 		case "metadata":
-			slot = &metadata
+			slot = &top.metadata
 		case "apiVersion":
-			slot = &apiVersion
+			slot = &top.apiVersion
 		case "kind":
-			slot = &kind
+			slot = &top.kind
 		default:
-			continue
+			return true
 		}
 		if *slot != nil {
-			return nil, nil, nil, errNotMetadataPath
+			repeated = true
+			return false
 		}
-		*slot = m
+		*slot = value
+		return true
+	})
+	switch {
+	case !isObject:
+		return nil, c.decodeErrorf("the object is not a JSON object")
+	case repeated:
+		return nil, errNotMetadataPath
 	}
-	return apiVersion, kind, metadata, nil
+	return top, nil
 }
 
-// checkKind checks that the members apiVersion and kind of an unstructured object (nil when
+// memberName returns the name that a member's key literal (as jsonscan.EachMember gives it)
+// denotes, without copying it when it has no escapes.
+func memberName(key []byte) []byte {
+	if text, plain := jsonscan.PlainText(key); plain {
+		return text
+	}
+	s, _ := jsonscan.String(key)
+	return []byte(s)
+}
+
+// checkKind checks that the values of apiVersion and kind of an unstructured object (nil when
 // absent) are strings that name the chain's kind.
-func (c *chain) checkKind(apiVersion, kind *jsonscan.Member) error {
+func (c *chain) checkKind(apiVersion, kind []byte) error {
 	want, gvk := c.key.GVK, c.key.GVK
 	var av, k string
-	if apiVersion == nil || kind == nil || json.Unmarshal(apiVersion.Value, &av) != nil || json.Unmarshal(kind.Value, &k) != nil {
+	if apiVersion == nil || kind == nil || json.Unmarshal(apiVersion, &av) != nil || json.Unmarshal(kind, &k) != nil {
 		return c.decodeErrorf("apiVersion and kind must be strings")
 	}
 	if gvk.GroupVersion().String() != av || gvk.Kind != k {
@@ -120,44 +145,65 @@ func (c *chain) checkKind(apiVersion, kind *jsonscan.Member) error {
 }
 
 // parseMetadataValue fills doc from value, the value of its object's metadata member: where
-// metadata is, and its namespace, labels and annotations (see parseMetadata).
+// metadata is, and its name, namespace, labels and annotations (see parseMetadata).
 func (c *chain) parseMetadataValue(doc *metadataDoc, value []byte) error {
 	base := offset(doc.raw, value)
 	if string(value) == "null" {
 		doc.metaEnd = base
 		return nil
 	}
-	inner, ok := jsonscan.Members(value)
-	if !ok {
+	var (
+		seen [3]bool // namespace, labels, annotations
+		err  error
+	)
+	isObject := jsonscan.EachMember(value, func(key, v []byte) bool {
+		name := memberName(key)
+		i := 0
+		switch string(name) {
+		case "name": // checkInput refused a repeated name; the last one counts, as in objectIdentity
+			doc.name, _ = jsonscan.String(v)
+			return true
+		case "namespace":
+		case "labels":
+			i = 1
+		case "annotations":
+			i = 2
+		default:
+			return true
+		}
+		if seen[i] {
+			err = errNotMetadataPath
+			return false
+		}
+		seen[i] = true
+		if i == 0 {
+			var ok bool
+			if doc.namespace, ok = jsonscan.String(v); !ok && string(v) != "null" {
+				err = c.decodeErrorf("metadata.namespace is not a string")
+				return false
+			}
+			return true
+		}
+		err = c.parseMap(doc, &doc.maps[i-1], base+offset(value, v), v)
+		return err == nil
+	})
+	if !isObject {
 		return c.decodeErrorf("metadata is not an object")
 	}
+	if err != nil {
+		return err
+	}
 	doc.metaStart, doc.metaEnd = base, base+len(value)
-	seen := map[string]bool{}
-	for _, m := range inner {
-		switch m.Key {
-		case "namespace", "labels", "annotations":
-		default:
-			continue
-		}
-		if seen[m.Key] {
-			return errNotMetadataPath
-		}
-		seen[m.Key] = true
-		if m.Key == "namespace" {
-			if string(m.Value) != "null" && json.Unmarshal(m.Value, &doc.namespace) != nil {
-				return c.decodeErrorf("metadata.namespace is not a string")
-			}
-			continue
-		}
-		f := &doc.maps[0]
-		if m.Key == "annotations" {
-			f = &doc.maps[1]
-		}
-		f.start, f.end = base+offset(value, m.Value), base+offset(value, m.Value)+len(m.Value)
-		var err error
-		if f.value, f.members, f.dups, err = decodeStringMap(m.Value); err != nil {
-			return c.decodeErrorf("metadata.%s: %v", m.Key, err)
-		}
+	return nil
+}
+
+// parseMap fills f, labels or annotations of doc, from its value v found at offset start of
+// doc's object.
+func (c *chain) parseMap(doc *metadataDoc, f *mapField, start int, v []byte) error {
+	f.start, f.end = start, start+len(v)
+	var err error
+	if f.value, f.members, f.dups, err = decodeStringMap(v); err != nil {
+		return c.decodeErrorf("metadata.%s: %v", f.name, err)
 	}
 	return nil
 }
@@ -207,7 +253,7 @@ func offset(doc, sub []byte) int {
 // runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
 // operations on raw, the merge answer (see Result.MergeObject) and the number of hooks run.
 func (c *chain) runMetadata(ctx context.Context, rn *call, raw []byte, undo bool) ([]patch.Operation, []byte, error) {
-	doc, err := c.parseMetadata(raw, rn.validJSON)
+	doc, err := c.parseMetadata(raw, rn.validJSON, rn.topOf(raw))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -511,7 +557,7 @@ func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metad
 			entries = append([]UndoEntry{emptyMapEntry("/metadata/" + doc.maps[i].name)}, entries...)
 		}
 	}
-	value, err := r.sealUndo(c, doc.raw, entries, clear, carry)
+	value, err := r.sealUndoFor(c, doc.identity(c.key.GVK), entries, clear, carry)
 	if err != nil {
 		return err
 	}
@@ -520,6 +566,13 @@ func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metad
 	}
 	m.Annotations[UndoAnnotation] = value
 	return nil
+}
+
+// identity returns the identity a sealed undo of doc's object of kind gvk is bound to, as
+// objectIdentity finds it in the bytes, without scanning them again.
+func (doc *metadataDoc) identity(gvk schema.GroupVersionKind) undo.Identity {
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	return undo.Identity{APIVersion: apiVersion, Kind: kind, Namespace: doc.namespace, Name: doc.name}
 }
 
 func jsonString(s string) json.RawMessage {

@@ -49,6 +49,8 @@ type namedFunc struct {
 	// revision identifies what the hook does (RegisterRevision; default the build's
 	// Version): part of the chain's writer fingerprint.
 	revision string
+	// builtin says the hook's functions return promptly (RegisterBuiltin).
+	builtin bool
 }
 
 // chain is the ordered list of hooks for one Key, with what it takes to decode the object once.
@@ -87,6 +89,17 @@ func (r *Registry) recordsUndo(c *chain) bool {
 	}
 	for _, h := range c.hooks {
 		if h.noUndo {
+			return false
+		}
+	}
+	return len(c.hooks) > 0
+}
+
+// inline reports whether every hook of c is builtin (RegisterBuiltin): then its hooks run on
+// the request's goroutine (chain.supervise).
+func (c *chain) inline() bool {
+	for _, h := range c.hooks {
+		if !h.builtin {
 			return false
 		}
 	}
@@ -172,6 +185,22 @@ func (r *Registry) Register(h hooks.ClientHook) error {
 // revisions; a read applies all of it only when the kind's Update chain still has that
 // fingerprint (sealed.go).
 func (r *Registry) RegisterRevision(h hooks.ClientHook, revision string) error {
+	return r.register(h, revision, false)
+}
+
+// RegisterBuiltin is RegisterRevision for a hook of synchook's own whose functions return
+// promptly whatever the object: no I/O, no waiting, time linear in the object's labels and
+// annotations (package config's labels and strip hooks). A chain made only of such hooks runs
+// them on the request's own goroutine (chain.supervise): a hook that could block runs on a
+// goroutine of its own, which the request abandons at its deadline, and starting it (and
+// waking a thread to run it) costs more than a labels hook. The request's slot and its
+// deadline hold either way: an answer not ready by the deadline is not given (call.runWhole).
+func (r *Registry) RegisterBuiltin(h hooks.ClientHook, revision string) error {
+	return r.register(h, revision, true)
+}
+
+// register is RegisterRevision; builtin says h is one of RegisterBuiltin.
+func (r *Registry) register(h hooks.ClientHook, revision string, builtin bool) error {
 	name := h.Name()
 	if name == "" {
 		return errors.New("register hook: empty name")
@@ -210,7 +239,7 @@ func (r *Registry) RegisterRevision(h hooks.ClientHook, revision string) error {
 			_, c.unstructured = c.newObject().(*unstructured.Unstructured)
 			r.chains[key] = c
 		}
-		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn, meta: meta, noUndo: !undo, revision: revision})
+		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn, meta: meta, noUndo: !undo, revision: revision, builtin: builtin})
 		c.writers = append(c.writers, hookDigest(name, revision))
 		if read, ok := undoPair[t]; ok && r.opts.Undo && undo {
 			rk := Key{GVK: gvk, Type: read}

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -90,6 +92,7 @@ type LoopObserver interface {
 type Runner struct {
 	reg         *Registry
 	log         logr.Logger // GetSink() nil: no logger in the hooks' context
+	loggers     sync.Map    // *chain → []logr.Logger: log for each of its hooks (hookLoggers)
 	slots       *slotTable  // nil: unlimited
 	hookTimeout time.Duration
 	observer    Observer
@@ -119,6 +122,28 @@ type call struct {
 	keepOwnUndo bool
 	// carry are entries of an earlier undo that a write records before its own (undoPlan.carry).
 	carry []UndoEntry
+	// top is what checkInput found at the top level of the request's object (topOf).
+	top topLevel
+}
+
+// mayCarryUndo reports whether raw may carry an UndoAnnotation: whether its metadata contains
+// the annotation's key (undoMarker). It looks only at metadata when checkInput's scan found
+// it (the rest of a Pod is most of its bytes), else at all of raw.
+func (r *call) mayCarryUndo(raw []byte) bool {
+	if top := r.topOf(raw); top != nil {
+		return bytes.Contains(top.metadata, undoMarker)
+	}
+	return bytes.Contains(raw, undoMarker)
+}
+
+// topOf returns what checkInput found at the top level of raw when raw is the request's
+// object itself, nil otherwise (an object the undo code made: a view, a restored object).
+func (r *call) topOf(raw []byte) *topLevel {
+	t := r.top.raw
+	if len(raw) == 0 || len(t) != len(raw) || &t[0] != &raw[0] {
+		return nil
+	}
+	return &r.top
 }
 
 // newCall returns a call of r for one request.
@@ -332,5 +357,28 @@ func (r *call) hookContext(ctx context.Context, c *chain, hook string) context.C
 	if r.log.GetSink() == nil {
 		return ctx
 	}
+	loggers := r.hookLoggers(c)
+	for i := range c.hooks {
+		if c.hooks[i].name == hook {
+			return logr.NewContext(ctx, loggers[i])
+		}
+	}
 	return logr.NewContext(ctx, r.log.WithValues("hook", hook, "hookType", c.key.Type, "gvk", c.key.GVK.String()))
+}
+
+// hookLoggers returns the loggers of the hooks of c, in chain order, made on first use and kept
+// for the Runner's life: a logger's WithValues (zap's encodes the values at once) costs more
+// than a labels hook's whole call, and the values never change.
+func (r *Runner) hookLoggers(c *chain) []logr.Logger {
+	if v, ok := r.loggers.Load(c); ok {
+		if loggers := v.([]logr.Logger); len(loggers) == len(c.hooks) {
+			return loggers
+		}
+	}
+	loggers := make([]logr.Logger, len(c.hooks))
+	for i, h := range c.hooks {
+		loggers[i] = r.log.WithValues("hook", h.name, "hookType", c.key.Type, "gvk", c.key.GVK.String())
+	}
+	r.loggers.Store(c, loggers)
+	return loggers
 }

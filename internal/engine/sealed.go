@@ -114,6 +114,17 @@ func hookDigest(name, revision string) string {
 // or in clear text without a key or with clear (the runs that verify a clear-text undo). Errors: ErrUndoTooLarge past MaxUndoBytes (counted as
 // stored), ErrUndoNeedsKey for a clear-text undo that would hold a Secret value.
 func (r *Registry) sealUndo(c *chain, raw []byte, entries []UndoEntry, clear bool, carry []UndoEntry) (string, error) {
+	return r.sealUndoAs(c, func() undo.Identity { return objectIdentity(c.key.GVK, raw) }, entries, clear, carry)
+}
+
+// sealUndoFor is sealUndo for an object whose identity is known (the label/annotation fast
+// path has it from its own parse).
+func (r *Registry) sealUndoFor(c *chain, id undo.Identity, entries []UndoEntry, clear bool, carry []UndoEntry) (string, error) {
+	return r.sealUndoAs(c, func() undo.Identity { return id }, entries, clear, carry)
+}
+
+// sealUndoAs is sealUndo with the object's identity from id, which is called only to seal.
+func (r *Registry) sealUndoAs(c *chain, id func() undo.Identity, entries []UndoEntry, clear bool, carry []UndoEntry) (string, error) {
 	if len(carry) > 0 && !clear && r.ring() != nil {
 		entries = append(slices.Clip(carry), entries...)
 	}
@@ -123,7 +134,7 @@ func (r *Registry) sealUndo(c *chain, raw []byte, entries []UndoEntry, clear boo
 		err   error
 	)
 	if ring := r.ring(); ring != nil && !clear {
-		value, err = ring.Seal(objectIdentity(c.key.GVK, raw), sideOf(c.key.Type), rec)
+		value, err = ring.Seal(id(), sideOf(c.key.Type), rec)
 		r.opts.Keys.NoteSealed(c.key.GVK, sideOf(c.key.Type))
 	} else {
 		if path := secretValuePath(c.key.GVK, entries); path != "" {

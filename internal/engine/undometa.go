@@ -53,7 +53,7 @@ func mapIndex(name string) int {
 // errNotMetadataPath for a request the fast path does not handle exactly (a repeated key, a
 // null map): the caller takes the general path.
 func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undoPlan) (o outcome, dropped string, err error) {
-	doc, err := c.parseMetadata(raw, rn.validJSON)
+	doc, err := c.parseMetadata(raw, rn.validJSON, rn.topOf(raw))
 	if err != nil {
 		return outcome{}, "", err
 	}

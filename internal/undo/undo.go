@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"strconv"
 )
 
 // Annotation is the annotation in which a write chain records its undo.
@@ -65,11 +65,19 @@ const (
 // additionalData is the AEAD's additional data for an object: its identity and side, each
 // length-prefixed so that no two identities share an encoding.
 func additionalData(id Identity, side Side) []byte {
-	var b strings.Builder
-	for _, s := range []string{"synchook.io/undo s1", string(side), id.APIVersion, id.Kind, id.Namespace, id.Name} {
-		fmt.Fprintf(&b, "%d:%s;", len(s), s)
+	fields := [...]string{"synchook.io/undo s1", string(side), id.APIVersion, id.Kind, id.Namespace, id.Name}
+	n := 0
+	for _, s := range fields {
+		n += len(s) + 8 // "len:" and ";"
 	}
-	return []byte(b.String())
+	b := make([]byte, 0, n)
+	for _, s := range fields {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+		b = append(b, ';')
+	}
+	return b
 }
 
 // Errors of Open and ParseRing. Open's errors never include the value or the plaintext.
