@@ -56,7 +56,10 @@ type DeadlineRound struct {
 
 // Deadline runs the rounds and writes one line per round to opts.Out. It returns an error
 // naming the first round where more than Slots requests ran or an answer came later than its
-// request timeout + Grace, after all rounds ran.
+// request timeout + Grace, after all rounds ran. "Ran" counts the requests not refused with
+// 429: it bounds how many ran at once only while each request outlasts the spread of their
+// arrivals (the default 2.5 MB object); with a small object and more requests than slots, one
+// may end before another arrives, and the round fails although no limit was broken.
 func Deadline(ctx context.Context, opts DeadlineOptions) ([]DeadlineRound, error) {
 	if opts.Binary == "" {
 		exe, err := os.Executable()
