@@ -564,18 +564,18 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte) (outcome, err
 			return outcome{}, fmt.Errorf("encode %s: %w", gvk.Kind, err)
 		}
 	}
-	if bytes.Equal(before, after) {
-		if snapshot != nil && !light {
-			c.changedMore.Store(false)
-		}
-		return outcome{hooks: len(c.hooks)}, nil
-	}
-	ops := patch.DiffMarshaled(before, after)
-	if err := patch.GuardDocuments(c.names(), ops, before, after); err != nil {
-		return outcome{}, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
+	var ops []patch.Operation
+	if !bytes.Equal(before, after) {
+		ops = patch.DiffMarshaled(before, after)
 	}
 	if snapshot != nil && !light && onlyMetadataMaps(ops) {
 		c.changedMore.Store(false) // flips back: the next run tries the two maps first
+	}
+	if len(ops) == 0 {
+		return outcome{hooks: len(c.hooks)}, nil
+	}
+	if err := patch.GuardDocuments(c.names(), ops, before, after); err != nil {
+		return outcome{}, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
 	}
 	if err := stepBoundary(ctx, c); err != nil {
 		return outcome{}, err

@@ -230,17 +230,21 @@ func (r *call) runWhole(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	late := func() error {
 		return fmt.Errorf("%s: the request's deadline passed before its answer was ready: %w", key, ctx.Err())
 	}
-	if _, bounded := ctx.Deadline(); !bounded || len(raw) < inlineWorkBytes {
-		defer release()
-		res, err := r.run(ctx, gvk, t, raw)
-		if err == nil && ctx.Err() != nil {
-			return Result{}, late()
-		}
-		return res, err
-	}
 	type answer struct {
 		res Result
 		err error
+	}
+	// give returns a, unless it is an answer that came after the deadline.
+	give := func(a answer) (Result, error) {
+		if a.err == nil && ctx.Err() != nil {
+			return Result{}, late()
+		}
+		return a.res, a.err
+	}
+	if _, bounded := ctx.Deadline(); !bounded || len(raw) < inlineWorkBytes {
+		defer release()
+		res, err := r.run(ctx, gvk, t, raw)
+		return give(answer{res, err})
 	}
 	answered := make(chan answer, 1)
 	go func() {
@@ -258,10 +262,7 @@ func (r *call) runWhole(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	}()
 	select {
 	case a := <-answered:
-		if a.err == nil && ctx.Err() != nil {
-			return Result{}, late()
-		}
-		return a.res, a.err
+		return give(a)
 	case <-ctx.Done():
 	}
 	// A hook running at the deadline is abandoned at once and its error names it: wait that
