@@ -9,6 +9,8 @@ import (
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	"gomodules.xyz/jsonpatch/v2"
+
+	"github.com/synchook/synchook/internal/jsonscan"
 )
 
 // Operation is one RFC 6902 operation: op, path and, for add and replace, value.
@@ -16,15 +18,44 @@ type Operation = jsonpatch.Operation
 
 // Marshal returns the JSON array of ops, or nil when there are none (so that "no change" is an
 // absent patch, not "[]").
+//
+// The bytes are those encoding/json gives for the slice (jsonpatch.Operation's MarshalJSON:
+// "value" present for add and replace, null included, omitted for a nil value otherwise),
+// written without reflection for the operations and their string values; other values go
+// through encoding/json.
 func Marshal(ops []Operation) ([]byte, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	b, err := json.Marshal(ops)
-	if err != nil {
-		return nil, fmt.Errorf("marshal JSON patch: %w", err)
+	b := make([]byte, 0, 64*len(ops))
+	b = append(b, '[')
+	for i := range ops {
+		op := &ops[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"op":`...)
+		b = jsonscan.AppendString(b, op.Operation)
+		b = append(b, `,"path":`...)
+		b = jsonscan.AppendString(b, op.Path)
+		if op.Value != nil || op.Operation == "add" || op.Operation == "replace" {
+			b = append(b, `,"value":`...)
+			switch v := op.Value.(type) {
+			case string:
+				b = jsonscan.AppendString(b, v)
+			case nil:
+				b = append(b, "null"...)
+			default:
+				value, err := json.Marshal(v)
+				if err != nil {
+					return nil, fmt.Errorf("marshal JSON patch: %s %s: %w", op.Operation, op.Path, err)
+				}
+				b = append(b, value...)
+			}
+		}
+		b = append(b, '}')
 	}
-	return b, nil
+	return append(b, ']'), nil
 }
 
 // Apply applies the JSON Patch patchJSON (a JSON array of operations) to doc and returns the

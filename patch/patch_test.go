@@ -1,6 +1,7 @@
 package patch_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -159,4 +160,46 @@ func createPatch(original, mutated []byte) ([]patch.Operation, error) {
 		ops = nil
 	}
 	return ops, err
+}
+
+// FuzzMarshal checks that Marshal gives, byte for byte, what encoding/json gives for the same
+// operations through jsonpatch.Operation's MarshalJSON: escapes (HTML-safe, invalid UTF-8,
+// control characters), null and absent values, string and decoded JSON values.
+func FuzzMarshal(f *testing.F) {
+	for _, s := range [][3]string{
+		{"/metadata/labels/a", "b", `{"x":[1,"<&>"]}`},
+		{"/metadata/annotations/a~1b", "\u2028\x00\xff\"\\", `null`},
+		{"/spec/x", "", `"s"`},
+		{"/spec/<x>", "a&b", `"<"`},
+		{"", "é<script>", `[true,1.5e300,-0]`},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, path, text, raw string) {
+		var decoded any
+		if json.Unmarshal([]byte(raw), &decoded) != nil {
+			decoded = raw
+		}
+		ops := []patch.Operation{
+			{Operation: "add", Path: path, Value: text},
+			{Operation: "replace", Path: text, Value: decoded},
+			{Operation: "add", Path: path},
+			{Operation: "remove", Path: path},
+			{Operation: "remove", Path: path, Value: text},
+			{Operation: text, Path: path, Value: map[string]string{text: path}},
+		}
+		for n := range len(ops) + 1 {
+			got, err := patch.Marshal(ops[:n])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(ops[:n])
+			if n == 0 {
+				want = nil
+			}
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("Marshal(%d ops) = %s; encoding/json %s (%v)", n, got, want, err)
+			}
+		}
+	})
 }

@@ -501,7 +501,11 @@ type edit struct {
 // applyEdits returns raw with the non-overlapping edits made, in a new slice.
 func applyEdits(raw []byte, edits []edit) []byte {
 	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
-	out := make([]byte, 0, len(raw)+256)
+	size := len(raw)
+	for _, e := range edits {
+		size += len(e.text) - (e.end - e.start)
+	}
+	out := make([]byte, 0, size) // exactly: a sealed undo alone is longer than any fixed slack
 	at := 0
 	for _, e := range edits {
 		out = append(out, raw[at:e.start]...)
@@ -576,6 +580,5 @@ func (doc *metadataDoc) identity(gvk schema.GroupVersionKind) undo.Identity {
 }
 
 func jsonString(s string) json.RawMessage {
-	b, _ := json.Marshal(s)
-	return b
+	return jsonscan.AppendString(make([]byte, 0, len(s)+2), s)
 }

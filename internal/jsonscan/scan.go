@@ -46,6 +46,7 @@ func Members(doc []byte) (ms []Member, ok bool) {
 	if i >= len(doc) || doc[i] == '}' {
 		return nil, true
 	}
+	ms = make([]Member, 0, 8) // most label and annotation maps: one allocation
 	for i < len(doc) && doc[i] == '"' {
 		start := i
 		keyEnd := skipString(doc, i)
@@ -237,6 +238,22 @@ func String(lit []byte) (s string, ok bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// AppendString appends s as a JSON string literal to b, exactly as encoding/json's Marshal
+// encodes it (HTML-safe: <, > and & escaped; invalid UTF-8 as U+FFFD). A string of printable
+// ASCII that needs no escape is appended as it is, without allocating; any other goes through
+// encoding/json.
+func AppendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			lit, _ := json.Marshal(s) // a string always encodes
+			return append(b, lit...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // PlainText returns the text of the JSON string literal lit when it is printable ASCII without
