@@ -184,16 +184,23 @@ func serverOptions(o Options) []grpc.ServerOption {
 	return append(ServerOptions(o.MaxMessageBytes), grpc.ConnectionTimeout(o.RequestTimeout))
 }
 
+// LongLivedStreams is the number of streams that hold a stream worker of a go-plugin server for
+// as long as vcluster is connected: go-plugin's broker stream and its stdio stream. A worker
+// runs one stream to its end, so ServerOptions adds that many to the workers that run calls.
+const LongLivedStreams = 2
+
 // WindowBytes is the fixed HTTP/2 flow-control window of synchook's plugin servers (per stream
 // and per connection), larger than any Mutate message.
 const WindowBytes = 8 << 20
 
 // ServerOptions returns the gRPC server options of synchook's plugin servers, protocol v1 and
 // v2: requests up to maxMessageBytes (0: DefaultMaxMessageBytes), a fixed window of WindowBytes
-// and one stream worker per CPU. The fixed window turns off gRPC's bandwidth-delay estimation,
+// and one stream worker per CPU, plus LongLivedStreams. The fixed window turns off gRPC's bandwidth-delay estimation,
 // which on vcluster's ping-pong traffic (one request, one answer) sends an HTTP/2 PING and
 // reads its ack on almost every call; the stream workers run calls on goroutines that are kept
-// instead of a new goroutine per call. Measured in BENCHMARKS.md (issue 13, "What changed").
+// instead of a new goroutine per call (whose stack grows from its initial size through the
+// call: runtime.copystack was 6-8 % of the plugin's CPU under vcluster when go-plugin's streams
+// held the only workers). Measured in BENCHMARKS.md (issue 13, "What changed"; issue 27).
 func ServerOptions(maxMessageBytes int) []grpc.ServerOption {
 	if maxMessageBytes <= 0 {
 		maxMessageBytes = DefaultMaxMessageBytes
@@ -202,7 +209,7 @@ func ServerOptions(maxMessageBytes int) []grpc.ServerOption {
 		grpc.MaxRecvMsgSize(maxMessageBytes),
 		grpc.InitialWindowSize(WindowBytes),
 		grpc.InitialConnWindowSize(WindowBytes),
-		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0) + LongLivedStreams)),
 	}
 }
 

@@ -51,7 +51,7 @@ func (sdkStyle) Mutate(_ context.Context, req *pluginv2.Mutate_Request) (*plugin
 }
 
 // connect serves srv in go-plugin's test mode and dispenses a client, as vcluster's manager.
-func connect(b *testing.B, srv pluginv2.PluginServer, serve bridgev2.ServeOptions) pluginv2.PluginClient {
+func connect(b testing.TB, srv pluginv2.PluginServer, serve bridgev2.ServeOptions) pluginv2.PluginClient {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	reattach := make(chan *goplugin.ReattachConfig, 1)
