@@ -27,7 +27,14 @@ func Marshal(ops []Operation) ([]byte, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	b := make([]byte, 0, 64*len(ops))
+	size := 2
+	for i := range ops {
+		size += 32 + len(ops[i].Operation) + len(ops[i].Path) // the array and member syntax
+		if v, ok := ops[i].Value.(string); ok {
+			size += len(v)
+		}
+	}
+	b := make([]byte, 0, size) // exact for plain strings (a sealed undo is longer than any fixed guess)
 	b = append(b, '[')
 	for i := range ops {
 		op := &ops[i]

@@ -160,8 +160,11 @@ func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, ob
 		logAt(0, "hook chain failed", "code", st.Code().String(), "error", err.Error(), "duration", time.Since(start).String())
 		return "", false, st.Err()
 	}
+	logged := m.opts.Log.Enabled() // the fields of the line below are built only when it is written
 	if res.Patch == nil {
-		logAt(0, "mutated", "hooks", res.Hooks, "patchOperations", 0, "duration", time.Since(start).String())
+		if logged {
+			logAt(0, "mutated", "hooks", res.Hooks, "patchOperations", 0, "duration", time.Since(start).String())
+		}
 		return "", false, nil
 	}
 	encoded := res.MergeObject() // the one-pass answer, when the chain could make it
@@ -174,7 +177,9 @@ func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, ob
 			return "", false, status.Errorf(codes.Internal, "%s %s: encode the answer: %v", hookType, gvk.Kind, err)
 		}
 	}
-	logAt(0, "mutated", "hooks", res.Hooks, "patchOperations", res.Operations, "duration", time.Since(start).String())
+	if logged {
+		logAt(0, "mutated", "hooks", res.Hooks, "patchOperations", res.Operations, "duration", time.Since(start).String())
+	}
 	return unsafe.String(unsafe.SliceData(encoded), len(encoded)), true, nil
 }
 

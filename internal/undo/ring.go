@@ -13,10 +13,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/lru"
@@ -104,6 +106,23 @@ type openedRecord struct {
 type keyState struct {
 	Key
 	aead cipher.AEAD
+	// macs keeps HMAC-SHA256 states keyed with the nonce half of the secret: a Reset state is
+	// keyed already, which hmac.New computes again (two SHA-256 blocks) on every call.
+	macs *sync.Pool
+}
+
+// nonceOf returns the synthetic nonce of plain under ad: the first nonceBytes of
+// HMAC-SHA256(secret[32:], ad || plain), in a new slice with room for the ciphertext after it
+// (extra bytes).
+func (k *keyState) nonceOf(ad, plain []byte, extra int) []byte {
+	mac := k.macs.Get().(hash.Hash)
+	mac.Reset()
+	mac.Write(ad)
+	mac.Write(plain)
+	var sum [sha256.Size]byte
+	mac.Sum(sum[:0])
+	k.macs.Put(mac)
+	return append(make([]byte, 0, nonceBytes+extra), sum[:nonceBytes]...)
 }
 
 // String returns "undo key ring [<IDs>]"; no secret.
@@ -139,7 +158,9 @@ func NewRing(keys ...Key) (*Ring, error) {
 		if err != nil {
 			return nil, fmt.Errorf("undo key ring: key %q: %w", k.ID, err)
 		}
-		r.keys = append(r.keys, keyState{Key: k, aead: aead})
+		secret := k.secret[32:]
+		macs := &sync.Pool{New: func() any { return hmac.New(sha256.New, secret) }}
+		r.keys = append(r.keys, keyState{Key: k, aead: aead, macs: macs})
 	}
 	return r, nil
 }
@@ -245,12 +266,12 @@ func (r *Ring) Seal(id Identity, side Side, rec Record) (string, error) {
 	}
 	k := &r.keys[len(r.keys)-1]
 	ad := additionalData(id, side)
-	mac := hmac.New(sha256.New, k.secret[32:])
-	mac.Write(ad)
-	mac.Write(plain)
-	nonce := mac.Sum(nil)[:nonceBytes]
+	nonce := k.nonceOf(ad, plain, len(plain)+k.aead.Overhead())
 	out := k.aead.Seal(nonce, nonce, plain, ad) // nonce || ciphertext || tag
-	return sealedPrefix + k.ID + "." + base64.RawURLEncoding.EncodeToString(out), nil
+	value := make([]byte, 0, len(sealedPrefix)+len(k.ID)+1+base64.RawURLEncoding.EncodedLen(len(out)))
+	value = append(append(append(value, sealedPrefix...), k.ID...), '.')
+	value = base64.RawURLEncoding.AppendEncode(value, out)
+	return unsafe.String(unsafe.SliceData(value), len(value)), nil // value is not written again
 }
 
 // Open returns the record sealed in value for the object id on side. Errors: ErrNotSealed
@@ -305,10 +326,7 @@ func (r *Ring) open(id Identity, side Side, value string) (Record, string, error
 	if err != nil {
 		return Record{}, "", ErrUnauthentic
 	}
-	mac := hmac.New(sha256.New, k.secret[32:])
-	mac.Write(ad)
-	mac.Write(plain)
-	if !hmac.Equal(mac.Sum(nil)[:nonceBytes], nonce) {
+	if !hmac.Equal(k.nonceOf(ad, plain, 0), nonce) {
 		return Record{}, "", ErrUnauthentic
 	}
 	var rec Record
