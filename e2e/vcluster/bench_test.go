@@ -264,7 +264,32 @@ func TestV2Throughput(t *testing.T) {
 				p.name, perCall(pluginCPU[m][i], ops[m][i]), perCall(managerCPU[m][i], ops[m][i]), ops[m][i])
 		}
 	}
+	fmt.Fprintf(&report, "\n    peak resident memory (VmHWM) of each plugin process:")
+	for i, p := range plugins {
+		fmt.Fprintf(&report, " %s %.1f MiB", p.name, float64(peakRSS(t, pids[i]))/(1<<20))
+	}
 	t.Log(report.String())
+}
+
+// peakRSS returns the peak resident set size of the process pid so far, in bytes (VmHWM of
+// /proc/<pid>/status).
+func peakRSS(tb testing.TB, pid int) int64 {
+	tb.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		tb.Fatalf("memory of process %d: %v", pid, err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				tb.Fatalf("parse /proc/%d/status: %q", pid, line)
+			}
+			return kb << 10
+		}
+	}
+	tb.Fatalf("/proc/%d/status has no VmHWM", pid)
+	return 0
 }
 
 // ratios returns a[r]/b[r] for every round r.
