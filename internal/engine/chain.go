@@ -705,7 +705,8 @@ func (c *chain) runHooks(ctx context.Context, rn *call, obj client.Object, runni
 		if prov {
 			pre, _ = json.Marshal(obj) // the hook may change obj in place
 		}
-		out, err := callHook(rn.hookContext(ctx, c, h.name), rn.hookTimeout, h.fn, obj)
+		hctx, timeout := rn.hookCall(ctx, c, &c.hooks[i])
+		out, err := callHook(hctx, timeout, h.fn, obj)
 		err = hookFailure(c.key.GVK, err) // before anything sees it: a Secret's hook text stays here
 		if prov && err == nil && out != nil {
 			if post, perr := json.Marshal(out); perr == nil && !bytes.Equal(pre, post) {

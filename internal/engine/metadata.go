@@ -287,7 +287,8 @@ func (c *chain) metadataHooked(ctx context.Context, rn *call, namespace string, 
 			if rn.observer != nil {
 				start = time.Now()
 			}
-			err := hookFailure(c.key.GVK, callMetadata(rn.hookContext(ctx, c, h.name), rn.hookTimeout, h.meta, m))
+			hctx, timeout := rn.hookCall(ctx, c, &c.hooks[i])
+			err := hookFailure(c.key.GVK, callMetadata(hctx, timeout, h.meta, m))
 			if rn.observer != nil {
 				rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
 			}
