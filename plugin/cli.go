@@ -49,6 +49,7 @@ func (p *Plugin) servePluginV2(stderr io.Writer) int {
 	// JSON (@level, @message, @timestamp) at its own level; others are dropped at debug.
 	log := hclogJSONLogger(stderr)
 	ctrl.SetLogger(log)
+	setGCPercent(p.getenv)
 	err := sidecar.ServePluginV2(sidecar.Options{
 		Log: log, Register: p.registerHooks, NoDefaultConfig: p.hasHooks(), Getenv: p.getenv, Version: Version(),
 	}, bridgev2.ServeOptions{Stderr: stderr})
