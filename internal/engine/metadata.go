@@ -43,9 +43,10 @@ type mapField struct {
 	name       string
 	start, end int
 	value      map[string]string
-	// members are the value's members (offsets relative to start); dups says a key repeats.
-	members []jsonscan.Member
-	dups    bool
+	// text is the value as it stands in raw (raw[start:end]); dups says a key repeats (or
+	// that the members' text is not to be spliced).
+	text []byte
+	dups bool
 }
 
 // parseMetadata finds metadata.namespace, .labels and .annotations of raw and decodes them the
@@ -200,46 +201,48 @@ func (c *chain) parseMetadataValue(doc *metadataDoc, value []byte) error {
 // parseMap fills f, labels or annotations of doc, from its value v found at offset start of
 // doc's object.
 func (c *chain) parseMap(doc *metadataDoc, f *mapField, start int, v []byte) error {
-	f.start, f.end = start, start+len(v)
+	f.start, f.end, f.text = start, start+len(v), v
 	var err error
-	if f.value, f.members, f.dups, err = decodeStringMap(v); err != nil {
+	if f.value, f.dups, err = decodeStringMap(v); err != nil {
 		return c.decodeErrorf("metadata.%s: %v", f.name, err)
 	}
 	return nil
 }
 
 // decodeStringMap decodes the JSON value into a map[string]string exactly as encoding/json's
-// Unmarshal does (null: a nil map; a member that is null: ""; a repeated key: its last value),
-// and returns the object's members too; dups says a key repeats (or that the members are
-// unknown). It decodes without encoding/json unless a value is no plain string (escapes,
-// non-ASCII text) or the value is refused (then the error is encoding/json's own).
-func decodeStringMap(value []byte) (m map[string]string, members []jsonscan.Member, dups bool, err error) {
+// Unmarshal does (null: a nil map; a member that is null: ""; a repeated key: its last value);
+// dups says a key repeats (or that the value's members are not to be spliced). It decodes
+// without encoding/json unless a value is no plain string (escapes, non-ASCII text) or the
+// value is refused (then the error is encoding/json's own).
+func decodeStringMap(value []byte) (m map[string]string, dups bool, err error) {
 	if string(value) == "null" {
-		return nil, nil, false, nil
+		return nil, false, nil
 	}
-	decoder := func() (map[string]string, []jsonscan.Member, bool, error) {
-		var into map[string]string
-		err := json.Unmarshal(value, &into)
-		return into, nil, true, err // no members: the answer encodes the map whole
-	}
-	ms, ok := jsonscan.Members(value)
-	if !ok {
-		return decoder()
-	}
-	m = make(map[string]string, len(ms))
-	for _, member := range ms {
-		v, ok := "", string(member.Value) == "null"
-		if !ok {
-			if v, ok = jsonscan.String(member.Value); !ok {
-				return decoder()
-			}
+	// At most one member per ':' outside strings (an upper bound when values hold colons).
+	m = make(map[string]string, bytes.Count(value, []byte{':'}))
+	plain := true
+	isObject := jsonscan.EachMember(value, func(keyLit, valueLit []byte) bool {
+		key, ok := jsonscan.String(keyLit)
+		v := ""
+		if ok && string(valueLit) != "null" {
+			v, ok = jsonscan.String(valueLit)
 		}
-		if _, seen := m[member.Key]; seen {
+		if !ok {
+			plain = false
+			return false
+		}
+		if _, seen := m[key]; seen {
 			dups = true
 		}
-		m[member.Key] = v
+		m[key] = v
+		return true
+	})
+	if !isObject || !plain {
+		var into map[string]string
+		err := json.Unmarshal(value, &into)
+		return into, true, err // the answer encodes the map whole
 	}
-	return m, ms, dups, nil
+	return m, dups, nil
 }
 
 // offset returns where sub starts in doc; sub must be a sub-slice of doc.
@@ -463,12 +466,13 @@ func (f *mapField) spliced(now map[string]string, set []string) []edit {
 	var added []byte
 	for _, k := range set {
 		if _, had := f.value[k]; had {
-			for _, m := range f.members {
-				if m.Key == k {
-					at := value + m.End - len(m.Value)
-					edits = append(edits, edit{at, value + m.End, jsonString(now[k])})
+			jsonscan.EachMember(f.text, func(keyLit, valueLit []byte) bool {
+				if key, _ := jsonscan.String(keyLit); key == k {
+					at := value + offset(f.text, valueLit)
+					edits = append(edits, edit{at, at + len(valueLit), jsonString(now[k])})
 				}
-			}
+				return true
+			})
 			continue
 		}
 		if len(added) > 0 {
@@ -479,7 +483,7 @@ func (f *mapField) spliced(now map[string]string, set []string) []edit {
 		added = append(added, jsonString(now[k])...)
 	}
 	if len(added) > 0 {
-		if len(f.members) > 0 {
+		if len(f.value) > 0 { // no repeated key: as many members as keys
 			added = append(added, ',')
 		}
 		edits = append(edits, edit{value + 1, value + 1, added}) // just past the map's '{'
