@@ -75,7 +75,7 @@ func benchFlags() (*flag.FlagSet, *bench.Options) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.IntVar(&o.MaxRequests, "max-requests", 20000, "most requests per workload and concurrency")
 	fs.DurationVar(&o.MaxDuration, "max-duration", 2*time.Second, "longest time per workload and concurrency")
-	fs.IntVar(&o.Rounds, "rounds", 4, "slices per workload and concurrency; the workloads take turns slice by slice")
+	fs.IntVar(&o.Rounds, "rounds", 4, "interleaved rounds per concurrency (each one slice of every workload, in turn); ratios are medians and ranges over them, 3 or more for a meaningful range")
 	return fs, o
 }
 

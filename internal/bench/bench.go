@@ -40,7 +40,11 @@ type Options struct {
 	MaxDuration time.Duration
 	// Rounds splits every cell into this many slices, and the workloads of one concurrency take
 	// turns slice by slice (A B C … A B C …), so that a burst of load from elsewhere on the
-	// machine hits all of them alike instead of one whole cell. Default 4.
+	// machine hits all of them alike instead of one whole cell. Round i is the i-th slice of
+	// every workload at that concurrency. Every ratio the report prints is computed per round
+	// and given as the median and range over the rounds ("1.31x (1.22–1.40)"); the absolute
+	// columns (throughput, percentiles, CPU) are over all slices together. Below 3 the range
+	// means nothing, and the report says so. Default 4.
 	Rounds int
 	// Out receives the report. Default os.Stdout.
 	Out io.Writer
@@ -93,6 +97,31 @@ type Cell struct {
 	// ServerCPU is the CPU time (user+system) that the process serving the workload (the
 	// sidecar, a plugin v2, or the floors' process) spent during the cell.
 	ServerCPU time.Duration
+	// Rounds are the cell's slices, in the order measured: Rounds[i] ran between the other
+	// workloads' i-th slices at the same concurrency. The fields above are over all of them
+	// together. Empty in a cell built without per-round data; Print then takes the whole
+	// cell as its only round.
+	Rounds []Round
+}
+
+// Round is one slice of a cell: the requests of one workload in one round.
+type Round struct {
+	Requests  int
+	Errors    int
+	Elapsed   time.Duration
+	P50       time.Duration // over this slice's requests
+	ServerCPU time.Duration // CPU of the serving process during this slice
+}
+
+// Throughput is requests per second in this slice.
+func (r Round) Throughput() float64 { return float64(r.Requests) / r.Elapsed.Seconds() }
+
+// rounds returns the cell's rounds, or the whole cell as one round when it has none.
+func (c Cell) rounds() []Round {
+	if len(c.Rounds) > 0 {
+		return c.Rounds
+	}
+	return []Round{{Requests: c.Requests, Errors: c.Errors, Elapsed: c.Elapsed, P50: c.P50, ServerCPU: c.ServerCPU}}
 }
 
 // Throughput is requests per second.
@@ -108,6 +137,8 @@ type Report struct {
 	Cells                  []Cell
 	RSSIdle, RSSPeak       int64 // bytes
 	DecodeEncodeFloorPerOp time.Duration
+	// Rounds is Options.Rounds of the run (0: the most rounds of any cell).
+	Rounds int
 }
 
 // Find returns the cell of workload at concurrency c.
@@ -147,7 +178,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	defer sc.stop()
 
-	rep := &Report{}
+	rep := &Report{Rounds: opts.Rounds}
 	rep.DecodeEncodeFloorPerOp = decodeEncodeFloor(pod)
 	rep.RSSIdle, _ = sc.rss()
 
@@ -235,8 +266,9 @@ func warmUp(ctx context.Context, workloads []workload) error {
 }
 
 // measureAll measures every workload at each of opts.Concurrency and returns the cells: the
-// workloads of one concurrency take turns slice by slice (opts.Rounds slices each), and the
-// CPU of the process serving a workload is summed over its slices.
+// workloads of one concurrency take turns slice by slice (opts.Rounds slices each, round i
+// being every workload's i-th slice), each slice is kept as a Round of its cell, and the CPU
+// of the process serving a workload is measured per slice and summed over them.
 func measureAll(ctx context.Context, opts Options, workloads []workload) []Cell {
 	var cells []Cell
 	for _, c := range opts.Concurrency {
@@ -247,11 +279,12 @@ func measureAll(ctx context.Context, opts Options, workloads []workload) []Cell 
 				if w.cpu != nil {
 					cpu0, _ = w.cpu()
 				}
-				runs[i].add(measure(ctx, c, opts.MaxRequests/opts.Rounds, opts.MaxDuration/time.Duration(opts.Rounds), w.call))
+				slice := measure(ctx, c, opts.MaxRequests/opts.Rounds, opts.MaxDuration/time.Duration(opts.Rounds), w.call)
 				if w.cpu != nil {
 					cpu1, _ := w.cpu()
-					runs[i].serverCPU += cpu1 - cpu0
+					slice.serverCPU = cpu1 - cpu0
 				}
+				runs[i].add(slice)
 			}
 		}
 		for i, w := range workloads {
@@ -271,34 +304,44 @@ func reviewFor(obj []byte) []byte {
 	})
 }
 
-// run accumulates the slices of one cell.
+// run accumulates the slices of one cell (or is one slice).
 type run struct {
 	latencies []time.Duration
 	errors    int
 	elapsed   time.Duration
 	serverCPU time.Duration
+	rounds    []Round // one per slice added
 }
 
 func (r *run) add(slice run) {
+	slices.Sort(slice.latencies)
+	r.rounds = append(r.rounds, Round{
+		Requests: len(slice.latencies), Errors: slice.errors, Elapsed: slice.elapsed,
+		P50: percentile(slice.latencies, 0.50), ServerCPU: slice.serverCPU,
+	})
 	r.latencies = append(r.latencies, slice.latencies...)
 	r.errors += slice.errors
 	r.elapsed += slice.elapsed
+	r.serverCPU += slice.serverCPU
 }
 
 // cell is the measurement of all slices together: throughput over their summed wall time,
-// percentiles over all their requests.
+// percentiles over all their requests; and each slice as a Round.
 func (r *run) cell(name string, c int) Cell {
 	slices.Sort(r.latencies)
-	pct := func(p float64) time.Duration {
-		if len(r.latencies) == 0 {
-			return 0
-		}
-		return r.latencies[min(len(r.latencies)-1, int(p*float64(len(r.latencies))))]
-	}
 	return Cell{
 		Workload: name, Concurrency: c, Requests: len(r.latencies), Errors: r.errors, Elapsed: r.elapsed,
-		P50: pct(0.50), P99: pct(0.99), P999: pct(0.999), ServerCPU: r.serverCPU,
+		P50: percentile(r.latencies, 0.50), P99: percentile(r.latencies, 0.99), P999: percentile(r.latencies, 0.999),
+		ServerCPU: r.serverCPU, Rounds: r.rounds,
 	}
+}
+
+// percentile returns the p-quantile (0 ≤ p < 1) of sorted latencies, 0 for none.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
 }
 
 // measure runs call from c goroutines until n requests or d have passed.

@@ -14,7 +14,8 @@
 //	(b) one HTTPS round trip of the same bytes on a kept connection to a handler that does nothing
 //	(c) the same through gRPC with a new connection per call
 //
-// and prints every figure in absolute terms and as a ratio to its floor.
+// and prints every figure in absolute terms (over the whole run) and as a ratio to its floor,
+// computed per interleaved round and given as the median and range over the rounds.
 //
 // Deadline (`synchook-bench deadline`) checks the bounds of one request rather than speed: the
 // slowest request of engine's BenchmarkCostAgainstSize sent several at once to a sidecar with
