@@ -218,8 +218,9 @@ func decodeStringMap(value []byte) (m map[string]string, dups bool, err error) {
 	if string(value) == "null" {
 		return nil, false, nil
 	}
-	// At most one member per ':' outside strings (an upper bound when values hold colons).
-	m = make(map[string]string, bytes.Count(value, []byte{':'}))
+	// One member per ':' outside strings; values that hold colons (a JSON blob in an
+	// annotation) would make the guess too big, hence the cap.
+	m = make(map[string]string, min(bytes.Count(value, []byte{':'}), 64))
 	plain := true
 	isObject := jsonscan.EachMember(value, func(keyLit, valueLit []byte) bool {
 		key, ok := jsonscan.String(keyLit)
