@@ -10,9 +10,9 @@ import "runtime/debug"
 // synchook's live heap is small (the registry and a few caches: a few MiB), while every call
 // allocates about the size of its object several times over (the request, the answer, gRPC's
 // buffers), so with Go's default the collector runs every few hundred calls and took 10-12 % of
-// the plugin's CPU under vcluster's manager at 16 callers. At 400 the plugin's peak resident
-// memory grew from ~55 to ~73 MiB in that benchmark (the vcluster-sdk style plugin: ~68 MiB);
-// BENCHMARKS.md (issue 27) has the figures. Set GOGC (or GOMEMLIMIT, which bounds the heap
+// the plugin's CPU under vcluster's manager. At 400 the plugin's CPU per call fell by ~11 % at
+// 16 callers and its peak resident memory grew by 12-19 MiB, to 71-74 MiB (the vcluster-sdk
+// style plugin's: 61-70 MiB); BENCHMARKS.md (issue 27) has the figures. Set GOGC (or GOMEMLIMIT, which bounds the heap
 // whatever the percent) in the syncer container's environment to choose otherwise.
 const DefaultGCPercent = 400
 
