@@ -171,6 +171,7 @@ func FuzzMarshal(f *testing.F) {
 		{"/metadata/annotations/a~1b", "\u2028\x00\xff\"\\", `null`},
 		{"/spec/x", "", `"s"`},
 		{"/spec/<x>", "a&b", `"<"`},
+		{"/metadata", "x", ` { "labels" : {"a":"<b>"} } `},
 		{"", "é<script>", `[true,1.5e300,-0]`},
 	} {
 		f.Add(s[0], s[1], s[2])
@@ -187,6 +188,9 @@ func FuzzMarshal(f *testing.F) {
 			{Operation: "remove", Path: path},
 			{Operation: "remove", Path: path, Value: text},
 			{Operation: text, Path: path, Value: map[string]string{text: path}},
+		}
+		if json.Valid([]byte(raw)) { // as the label/annotation fast path adds metadata
+			ops = append(ops, patch.Operation{Operation: "add", Path: path, Value: json.RawMessage(raw)})
 		}
 		for n := range len(ops) + 1 {
 			got, err := patch.Marshal(ops[:n])
