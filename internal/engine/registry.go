@@ -195,6 +195,8 @@ func (r *Registry) RegisterRevision(h hooks.ClientHook, revision string) error {
 // goroutine of its own, which the request abandons at its deadline, and starting it (and
 // waking a thread to run it) costs more than a labels hook. The request's slot and its
 // deadline hold either way: an answer not ready by the deadline is not given (call.runWhole).
+// Its functions get the request's context as it is: no logger in it and no HookTimeout of their
+// own (call.hookCall), which could not stop a call on the request's goroutine anyway.
 func (r *Registry) RegisterBuiltin(h hooks.ClientHook, revision string) error {
 	return r.register(h, revision, true)
 }
