@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/synchook/synchook/internal/jsonscan"
 )
 
 // ErrInvalidPointer is wrapped by every error about a string that is not an RFC 6901 JSON
@@ -23,17 +25,10 @@ func ParsePointer(s string) ([]string, error) {
 	raw := strings.Split(s[1:], "/")
 	tokens := make([]string, len(raw))
 	for i, tok := range raw {
-		for j := 0; j < len(tok); j++ {
-			if tok[j] != '~' {
-				continue
-			}
-			if j+1 == len(tok) || (tok[j+1] != '0' && tok[j+1] != '1') {
-				return nil, fmt.Errorf("%w %q: \"~\" must be followed by 0 or 1 (write \"~0\" for \"~\" and \"~1\" for \"/\")", ErrInvalidPointer, s)
-			}
-			j++
+		var ok bool
+		if tokens[i], ok = jsonscan.UnescapeToken(tok); !ok {
+			return nil, fmt.Errorf("%w %q: \"~\" must be followed by 0 or 1 (write \"~0\" for \"~\" and \"~1\" for \"/\")", ErrInvalidPointer, s)
 		}
-		// RFC 6901 order: "~1" first, then "~0", so that "~01" becomes "~1", not "/".
-		tokens[i] = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 	}
 	return tokens, nil
 }

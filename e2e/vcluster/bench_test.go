@@ -301,13 +301,17 @@ func ratios(a, b []float64) []float64 {
 	return out
 }
 
-// spread formats the median of xs and their range, each with format: "m (lo-hi)".
+// spread formats the median of xs and their range, each with format: "m (lo-hi)"; "m" alone
+// for one value.
 func spread(format string, xs []float64) string {
 	sorted := slices.Sorted(slices.Values(xs))
 	n := len(sorted)
 	median := sorted[n/2]
 	if n%2 == 0 {
 		median = (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+	if n == 1 {
+		return fmt.Sprintf(format, median)
 	}
 	return fmt.Sprintf(format+" ("+format+"-"+format+")", median, sorted[0], sorted[n-1])
 }
@@ -319,22 +323,14 @@ func perCall(d time.Duration, n int64) float64 {
 	return float64(d.Microseconds()) / float64(n)
 }
 
-// processCPU returns the user+system CPU time the process pid has used so far, from
-// /proc/<pid>/stat (clock ticks of 10 ms, USER_HZ on Linux).
+// processCPU returns the user+system CPU time the process pid has used so far (readStat).
 func processCPU(tb testing.TB, pid int) time.Duration {
 	tb.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	st, err := readStat(pid)
 	if err != nil {
 		tb.Fatalf("CPU time of process %d: %v", pid, err)
 	}
-	// the fields after the command, which is in parentheses and may contain spaces
-	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64) // field 14 of proc(5)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64) // field 15
-	if err1 != nil || err2 != nil {
-		tb.Fatalf("parse /proc/%d/stat: %q", pid, b)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return st.cpu
 }
 
 // runSlice calls MutateObject from callers goroutines for d and returns the calls made and

@@ -485,7 +485,7 @@ func benchReport(variants []benchVariant, runs map[string][]benchRun) string {
 			for _, r := range rs {
 				xs = append(xs, f(r))
 			}
-			return medianRange(xs)
+			return spread("%.3g", xs)
 		}
 		labelled, traced := minMaxInt(rs, func(r benchRun) int { return r.labelled }), minMaxInt(rs, func(r benchRun) int { return r.traced })
 		if !v.labels {
@@ -517,7 +517,7 @@ func benchReport(variants []benchVariant, runs map[string][]benchRun) string {
 		for i := range rn {
 			xs = append(xs, f(rn[i])/f(rd[i]))
 		}
-		fmt.Fprintf(&b, "\n(%s)/(%s) %s, per round: %s", num, den, what, medianRange(xs))
+		fmt.Fprintf(&b, "\n(%s)/(%s) %s, per round: %s", num, den, what, spread("%.3g", xs))
 	}
 	cpu := func(r benchRun) float64 { return float64(r.cpuPerPod()) }
 	syncerCPU := func(r benchRun) float64 { return float64(r.syncerPerPod()) }
@@ -531,20 +531,6 @@ func benchReport(variants []benchVariant, runs map[string][]benchRun) string {
 	ratio("CPU per pod", "c", "a", cpu)
 	ratio("CPU per pod", "d", "c", cpu)
 	return b.String()
-}
-
-// medianRange formats the median of xs and their range as "m (lo–hi)", with 3 significant
-// digits.
-func medianRange(xs []float64) string {
-	s := slices.Sorted(slices.Values(xs))
-	m := s[len(s)/2]
-	if len(s)%2 == 0 {
-		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	if len(s) == 1 {
-		return fmt.Sprintf("%.3g", m)
-	}
-	return fmt.Sprintf("%.3g (%.3g–%.3g)", m, s[0], s[len(s)-1])
 }
 
 // minMaxInt formats the range of f over rs: "v" when all are equal, else "lo–hi".

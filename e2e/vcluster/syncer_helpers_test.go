@@ -192,21 +192,13 @@ func (c *cluster) start(assets string) error {
 func (c *cluster) pids() (etcd, apiserver int, err error) {
 	etcdArg := "--listen-client-urls=" + c.env.ControlPlane.Etcd.URL.String()
 	apiArg := "--secure-port=" + c.env.ControlPlane.APIServer.Port
-	entries, err := os.ReadDir("/proc")
+	self := os.Getpid()
+	children, err := processes(func(st procStat) bool { return st.ppid == self })
 	if err != nil {
 		return 0, 0, err
 	}
-	self := os.Getpid()
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := readStat(pid)
-		if err != nil || st.ppid != self {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+	for pid := range children {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 		if err != nil {
 			continue
 		}
@@ -592,23 +584,35 @@ const clockTicks = 100
 
 // groupCPU sums utime+stime of every process in process group pgid from /proc.
 func groupCPU(pgid int) (time.Duration, error) {
-	entries, err := os.ReadDir("/proc")
+	group, err := processes(func(st procStat) bool { return st.pgrp == pgid })
 	if err != nil {
 		return 0, err
 	}
 	var sum time.Duration
+	for _, st := range group {
+		sum += st.cpu
+	}
+	return sum, nil
+}
+
+// processes returns, by pid, the /proc/<pid>/stat of every process that keep takes (a process
+// gone while it reads is left out).
+func processes(keep func(procStat) bool) (map[int]procStat, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	found := map[int]procStat{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		st, err := readStat(pid)
-		if err != nil || st.pgrp != pgid {
-			continue // gone, or another group
+		if st, err := readStat(pid); err == nil && keep(st) {
+			found[pid] = st
 		}
-		sum += st.cpu
 	}
-	return sum, nil
+	return found, nil
 }
 
 // procStat is what the harness reads of /proc/<pid>/stat.

@@ -198,9 +198,10 @@ const WindowBytes = 8 << 20
 // and one stream worker per CPU plus LongLivedStreams. The fixed window turns off gRPC's
 // bandwidth-delay estimation, which on vcluster's ping-pong traffic (one request, one answer)
 // sends an HTTP/2 PING and reads its ack on almost every call; the stream workers run calls on
-// goroutines that are kept instead of a new goroutine per call (whose stack grows from its initial size through the
-// call: runtime.copystack was 6-8 % of the plugin's CPU under vcluster when go-plugin's streams
-// held the only workers). Measured in BENCHMARKS.md (issue 13, "What changed"; issue 27).
+// goroutines that are kept instead of a new goroutine per call, whose stack grows from its
+// initial size through the call (runtime.copystack was 6-8 % of the plugin's CPU under vcluster
+// when go-plugin's streams held the only workers). Measured in BENCHMARKS.md (issue 13, "What
+// changed"; issue 27).
 func ServerOptions(maxMessageBytes int) []grpc.ServerOption {
 	if maxMessageBytes <= 0 {
 		maxMessageBytes = DefaultMaxMessageBytes

@@ -705,7 +705,7 @@ func (c *chain) runHooks(ctx context.Context, rn *call, obj client.Object, runni
 		if prov {
 			pre, _ = json.Marshal(obj) // the hook may change obj in place
 		}
-		hctx, timeout := rn.hookCall(ctx, c, &c.hooks[i])
+		hctx, timeout := rn.hookCall(ctx, c, i)
 		out, err := callHook(hctx, timeout, h.fn, obj)
 		err = hookFailure(c.key.GVK, err) // before anything sees it: a Secret's hook text stays here
 		if prov && err == nil && out != nil {

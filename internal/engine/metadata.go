@@ -291,7 +291,7 @@ func (c *chain) metadataHooked(ctx context.Context, rn *call, namespace string, 
 			if rn.observer != nil {
 				start = time.Now()
 			}
-			hctx, timeout := rn.hookCall(ctx, c, &c.hooks[i])
+			hctx, timeout := rn.hookCall(ctx, c, i)
 			err := hookFailure(c.key.GVK, callMetadata(hctx, timeout, h.meta, m))
 			if rn.observer != nil {
 				rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
@@ -465,15 +465,10 @@ func (f *mapField) spliced(now map[string]string, set []string) []edit {
 	value := f.start // offsets of members are relative to the map's value
 	var edits []edit
 	var added []byte
+	var replaced []string // keys f had, whose values change where they stand
 	for _, k := range set {
 		if _, had := f.value[k]; had {
-			jsonscan.EachMember(f.text, func(keyLit, valueLit []byte) bool {
-				if key, _ := jsonscan.String(keyLit); key == k {
-					at := value + offset(f.text, valueLit)
-					edits = append(edits, edit{at, at + len(valueLit), jsonString(now[k])})
-				}
-				return true
-			})
+			replaced = append(replaced, k)
 			continue
 		}
 		if len(added) > 0 {
@@ -488,6 +483,22 @@ func (f *mapField) spliced(now map[string]string, set []string) []edit {
 			added = append(added, ',')
 		}
 		edits = append(edits, edit{value + 1, value + 1, added}) // just past the map's '{'
+	}
+	if len(replaced) > 0 { // one pass over the map's members for all of them
+		jsonscan.EachMember(f.text, func(keyLit, valueLit []byte) bool {
+			key, plain := jsonscan.PlainText(keyLit)
+			if !plain {
+				s, _ := jsonscan.String(keyLit)
+				key = []byte(s)
+			}
+			for _, k := range replaced {
+				if string(key) == k {
+					at := value + offset(f.text, valueLit)
+					edits = append(edits, edit{at, at + len(valueLit), jsonString(now[k])})
+				}
+			}
+			return true
+		})
 	}
 	return edits
 }

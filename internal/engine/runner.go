@@ -352,31 +352,20 @@ func (r *call) observeUndoRejected(key Key, reason string) {
 	}
 }
 
-// hookCall returns the context and the timeout (0: none) of a call of hook h of chain c: ctx
-// with the hook's logger and the Runner's HookTimeout, or, for a builtin hook
-// (RegisterBuiltin), ctx itself and no timeout: it neither logs nor waits, so a logger and a
-// timer of its own would be made on every call for nothing (its chain runs inline, where a
-// timeout could not stop it anyway; the request's deadline is checked between hooks).
-func (r *call) hookCall(ctx context.Context, c *chain, h *namedFunc) (context.Context, time.Duration) {
-	if h.builtin {
+// hookCall returns the context and the timeout (0: none) of a call of hook i of chain c: ctx
+// with the hook's logger (ctx itself without a Runner logger) and the Runner's HookTimeout, or,
+// for a builtin hook (RegisterBuiltin), ctx itself and no timeout: it neither logs nor waits,
+// so a logger and a timer of its own would be made on every call for nothing (its chain runs
+// inline, where a timeout could not stop it anyway; the request's deadline is checked between
+// hooks).
+func (r *call) hookCall(ctx context.Context, c *chain, i int) (context.Context, time.Duration) {
+	if c.hooks[i].builtin {
 		return ctx, 0
 	}
-	return r.hookContext(ctx, c, h.name), r.hookTimeout
-}
-
-// hookContext returns ctx with the Runner's logger for a call of hook on chain c, named by the
-// hook, its hook type and the GVK (RunnerOptions.Log); ctx itself when there is no logger.
-func (r *call) hookContext(ctx context.Context, c *chain, hook string) context.Context {
 	if r.log.GetSink() == nil {
-		return ctx
+		return ctx, r.hookTimeout
 	}
-	loggers := r.hookLoggers(c)
-	for i := range c.hooks {
-		if c.hooks[i].name == hook {
-			return logr.NewContext(ctx, loggers[i])
-		}
-	}
-	return logr.NewContext(ctx, r.log.WithValues("hook", hook, "hookType", c.key.Type, "gvk", c.key.GVK.String()))
+	return logr.NewContext(ctx, r.hookLoggers(c)[i]), r.hookTimeout
 }
 
 // hookLoggers returns the loggers of the hooks of c, in chain order, made on first use and kept

@@ -64,7 +64,7 @@ func (x *Index) lookup(pointer string) (value []byte, unique, ok bool) {
 	if !ok {
 		return nil, false, false
 	}
-	tok, ok := unescapeToken(pointer[cut+1:])
+	tok, ok := UnescapeToken(pointer[cut+1:])
 	if !ok {
 		return nil, false, false
 	}
@@ -105,9 +105,10 @@ func (x *Index) container(pointer string) (*container, bool) {
 	return c, c != nil
 }
 
-// unescapeToken undoes RFC 6901's escapes in one reference token; ok is false for a "~" not
-// followed by "0" or "1".
-func unescapeToken(tok string) (string, bool) {
+// UnescapeToken undoes RFC 6901's escapes in one reference token of a JSON Pointer, left to
+// right ("~1" is "/", "~0" is "~": "~01" is "~1"); ok is false for a "~" not followed by "0" or
+// "1".
+func UnescapeToken(tok string) (string, bool) {
 	if !strings.Contains(tok, "~") {
 		return tok, true
 	}

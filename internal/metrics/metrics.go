@@ -187,22 +187,28 @@ func SetCertificateExpiry(notAfter time.Time) { certExpiry.Set(float64(notAfter.
 
 // Serve serves /metrics in plain HTTP on addr until ctx ends.
 func Serve(ctx context.Context, addr string, log logr.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("metrics listener %q: %w", addr, err)
-	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(crmetrics.Registry, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return ServeHTTP(ctx, "metrics", addr, mux, log)
+}
+
+// ServeHTTP serves h in plain HTTP on addr until ctx ends, then shuts the server down (requests
+// in flight get 5 s); what names the listener in its log line and errors ("metrics", "pprof").
+func ServeHTTP(ctx context.Context, what, addr string, h http.Handler, log logr.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s listener %q: %w", what, addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Info("serving metrics", "address", ln.Addr().String())
+	log.Info("serving "+what, "address", ln.Addr().String())
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("metrics listener: %w", err)
+		return fmt.Errorf("%s listener: %w", what, err)
 	}
 	return nil
 }

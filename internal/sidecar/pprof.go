@@ -2,13 +2,12 @@ package sidecar
 
 import (
 	"context"
-	"errors"
-	"net"
 	"net/http"
 	"net/http/pprof"
-	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/synchook/synchook/internal/metrics"
 )
 
 // PprofBindAddressEnvVar names the environment variable that, in plugin v2 mode, gives the
@@ -20,24 +19,28 @@ const PprofBindAddressEnvVar = "SYNCHOOK_PPROF_BIND_ADDRESS"
 
 // servePprof serves net/http/pprof's handlers on addr until ctx ends.
 func servePprof(ctx context.Context, addr string, log logr.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	log.Info("serving pprof", "address", ln.Addr().String())
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	return metrics.ServeHTTP(ctx, "pprof", addr, mux, log)
+}
+
+// serveFromEnv starts serve, on its own goroutine, on the address that the environment
+// variable envVar gives (unset or "0": nothing), with a logger named name; a listener that
+// stops logs why. It returns what stops it.
+func serveFromEnv(opts *Options, envVar, name string, serve func(ctx context.Context, addr string, log logr.Logger) error) (stop func()) {
+	addr := opts.Getenv(envVar)
+	if addr == "" || addr == "0" {
+		return func() {}
 	}
-	return nil
+	ctx, stop := context.WithCancel(context.Background())
+	go func() {
+		if err := serve(ctx, addr, opts.Log.WithName(name)); err != nil {
+			opts.Log.Error(err, name+" listener stopped", "address", addr)
+		}
+	}()
+	return stop
 }

@@ -551,24 +551,8 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	// in the syncer's container, whose ports are vcluster's.
 	rec := metrics.New(reg, opts.Log.WithName("hooks"))
 	ropts := engine.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec, Log: opts.Log.WithName("hook")}
-	if addr := opts.Getenv(MetricsBindAddressEnvVar); addr != "" && addr != "0" {
-		ctx, stop := context.WithCancel(context.Background())
-		defer stop()
-		go func() {
-			if err := metrics.Serve(ctx, addr, opts.Log.WithName("metrics")); err != nil {
-				opts.Log.Error(err, "metrics listener stopped", "address", addr)
-			}
-		}()
-	}
-	if addr := opts.Getenv(PprofBindAddressEnvVar); addr != "" && addr != "0" {
-		ctx, stop := context.WithCancel(context.Background())
-		defer stop()
-		go func() {
-			if err := servePprof(ctx, addr, opts.Log.WithName("pprof")); err != nil {
-				opts.Log.Error(err, "pprof listener stopped", "address", addr)
-			}
-		}()
-	}
+	defer serveFromEnv(&opts, MetricsBindAddressEnvVar, "metrics", metrics.Serve)()
+	defer serveFromEnv(&opts, PprofBindAddressEnvVar, "pprof", servePprof)()
 	cw, err := startCapture(&opts, reg, &ropts)
 	if err != nil {
 		return err
