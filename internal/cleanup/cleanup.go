@@ -366,6 +366,8 @@ func droppedText(reason string) string {
 		return "it does not open with the undo key for this object (forged, copied from another object, or sealed with a key not in the ring)"
 	case engine.UndoMalformed:
 		return "it is not a valid undo"
+	case engine.UndoClearText:
+		return "it is not sealed: a tenant could have written it (or a build before sealing was required did)"
 	case engine.UndoTooLarge:
 		return "it is larger than synchook ever writes"
 	case engine.UndoIdentity:

@@ -33,9 +33,9 @@ type CleanupResult struct {
 // Cleanup returns what `synchook cleanup` writes back to the stored object raw of kind gvk on
 // side, with the syncer stopped and the hooks that wrote its undo gone: the undo's entries
 // that an update may change back (undo.Restorable), each only where the object still holds
-// what the hooks wrote, and no synchook.io/* annotation. A sealed undo must open with the
-// Registry's keys for this object; a clear-text undo is applied under the same rule (what it
-// can change, a tenant could change through the virtual object anyway). It never changes
+// what the hooks wrote, and no synchook.io/* annotation. Only a sealed undo that opens with
+// the Registry's keys for this object is applied; anything else (clear text, a value that does
+// not open) is tenant data: Dropped says why, and none of it is applied. It never changes
 // identity. Errors: a *DecodeError when raw is not a JSON object.
 func (r *Registry) Cleanup(ctx context.Context, gvk schema.GroupVersionKind, side undo.Side, raw []byte) (CleanupResult, error) {
 	tree, err := decodeTree(raw)
@@ -100,11 +100,7 @@ func (r *Registry) cleanupSteps(gvk schema.GroupVersionKind, side undo.Side, raw
 		}
 		return parseSteps(rec.Entries)
 	}
-	rec, err := undo.ParseClear(value)
-	if err != nil {
-		return nil, UndoMalformed
-	}
-	return parseSteps(rec.Entries)
+	return nil, UndoClearText // tenant data: never applied
 }
 
 // holds reports whether tree holds value at tokens (value nil: nothing there).

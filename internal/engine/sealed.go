@@ -59,6 +59,9 @@ const (
 	// UndoUntrusted: a clear-text value on a kind whose writes do not all pass through
 	// synchook's undo-recording chains (a Create-only hook): a tenant could have written it.
 	UndoUntrusted = "untrusted"
+	// UndoClearText: a value that is not sealed (clear text, from a tenant or from a build
+	// before the one rule): tenant data, never applied.
+	UndoClearText = "clear_text"
 )
 
 // ring returns the key ring in use, or nil without a key.
