@@ -275,7 +275,7 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 		if err := stepBoundary(ctx, c); err != nil {
 			return outcome{}, err
 		}
-		o.ops, err = rn.reg.withUndo(c, raw, o.ops, rn.clearUndo, rn.carried())
+		o.ops, err = rn.reg.withUndo(c, raw, o.ops, rn.carry)
 		o.merge = nil
 		return o, err
 	}
@@ -333,7 +333,7 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []u
 
 // withCarried returns the object doc with an UndoAnnotation that holds only carry, sealed.
 func (r *Registry) withCarried(c *chain, doc []byte, carry []UndoEntry) ([]byte, error) {
-	value, err := r.sealUndo(c, doc, nil, false, carry)
+	value, err := r.sealUndo(c, doc, nil, carry)
 	if err != nil {
 		return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 	}
@@ -348,9 +348,9 @@ func (r *Registry) withCarried(c *chain, doc []byte, carry []UndoEntry) ([]byte,
 }
 
 // withUndo returns ops (a patch of raw) followed by the operation that records, in
-// UndoAnnotation, how to go back from the hooked object to raw: sealed when there is a key,
-// in clear text without one or when clear is set (the runs that verify a clear-text undo).
-func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, clear bool, carry []UndoEntry) ([]patch.Operation, error) {
+// UndoAnnotation, how to go back from the hooked object to raw, sealed (sealUndo), after the
+// carried entries carry.
+func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, carry []UndoEntry) ([]patch.Operation, error) {
 	// The state of metadata and its annotations after ops: raw's, unless an operation is on
 	// either of them or the whole document (then applied, as are patches undoEntriesOf can't
 	// read without the result).
@@ -374,7 +374,7 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, clear b
 	if len(annotations) == 0 || string(annotations) == "null" {
 		entries = append([]UndoEntry{emptyMapEntry("/metadata/annotations")}, entries...)
 	}
-	value, err := r.sealUndo(c, raw, entries, clear, carry)
+	value, err := r.sealUndo(c, raw, entries, carry)
 	if err != nil {
 		return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 	}
@@ -389,10 +389,9 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, clear b
 
 // runUndoRead is runOps for a read chain that first applies the undo recorded by its kind's
 // write chains (RegistryOptions.Undo), then runs its own hooks on the restored view. The
-// patch goes from raw to the final object. An undo that cannot be verified is dropped and
-// counted (undo.go), never an error. The undo and the hooks run under one concurrency slot;
-// an undo of labels and annotations only, verified by fast-path write chains, works on the
-// two maps alone (undoMetadata).
+// patch goes from raw to the final object. An undo that is not synchook's (sealed.go) is dropped and
+// counted, never an error. The undo and the hooks run under one concurrency slot;
+// an undo of labels and annotations only works on the two maps alone (undoMetadata).
 // An object without the annotation goes to the hooks as it is, which validate it.
 func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome, error) {
 	value, had := undoAnnotation(raw)
@@ -425,7 +424,7 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 	var view []byte
 	if reason == "" {
 		var err error
-		if view, reason, err = inner.quiet().undoView(ctx, c, raw, plan); err != nil {
+		if view, reason, err = inner.undoView(ctx, c, raw, plan); err != nil {
 			return outcome{}, err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -32,7 +33,14 @@ func (e *NotIdempotentError) Error() string {
 // second run changes anything but the undo annotation. samples returns the JSON objects to try
 // for a GVK (none: the chain is not checked). A chain that fails on a sample (it refuses it,
 // say) is not judged on that sample.
+//
+// Without an undo key yet (a vcluster plugin v2 reads its key at Initialize, after this
+// check), the runs seal with a throwaway key, so that chains that record undo are checked too.
 func (r *Registry) CheckIdempotent(ctx context.Context, samples func(schema.GroupVersionKind) [][]byte) error {
+	r, err := r.withSealingKey()
+	if err != nil {
+		return err
+	}
 	plain := NewRunner(r, RunnerOptions{}).newCall(false)
 	plain.keepOwnUndo = true // the second run must see the first run's result, not undo it
 	for _, key := range r.Keys() {
@@ -59,6 +67,21 @@ func (r *Registry) CheckIdempotent(ctx context.Context, samples func(schema.Grou
 		}
 	}
 	return nil
+}
+
+// withSealingKey returns r, or, when r holds no undo key, a copy of r (same chains) that seals
+// with a throwaway key.
+func (r *Registry) withSealingKey() (*Registry, error) {
+	if r.ring() != nil || !r.opts.Undo {
+		return r, nil
+	}
+	ring, err := undo.GenerateRing()
+	if err != nil {
+		return nil, err
+	}
+	cp := *r
+	cp.opts.Keys = undo.NewKeeper(ring)
+	return &cp, nil
 }
 
 // changedPath returns the first path of ops other than the reserved annotations' (a second run

@@ -45,7 +45,7 @@ func inputRegistry(t *testing.T, calls *atomic.Int32) *engine.Registry {
 	}
 	widget := &unstructured.Unstructured{}
 	widget.SetGroupVersionKind(inputWidgetGVK)
-	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true})
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Keys: testKeeper(t), Undo: true})
 	reg.MustRegister(
 		podHook("typed-label", label),
 		hooks.NewMetadataFunc("fast-label", &corev1.Pod{}, []hooks.HookType{hooks.UpdatePhysical}, label, labelMeta),

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonscan"
@@ -31,9 +30,9 @@ type metadataDoc struct {
 	// absent or null (then metaEnd is the offset of that null, or -1 when absent).
 	metaStart, metaEnd int
 	namespace          string
-	// name is metadata.name when it is a string, "" otherwise (the identity a sealed undo is
-	// bound to: objectIdentity reads the same).
-	name string
+	// name, generateName and uid are metadata's when they are strings, "" otherwise (the
+	// identity a sealed undo is bound to: objectIdentity reads the same).
+	name, generateName, uid string
 	maps [2]mapField // labels, annotations
 }
 
@@ -164,6 +163,12 @@ func (c *chain) parseMetadataValue(doc *metadataDoc, value []byte) error {
 		case "name": // checkInput refused a repeated name; the last one counts, as in objectIdentity
 			doc.name, _ = jsonscan.String(v)
 			return true
+		case "generateName":
+			doc.generateName, _ = jsonscan.String(v)
+			return true
+		case "uid":
+			doc.uid, _ = jsonscan.String(v)
+			return true
 		case "namespace":
 		case "labels":
 			i = 1
@@ -266,7 +271,7 @@ func (c *chain) runMetadata(ctx context.Context, rn *call, raw []byte, undo bool
 		return nil, nil, err
 	}
 	if undo {
-		if err := rn.reg.recordMetadataUndo(c, doc, m, rn.clearUndo, rn.carried()); err != nil {
+		if err := rn.reg.recordMetadataUndo(c, doc, m, rn.carry); err != nil {
 			return nil, nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 		}
 	}
@@ -538,9 +543,9 @@ func escapeToken(s string) string {
 }
 
 // recordMetadataUndo sets UndoAnnotation in m to the undo of the change from doc's labels and
-// annotations to m's (nothing when they are equal), recorded by the write chain c: sealed
-// for doc's object, or in clear text (sealUndo).
-func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metadata, clear bool, carry []UndoEntry) error {
+// annotations to m's (nothing when they are equal), recorded by the write chain c after the
+// carried entries carry, sealed for doc's object (sealUndo).
+func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metadata, carry []UndoEntry) error {
 	var entries []UndoEntry
 	for i, after := range []map[string]string{m.Labels, m.Annotations} {
 		before := doc.maps[i].value
@@ -578,7 +583,7 @@ func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metad
 			entries = append([]UndoEntry{emptyMapEntry("/metadata/" + doc.maps[i].name)}, entries...)
 		}
 	}
-	value, err := r.sealUndoFor(c, doc.identity(c.key.GVK), entries, clear, carry)
+	value, err := r.sealUndoFor(c, doc.identity(c.key), entries, carry)
 	if err != nil {
 		return err
 	}
@@ -589,11 +594,15 @@ func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metad
 	return nil
 }
 
-// identity returns the identity a sealed undo of doc's object of kind gvk is bound to, as
-// objectIdentity finds it in the bytes, without scanning them again.
-func (doc *metadataDoc) identity(gvk schema.GroupVersionKind) undo.Identity {
-	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	return undo.Identity{APIVersion: apiVersion, Kind: kind, Namespace: doc.namespace, Name: doc.name}
+// identity returns the identity a sealed undo of doc's object of the chain key's kind and side
+// is bound to, as objectIdentity finds it in the bytes, without scanning them again.
+func (doc *metadataDoc) identity(key Key) undo.Identity {
+	apiVersion, kind := key.GVK.ToAPIVersionAndKind()
+	side := sideOf(key.Type)
+	return undo.Identity{
+		APIVersion: apiVersion, Kind: kind, Namespace: doc.namespace, Name: doc.name,
+		GenerateName: doc.generateName, UID: uidOf(side, doc.uid, doc.maps[1].value[ObjectUIDAnnotation]),
+	}
 }
 
 func jsonString(s string) json.RawMessage {

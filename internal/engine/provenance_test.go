@@ -79,7 +79,7 @@ func TestProvenanceMarksHostWritesOnly(t *testing.T) {
 		o.(*corev1.Pod).Spec.NodeName = ""
 		return o, nil
 	}
-	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Provenance: true})
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Keys: testKeeper(t), Undo: true, Provenance: true})
 	reg.MustRegister(hooks.NewFunc("strip-node", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical, hooks.GetVirtual, hooks.CreateVirtual, hooks.UpdateVirtual}, strip))
 	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"nodeName":"n1"}}`)
 	for _, read := range []hooks.HookType{hooks.GetPhysical, hooks.GetVirtual, hooks.CreateVirtual, hooks.UpdateVirtual} {
@@ -106,7 +106,7 @@ func TestTheIdempotencyCheckAcceptsAChainWithProvenance(t *testing.T) {
 		o.SetLabels(l)
 		return o, nil
 	}
-	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Provenance: true})
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Keys: testKeeper(t), Undo: true, Provenance: true})
 	reg.MustRegister(hooks.NewFunc("pod-labels", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical}, labels))
 	samples := func(schema.GroupVersionKind) [][]byte {
 		return [][]byte{[]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","annotations":{"a":"b"}}}`)}

@@ -113,9 +113,6 @@ type call struct {
 	// validJSON is set for requests known to be valid JSON (MutateValidJSON, a List's items):
 	// the label/annotation fast path and the List split do not check them again.
 	validJSON bool
-	// clearUndo makes write chains record their undo in clear text: set for the runs that
-	// verify a clear-text undo (quiet), which compare with what was stored.
-	clearUndo bool
 	// keepOwnUndo makes write chains treat an undo synchook wrote like any other value
 	// instead of applying it first (ownUndo): for the idempotency check, whose second run
 	// must run the hooks on the first run's result.
@@ -332,16 +329,6 @@ func (h *heldSlot) done() {
 	if h.refs.Add(-1) == 0 {
 		h.release()
 	}
-}
-
-// quiet returns the call without its observer and with clearUndo: for the runs of a write
-// chain that only verify a clear-text undo, which are not the hooks' own calls and must not
-// count as such.
-func (r *call) quiet() *call {
-	q := *r
-	q.observer = nil
-	q.clearUndo = true
-	return &q
 }
 
 // observeUndoRejected tells the observer, when it is an UndoObserver, that a read of key

@@ -2,35 +2,32 @@ package engine
 
 // Sealed undo: how the engine uses package undo.
 //
-// With a key (RegistryOptions.Keys holds a Ring), a write chain seals its undo for the object's
-// identity and side, and a read applies an undo that opens — whatever hooks are configured
-// now — without running any chain again: authenticity replaces verification. Which entries it
-// applies follows the rule of undo.Restorable: all of them when the kind's Update chain of the
-// same side has every hook of the chain that wrote them (same names, same revisions — config
-// entry, build: its next write puts the change back), otherwise only those the apiserver lets the syncer change back on an
-// update (labels, annotations, Secret and ConfigMap data). A value that does not open is
-// dropped and counted (unauthentic); a tenant cannot make one that opens.
+// The one rule: an undo is applied only if it is sealed and opens under synchook's key, bound
+// to the object it was written for (package undo: identity, side and uid or generateName) — on
+// reads, on a write's own-undo step and in cleanup. Anything else in UndoAnnotation (clear
+// text, a value that does not open, a seal of another object) is tenant data: counted, never
+// applied, and a write removes it before its hooks run and records it in the new undo like any
+// other value the tenant wrote there, so the read gives the syncer back what it sent.
 //
-// A clear-text undo (releases before sealing, or synchook without a key) is trusted only on a
-// kind whose writes all pass through synchook — both its Create and its Update chain of that
-// side record undo — and only when it verifies by re-running the write chain (undo.go), as
-// before. Without a key, an undo that would hold a Secret's value is not written at all: the
-// change is refused (ErrUndoNeedsKey).
+// A write chain seals its undo with the newest key; without a key (a vcluster plugin v2 whose
+// host is not reachable yet) a write that would record an undo fails with ErrUndoNeedsKey and
+// writes nothing. A read applies an undo that opens, whatever hooks are configured now, without
+// running any chain again. Which entries it applies follows undo.Restorable: all of them when
+// the kind's Update chain of the same side has every hook of the chain that wrote them (same
+// names, same revisions: its next write puts the change back), otherwise only those the
+// apiserver lets the syncer change back on an update (labels, annotations, Secret and ConfigMap
+// data); the others stay recorded (carried, marked Kept).
 //
-// No nesting: a write that brings an undo synchook wrote (sealed and authentic; without a key,
-// any well-formed clear-text undo) applies it first, under the same rule, and records only the
-// new change, so an undo never contains an older one and its size never grows with config
-// changes. Only a value synchook cannot have written is recorded as the tenant's own.
+// No nesting: an Update that brings an undo that opens applies it first, under the same rule,
+// and records only the new change. A Create never does (a legitimate Create never carries
+// synchook's seal: what it brings is the tenant's).
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -42,12 +39,11 @@ import (
 	"github.com/synchook/synchook/patch"
 )
 
-// ErrUndoNeedsKey is the cause of a HookError when synchook has no undo key and the undo of a
-// chain's change would hold a value of a Secret: the change is refused (422) rather than
-// written to the host in clear text. Give synchook a key (serve/mutate --undo-key-file; as a
-// vcluster plugin v2 it manages one in the host namespace).
-var ErrUndoNeedsKey = errors.New("the undo of this change would hold a Secret value in clear text: give synchook an undo key " +
-	"(--undo-key-file, or run it as a vcluster plugin v2 with access to its host namespace)")
+// ErrUndoNeedsKey is the cause of a HookError when synchook holds no undo key (a vcluster
+// plugin v2 before its key Secret could be read) and a write chain changed the object, so its
+// undo would have to be written: the write is refused (transports answer it as a failed
+// precondition; vcluster retries) rather than written with an undo no read could trust.
+var ErrUndoNeedsKey = errors.New("no undo key loaded yet: a hooked write cannot record its undo")
 
 // More reasons for which a read drops an UndoAnnotation (UndoObserver).
 const (
@@ -56,9 +52,6 @@ const (
 	UndoUnauthentic = "unauthentic"
 	// UndoNoKey: a sealed value while synchook holds no key.
 	UndoNoKey = "no_key"
-	// UndoUntrusted: a clear-text value on a kind whose writes do not all pass through
-	// synchook's undo-recording chains (a Create-only hook): a tenant could have written it.
-	UndoUntrusted = "untrusted"
 	// UndoClearText: a value that is not sealed (clear text, from a tenant or from a build
 	// before the one rule): tenant data, never applied.
 	UndoClearText = "clear_text"
@@ -83,26 +76,53 @@ func updateType(t hooks.HookType) hooks.HookType {
 	return hooks.UpdatePhysical
 }
 
-// objectIdentity returns the identity a sealed undo of the JSON object raw of kind gvk is bound
-// to: gvk's apiVersion and kind (checkInput made sure the object says the same), its
-// namespace and name.
-func objectIdentity(gvk schema.GroupVersionKind, raw []byte) undo.Identity {
+// ObjectUIDAnnotation is the annotation in which vcluster records, on a host object, the uid
+// of the virtual object it was synced from (set before CreatePhysical; the syncer never copies
+// a tenant's value of it). A physical-side seal is bound to it.
+const ObjectUIDAnnotation = "vcluster.loft.sh/object-uid"
+
+// objectIdentity returns the identity a sealed undo of the JSON object raw of kind gvk on side
+// is bound to: gvk's apiVersion and kind (checkInput made sure the object says the same), its
+// namespace, name, generateName and uid (uidOf).
+func objectIdentity(gvk schema.GroupVersionKind, side undo.Side, raw []byte) undo.Identity {
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
 	id := undo.Identity{APIVersion: apiVersion, Kind: kind}
 	meta, _, ok := jsonscan.Find(raw, "metadata")
 	if !ok {
 		return id
 	}
-	str := func(key string) string {
-		m, _, ok := jsonscan.Find(meta.Value, key)
-		var s string
-		if ok && json.Unmarshal(m.Value, &s) == nil {
-			return s
+	var uid, objectUID string
+	jsonscan.EachMember(meta.Value, func(key, v []byte) bool {
+		switch string(memberName(key)) {
+		case "namespace":
+			id.Namespace, _ = jsonscan.String(v)
+		case "name":
+			id.Name, _ = jsonscan.String(v)
+		case "generateName":
+			id.GenerateName, _ = jsonscan.String(v)
+		case "uid":
+			uid, _ = jsonscan.String(v)
+		case "annotations":
+			if m, _, ok := jsonscan.Find(v, ObjectUIDAnnotation); ok {
+				objectUID, _ = jsonscan.String(m.Value)
+			}
 		}
-		return ""
-	}
-	id.Namespace, id.Name = str("namespace"), str("name")
+		return true
+	})
+	id.UID = uidOf(side, uid, objectUID)
 	return id
+}
+
+// uidOf returns the uid a seal on side is bound to: on the physical side vcluster's
+// ObjectUIDAnnotation where it is set (the virtual object's uid, there from the Create on and
+// the same on every later write), else metadata.uid; on the virtual side metadata.uid. "" where
+// neither exists yet (a Create): the seal is then bound to the name (undo.BindName) or
+// generateName and the next write seals it with the uid.
+func uidOf(side undo.Side, uid, objectUID string) string {
+	if side == undo.Physical && objectUID != "" {
+		return objectUID
+	}
+	return uid
 }
 
 // hookDigest returns the fingerprint of one hook of a write chain (its name and revision),
@@ -113,75 +133,43 @@ func hookDigest(name, revision string) string {
 }
 
 // sealUndo returns the annotation value for entries recorded by the write chain c on the
-// object raw (either side of the change: identity never changes): sealed with the newest key,
-// or in clear text without a key or with clear (the runs that verify a clear-text undo). Errors: ErrUndoTooLarge past MaxUndoBytes (counted as
-// stored), ErrUndoNeedsKey for a clear-text undo that would hold a Secret value.
-func (r *Registry) sealUndo(c *chain, raw []byte, entries []UndoEntry, clear bool, carry []UndoEntry) (string, error) {
-	return r.sealUndoAs(c, func() undo.Identity { return objectIdentity(c.key.GVK, raw) }, entries, clear, carry)
+// object raw (either side of the change: identity never changes), after the carried entries
+// carry: sealed with the newest key. Errors: ErrUndoNeedsKey without a key, ErrUndoTooLarge
+// past MaxUndoBytes (counted as stored).
+func (r *Registry) sealUndo(c *chain, raw []byte, entries []UndoEntry, carry []UndoEntry) (string, error) {
+	return r.sealUndoAs(c, func() undo.Identity { return objectIdentity(c.key.GVK, sideOf(c.key.Type), raw) }, entries, carry)
 }
 
 // sealUndoFor is sealUndo for an object whose identity is known (the label/annotation fast
 // path has it from its own parse).
-func (r *Registry) sealUndoFor(c *chain, id undo.Identity, entries []UndoEntry, clear bool, carry []UndoEntry) (string, error) {
-	return r.sealUndoAs(c, func() undo.Identity { return id }, entries, clear, carry)
+func (r *Registry) sealUndoFor(c *chain, id undo.Identity, entries []UndoEntry, carry []UndoEntry) (string, error) {
+	return r.sealUndoAs(c, func() undo.Identity { return id }, entries, carry)
 }
 
 // sealUndoAs is sealUndo with the object's identity from id, which is called only to seal.
-func (r *Registry) sealUndoAs(c *chain, id func() undo.Identity, entries []UndoEntry, clear bool, carry []UndoEntry) (string, error) {
-	if len(carry) > 0 && !clear && r.ring() != nil {
+func (r *Registry) sealUndoAs(c *chain, id func() undo.Identity, entries []UndoEntry, carry []UndoEntry) (string, error) {
+	ring := r.ring()
+	if ring == nil {
+		return "", ErrUndoNeedsKey
+	}
+	if len(carry) > 0 {
 		entries = append(slices.Clip(carry), entries...)
 	}
-	rec := undo.Record{Writers: c.writers, Entries: entries}
-	var (
-		value string
-		err   error
-	)
-	if ring := r.ring(); ring != nil && !clear {
-		value, err = ring.Seal(id(), sideOf(c.key.Type), rec)
-		r.opts.Keys.NoteSealed(c.key.GVK, sideOf(c.key.Type))
-	} else {
-		if path := secretValuePath(c.key.GVK, entries); path != "" {
-			return "", fmt.Errorf("%w (at %s)", ErrUndoNeedsKey, path)
-		}
-		value, err = rec.Clear()
-	}
+	value, err := ring.Seal(id(), sideOf(c.key.Type), undo.Record{Writers: c.writers, Entries: entries})
 	if err != nil {
 		return "", err
 	}
+	r.opts.Keys.NoteSealed(c.key.GVK, sideOf(c.key.Type))
 	if len(value) > r.opts.MaxUndoBytes {
 		return "", fmt.Errorf("%w: %d bytes as stored, the limit is %d", ErrUndoTooLarge, len(value), r.opts.MaxUndoBytes)
 	}
 	return value, nil
 }
 
-// secretValuePath returns the path of the first entry of an undo of a Secret that could hold
-// a value of the Secret (anything but a label, or an annotation other than kubectl's
-// last-applied-configuration, which holds the data), or "".
-func secretValuePath(gvk schema.GroupVersionKind, entries []UndoEntry) string {
-	if gvk.Group != "" || gvk.Kind != "Secret" && gvk.Kind != "SecretList" {
-		return ""
-	}
-	for _, e := range entries {
-		tokens, err := patch.ParsePointer(e.Path)
-		if err != nil || len(tokens) < 2 || tokens[0] != "metadata" {
-			return e.Path
-		}
-		switch {
-		case tokens[1] == "labels":
-		case tokens[1] == "annotations" && len(tokens) == 3 && tokens[2] != "kubectl.kubernetes.io/last-applied-configuration":
-		case tokens[1] == "annotations" && len(tokens) == 2 && e.Original == nil:
-		default:
-			return e.Path
-		}
-	}
-	return ""
-}
-
 // undoPlan is what a read or a write makes of an UndoAnnotation value: the steps to apply, or
-// why it is dropped; verify says it is a clear-text undo that must verify first (undo.go).
+// why it is dropped.
 type undoPlan struct {
 	steps  []undoStep
-	verify bool
 	reason string
 	// carry are the sealed undo's entries the rule does not let a view apply (an update
 	// cannot change them back) and the object still holds: they stay recorded, marked Kept,
@@ -189,23 +177,16 @@ type undoPlan struct {
 	carry []UndoEntry
 }
 
-// planUndo decides what the read chain c does with the UndoAnnotation value found on raw.
+// planUndo decides what the read chain c does with the UndoAnnotation value found on raw: the
+// one rule (the comment at the top of this file).
 func (r *Registry) planUndo(c *chain, raw []byte, value string) undoPlan {
-	if len(value) > r.opts.MaxUndoBytes {
+	switch {
+	case len(value) > r.opts.MaxUndoBytes:
 		return undoPlan{reason: UndoTooLarge}
+	case !undo.IsSealed(value):
+		return undoPlan{reason: UndoClearText}
 	}
-	if undo.IsSealed(value) {
-		return r.planSealed(c, raw, value)
-	}
-	if !r.clearTrusted(c.key) {
-		return undoPlan{reason: UndoUntrusted}
-	}
-	rec, err := undo.ParseClear(value)
-	if err != nil {
-		return undoPlan{reason: UndoMalformed}
-	}
-	steps, reason := parseSteps(rec.Entries)
-	return undoPlan{steps: steps, verify: true, reason: reason}
+	return r.planSealed(c, raw, value)
 }
 
 // planSealed opens a sealed value and keeps the steps the rule lets a read apply.
@@ -251,7 +232,7 @@ func (r *Registry) openSealed(gvk schema.GroupVersionKind, side undo.Side, raw [
 	if ring == nil {
 		return undo.Record{}, UndoNoKey
 	}
-	rec, _, err := ring.Open(objectIdentity(gvk, raw), side, value)
+	rec, _, err := ring.Open(objectIdentity(gvk, side, raw), side, value)
 	switch {
 	case errors.Is(err, undo.ErrMalformed):
 		return undo.Record{}, UndoMalformed
@@ -259,15 +240,6 @@ func (r *Registry) openSealed(gvk schema.GroupVersionKind, side undo.Side, raw [
 		return undo.Record{}, UndoUnauthentic
 	}
 	return rec, ""
-}
-
-// carried returns the entries to record before a write's own: the kept entries of the undo
-// the write brought (ownUndo), none in the runs that verify a clear-text undo.
-func (rn *call) carried() []UndoEntry {
-	if rn.clearUndo {
-		return nil
-	}
-	return rn.carry
 }
 
 // rewrites reports whether the Update chain of the side of key records undo and has every
@@ -280,19 +252,6 @@ func (r *Registry) rewrites(key Key, writers []string) bool {
 	}
 	for _, w := range writers {
 		if !slices.Contains(wc.writers, w) {
-			return false
-		}
-	}
-	return true
-}
-
-// clearTrusted reports whether a clear-text undo may be trusted (after it verifies) on the
-// kind and side of key: both its Create and its Update chain record undo, so every write of
-// the kind passes through synchook, which removes whatever a tenant wrote there.
-func (r *Registry) clearTrusted(key Key) bool {
-	for _, t := range undoWriters[readType(key.Type)] {
-		wc := r.chains[Key{GVK: key.GVK, Type: t}]
-		if wc == nil || !r.recordsUndo(wc) {
 			return false
 		}
 	}
@@ -336,62 +295,18 @@ func parseSteps(entries []UndoEntry) ([]undoStep, string) {
 var undoMarker = []byte(`"` + UndoAnnotation + `"`)
 
 // ownUndo returns, for the write chain c and the object raw it is given, the undo synchook
-// itself wrote there earlier (a sealed value that opens; without a key, a well-formed
-// clear-text value whose every entry still fits the object, and a sealed value it cannot
-// open, which it drops), with the steps the rule lets it apply. ok is false when raw carries no such undo: a value a tenant wrote is
-// then recorded as the tenant's own.
+// itself wrote there earlier — a sealed value that opens for this object — with the steps the
+// rule lets it apply and the entries to carry. ok is false on a Create (it never carries
+// synchook's own undo) and when raw carries no such undo: whatever raw carries there is then
+// the tenant's, recorded as its own.
 func (r *Registry) ownUndo(c *chain, raw []byte) (steps []undoStep, carry []UndoEntry, ok bool) {
-	if !bytes.Contains(raw, undoMarker) {
+	if c.key.Type != hooks.UpdatePhysical && c.key.Type != hooks.UpdateVirtual || r.ring() == nil || !bytes.Contains(raw, undoMarker) {
 		return nil, nil, false
 	}
 	value, had := undoAnnotation(raw)
-	if !had || len(value) > r.opts.MaxUndoBytes {
+	if !had || len(value) > r.opts.MaxUndoBytes || !undo.IsSealed(value) {
 		return nil, nil, false
 	}
-	readKey := Key{GVK: c.key.GVK, Type: readType(c.key.Type)}
-	ring := r.ring()
-	switch {
-	case undo.IsSealed(value) && ring == nil:
-		return nil, nil, true // cannot be applied; never recorded as the tenant's own
-	case undo.IsSealed(value):
-		p := r.planSealed(&chain{key: readKey}, raw, value)
-		return p.steps, p.carry, p.reason == ""
-	case ring != nil:
-		return nil, nil, false
-	}
-	rec, err := undo.ParseClear(value)
-	if err != nil || len(rec.Entries) == 0 {
-		return nil, nil, false
-	}
-	steps, reason := parseSteps(rec.Entries)
-	if reason != "" {
-		return nil, nil, false
-	}
-	// Without a key, a clear-text undo is taken as synchook's own only when the object still
-	// holds everything it says the hooks wrote: a stale undo of an earlier config, which the
-	// read showed because it no longer verified. A tenant's value that does not fit the object
-	// is the tenant's own.
-	tree, err := decodeTree(raw)
-	if err != nil {
-		return nil, nil, false
-	}
-	for _, s := range steps {
-		if s.entry.Op == undo.OpInsert {
-			continue // the element is gone: nothing on the object to compare
-		}
-		cur, has := lookupTree(tree, s.tokens)
-		if m, ok := cur.(map[string]any); ok && len(s.tokens) == 2 && s.tokens[1] == "annotations" {
-			m = maps.Clone(m) // the map as the hooks left it: before the undo was added
-			delete(m, UndoAnnotation)
-			cur = m
-		}
-		if has != (s.entry.Hooked != nil) {
-			return nil, nil, false
-		}
-		var hooked any
-		if has && (decodeValue(s.entry.Hooked, &hooked) != nil || !reflect.DeepEqual(cur, hooked)) {
-			return nil, nil, false
-		}
-	}
-	return steps, nil, true
+	p := r.planSealed(&chain{key: Key{GVK: c.key.GVK, Type: readType(c.key.Type)}}, raw, value)
+	return p.steps, p.carry, p.reason == ""
 }

@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,7 +59,7 @@ func TestTenantAttacksInProcess(t *testing.T) {
 	t.Run("every dropped undo is counted by its reason", func(t *testing.T) {
 		obs.mu.Lock()
 		defer obs.mu.Unlock()
-		for _, reason := range []string{engine.UndoIdentity, engine.UndoUnverified, engine.UndoTooLarge, engine.UndoMalformed, engine.UndoUnauthentic, engine.UndoUntrusted} {
+		for _, reason := range []string{engine.UndoClearText, engine.UndoTooLarge, engine.UndoMalformed, engine.UndoUnauthentic} {
 			if obs.rejected[reason] == 0 {
 				t.Errorf("no undo counted as %q: %v", reason, obs.rejected)
 			}
@@ -78,15 +80,28 @@ func TestTenantAttacksInProcess(t *testing.T) {
 	})
 }
 
-func TestTenantAttacksInProcessWithoutAKey(t *testing.T) {
+func TestWithoutAKeyAHookedWriteIsRefusedAndAReadAppliesNothing(t *testing.T) {
 	obs := &undoCounter{rejected: map[string]int{}}
 	r := engine.NewRunner(tenanttest.RegistryWithoutKey(t), engine.RunnerOptions{MaxConcurrent: 1, Observer: obs})
-	tenanttest.Run(t, tenanttest.Transport{Mutate: runnerMutator(r), Lists: true})
+	sent := []byte(strings.Replace(string(tenanttest.Pod("web", nil)), `"platform.example.com/team":"a"`, `"platform.example.com/team":"tenant"`, 1))
+	for _, typ := range []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical, hooks.CreateVirtual, hooks.UpdateVirtual} {
+		res, err := r.Mutate(t.Context(), tenanttest.PodGVK, typ, sent)
+		if !errors.Is(err, engine.ErrUndoNeedsKey) || res.Patch != nil {
+			t.Errorf("%s without a key: %v, patch %s; want ErrUndoNeedsKey and nothing written", typ, err, res.Patch)
+		}
+		if f, _ := engine.Classify(err); f != engine.Protected {
+			t.Errorf("%s: failure %v, want Protected (a failed precondition: the caller retries)", typ, f)
+		}
+	}
+	// A clear-text undo a tenant wrote, which fits the object: never applied.
+	stored := tenanttest.Pod("web", map[string]string{engine.UndoAnnotation: `[{"path":"/spec/serviceAccountName","hooked":"default","original":"platform-admin"}]`})
+	res, err := r.Mutate(t.Context(), tenanttest.PodGVK, hooks.GetPhysical, stored)
+	if err != nil || res.Patch != nil {
+		t.Errorf("a read without a key: %v, patch %s; want the object as stored", err, res.Patch)
+	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	for _, reason := range []string{engine.UndoNoKey, engine.UndoUntrusted} {
-		if obs.rejected[reason] == 0 {
-			t.Errorf("no undo counted as %q: %v", reason, obs.rejected)
-		}
+	if obs.rejected[engine.UndoClearText] == 0 {
+		t.Errorf("no undo counted as %q: %v", engine.UndoClearText, obs.rejected)
 	}
 }

@@ -82,9 +82,6 @@ const (
 	UndoMalformed = "malformed"
 	// UndoIdentity: an entry would touch apiVersion, kind, name, namespace or uid.
 	UndoIdentity = "identity"
-	// UndoUnverified: the kind's write chain, run on the restored view, does not give back the
-	// stored object (a forged or stale annotation, or a hook that is not deterministic).
-	UndoUnverified = "unverified"
 	// UndoDeadline: the request ended before the undo was applied or verified.
 	UndoDeadline = "deadline"
 )
@@ -102,13 +99,6 @@ type UndoEntry = undo.Entry
 var undoPair = map[hooks.HookType]hooks.HookType{
 	hooks.CreatePhysical: hooks.GetPhysical, hooks.UpdatePhysical: hooks.GetPhysical,
 	hooks.CreateVirtual: hooks.GetVirtual, hooks.UpdateVirtual: hooks.GetVirtual,
-}
-
-// undoWriters lists, for each read hook type with an undo, the write types that record it, in
-// the order a read tries them when it verifies an undo.
-var undoWriters = map[hooks.HookType][]hooks.HookType{
-	hooks.GetPhysical: {hooks.UpdatePhysical, hooks.CreatePhysical},
-	hooks.GetVirtual:  {hooks.UpdateVirtual, hooks.CreateVirtual},
 }
 
 // ProvenanceAnnotation and UndoAnnotation are reserved: a write chain removes what the object
@@ -323,28 +313,20 @@ func isReservedPath(p string) bool {
 }
 
 // undoView returns the view of the stored object raw that the read chain c hands on: raw with
-// the plan's steps applied and UndoAnnotation removed, when that leaves identity alone and,
-// for a clear-text undo (p.verify), verifies (see the comment at the top of this file).
-// Otherwise view is nil and reason says why the annotation was dropped. err is a *DecodeError
-// when raw is not valid JSON. rn runs the verifying write chain.
+// the plan's steps applied, UndoAnnotation removed and the carried entries sealed on it again,
+// when that leaves identity alone. Otherwise view is nil and reason says why the annotation was
+// dropped. err is a *DecodeError when raw is not valid JSON.
 func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, p undoPlan) (view []byte, reason string, err error) {
-	steps := p.steps
-	stored, err := decodeTree(raw)
+	tree, err := decodeTree(raw)
 	if err != nil {
 		return nil, "", &DecodeError{GVK: c.key.GVK, Err: err}
 	}
-	id, tree := identityOfTree(stored), stored
-	if p.verify {
-		tree = copyTree(stored) // the copy the entries change; stored stays as it is for verifyUndo
-	}
-	if reason := applyUndoSteps(ctx, tree, steps); reason != "" {
+	id := identityOfTree(tree)
+	if reason := applyUndoSteps(ctx, tree, p.steps); reason != "" {
 		return nil, reason, nil
 	}
 	if identityOfTree(tree) != id { // cannot happen after the checks above
 		return nil, UndoIdentity, nil
-	}
-	if view, err = json.Marshal(tree); err != nil {
-		return nil, UndoMalformed, nil
 	}
 	if len(p.carry) > 0 { // what the view cannot leave out stays recorded on it
 		// Sealed as the kind's Update chain seals them alone, so that a view of an object
@@ -353,67 +335,14 @@ func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, p undoPlan) 
 		if wc == nil {
 			wc = &chain{key: c.key}
 		}
-		value, err := rn.reg.sealUndo(wc, raw, nil, false, p.carry)
-		if err == nil && setAnnotation(tree, UndoAnnotation, value) {
-			if view, err = json.Marshal(tree); err != nil {
-				return nil, UndoMalformed, nil
-			}
+		if value, err := rn.reg.sealUndo(wc, raw, nil, p.carry); err == nil {
+			setAnnotation(tree, UndoAnnotation, value)
 		}
 	}
-	if !p.verify {
-		return view, "", nil
-	}
-	canonicalUndo(stored)
-	if reason := rn.verifyUndo(ctx, c.key, view, stored); reason != "" {
-		return nil, reason, nil
+	if view, err = json.Marshal(tree); err != nil {
+		return nil, UndoMalformed, nil
 	}
 	return view, "", nil
-}
-
-// verifyUndo returns "" when one of the write chains that record the undo of read type
-// key.Type, run on view, gives back stored exactly; else why not.
-func (rn *call) verifyUndo(ctx context.Context, key Key, view []byte, stored any) string {
-	var tried []string
-	for _, t := range undoWriters[key.Type] {
-		wc := rn.reg.chains[Key{GVK: key.GVK, Type: t}]
-		if wc == nil || !rn.reg.recordsUndo(wc) || slices.Contains(tried, wc.names()) {
-			continue // chains with the same hooks give the same answer
-		}
-		tried = append(tried, wc.names())
-		if ctx.Err() != nil {
-			return UndoDeadline
-		}
-		rewritten, _, err := rn.applyChain(ctx, wc, view)
-		if err != nil {
-			if ctx.Err() != nil {
-				return UndoDeadline
-			}
-			continue
-		}
-		if w, err := decodeTree(rewritten); err == nil && canonicalUndo(w) && reflect.DeepEqual(w, stored) {
-			return ""
-		}
-	}
-	return UndoUnverified
-}
-
-// canonicalUndo replaces the UndoAnnotation of a decoded object with canonicalEntries of it,
-// so that two undos that differ only in the order of their entries compare equal: the order
-// follows the member order of the document the write chain diffed, which a view need not keep.
-// It reports false when the annotation is there but malformed.
-func canonicalUndo(tree any) bool {
-	ann, _ := lookupTree(tree, []string{"metadata", "annotations"})
-	m, isMap := ann.(map[string]any)
-	if !isMap {
-		return true
-	}
-	value, ok := m[UndoAnnotation].(string)
-	if !ok {
-		return true
-	}
-	canon := canonicalEntries(value)
-	m[UndoAnnotation] = canon
-	return canon != ""
 }
 
 // undoStep is an UndoEntry with its path parsed.

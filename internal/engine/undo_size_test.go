@@ -33,7 +33,7 @@ func TestUndoSizeIsTheChangeNotTheArray(t *testing.T) {
 	}
 	var current edit
 	reg := func(keyed bool) *engine.Registry {
-		opts := engine.RegistryOptions{Undo: true}
+		opts := engine.RegistryOptions{Keys: testKeeper(t), Undo: true}
 		if keyed {
 			opts.Keys = testKeeper(t)
 		}

@@ -27,7 +27,7 @@ func TestUndoIsRegisteredOnTheReadTypeAndCanBeRefusedOrOptedOutOf(t *testing.T) 
 		o.SetLabels(map[string]string{"tenant": strings.Repeat("a", 63)})
 		return o, nil
 	}
-	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, MaxUndoBytes: 80})
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Keys: testKeeper(t), Undo: true, MaxUndoBytes: 80})
 	reg.MustRegister(
 		hooks.NewFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, label),
 		optOut{hooks.NewFunc("visible", &corev1.Service{}, []hooks.HookType{hooks.CreatePhysical}, label)},
@@ -79,12 +79,12 @@ func TestCheckIdempotentNamesTheHookAndThePathThatKeptChanging(t *testing.T) {
 	samples := func(schema.GroupVersionKind) [][]byte {
 		return [][]byte{[]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c"}]}}`)}
 	}
-	good := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true})
+	good := engine.NewRegistryWithOptions(engine.RegistryOptions{Keys: testKeeper(t), Undo: true})
 	good.MustRegister(hooks.NewFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical}, setLabel))
 	if err := good.CheckIdempotent(t.Context(), samples); err != nil {
 		t.Errorf("a label hook (with its undo): %v", err)
 	}
-	bad := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true})
+	bad := engine.NewRegistryWithOptions(engine.RegistryOptions{Keys: testKeeper(t), Undo: true})
 	bad.MustRegister(hooks.NewFunc("append-toleration", &corev1.Pod{}, []hooks.HookType{hooks.UpdatePhysical}, appendToleration))
 	err := bad.CheckIdempotent(t.Context(), samples)
 	var ne *engine.NotIdempotentError
@@ -108,7 +108,7 @@ func TestAChainWithAnOptedOutHookRunsEachHookOnceAndRecordsNoUndo(t *testing.T) 
 		o.SetLabels(l)
 		return o, nil
 	}
-	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true})
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Keys: testKeeper(t), Undo: true})
 	reg.MustRegister(
 		optOut{hooks.NewFunc("visible", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, count)},
 		hooks.NewFunc("hidden", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, label),

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
-	"strings"
 )
 
 // undoOnMetadata reports whether the undo read of c with plan p can take the label/annotation
@@ -21,19 +20,7 @@ func (r *Registry) undoOnMetadata(c *chain, p undoPlan) bool {
 			return false
 		}
 	}
-	if !p.verify {
-		return true
-	}
-	writers := 0
-	for _, t := range undoWriters[c.key.Type] {
-		if wc := r.chains[Key{GVK: c.key.GVK, Type: t}]; wc != nil && r.recordsUndo(wc) {
-			if !wc.metadataOnly() || r.marksProvenance(wc) {
-				return false
-			}
-			writers++
-		}
-	}
-	return writers > 0
+	return true
 }
 
 // mapIndex is 0 for "labels", 1 for "annotations", else -1: the index in metadataDoc.maps.
@@ -65,9 +52,6 @@ func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undoPl
 		stored[i] = f.value // nil: absent
 	}
 	view, dropped := undoMaps(stored, p.steps)
-	if dropped == "" && p.verify {
-		dropped = rn.quiet().verifyMetadataUndo(ctx, c.key, doc.namespace, view, stored)
-	}
 	if dropped != "" {
 		view = stored
 	}
@@ -113,7 +97,7 @@ func undoMaps(stored [2]map[string]string, steps []undoStep) ([2]map[string]stri
 			default:
 				var original string
 				if json.Unmarshal(e.Original, &original) != nil {
-					return view, UndoUnverified // a value no write chain could have recorded
+					return view, UndoMalformed // a value no write chain could have recorded
 				}
 				view[i][key] = original
 			}
@@ -134,77 +118,10 @@ func undoMaps(stored [2]map[string]string, steps []undoStep) ([2]map[string]stri
 		if e.Original != nil {
 			var original map[string]string
 			if json.Unmarshal(e.Original, &original) != nil || original == nil {
-				return view, UndoUnverified
+				return view, UndoMalformed
 			}
 			view[i] = original
 		}
 	}
 	return view, ""
-}
-
-// verifyMetadataUndo is verifyUndo on the maps: "" when one of the write chains that record
-// the undo of read type key.Type, run on the view's maps, gives back the stored maps exactly
-// (the undo annotation compared by its entries as a set).
-func (rn *call) verifyMetadataUndo(ctx context.Context, key Key, namespace string, view, stored [2]map[string]string) string {
-	var tried []string
-	for _, t := range undoWriters[key.Type] {
-		wc := rn.reg.chains[Key{GVK: key.GVK, Type: t}]
-		if wc == nil || !rn.reg.recordsUndo(wc) || slices.Contains(tried, wc.names()) {
-			continue
-		}
-		tried = append(tried, wc.names())
-		m, err := wc.metadataHooked(ctx, rn, namespace, view)
-		if err != nil {
-			if ctx.Err() != nil {
-				return UndoDeadline
-			}
-			continue
-		}
-		before := &metadataDoc{maps: [2]mapField{{name: "labels", value: view[0]}, {name: "annotations", value: view[1]}}}
-		if rn.reg.recordMetadataUndo(wc, before, m, true, nil) != nil {
-			continue
-		}
-		if maps.Equal(m.Labels, stored[0]) && sameAnnotations(m.Annotations, stored[1]) {
-			return ""
-		}
-	}
-	return UndoUnverified
-}
-
-// sameAnnotations compares two annotation maps, their undo annotations by their entries as a
-// set.
-func sameAnnotations(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		w, ok := b[k]
-		if !ok {
-			return false
-		}
-		if v != w && (k != UndoAnnotation || canonicalEntries(v) != canonicalEntries(w)) {
-			return false
-		}
-	}
-	return true
-}
-
-// canonicalEntries returns the entries of an undo annotation value, each as JSON with sorted
-// keys, sorted and joined: the same for two values that differ only in entry order. A value
-// that is not a JSON array gives "".
-func canonicalEntries(value string) string {
-	var entries []any
-	if json.Unmarshal([]byte(value), &entries) != nil {
-		return ""
-	}
-	canon := make([]string, len(entries))
-	for i, e := range entries {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return ""
-		}
-		canon[i] = string(b)
-	}
-	slices.Sort(canon)
-	return "[" + strings.Join(canon, ",") + "]"
 }

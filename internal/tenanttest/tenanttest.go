@@ -68,8 +68,8 @@ func Registry(t testing.TB) *engine.Registry {
 	return build(t, undo.NewKeeper(ring()))
 }
 
-// RegistryWithoutKey is Registry without an undo key (serve without --undo-key-file): undos
-// are clear text, verified by re-running the write chain.
+// RegistryWithoutKey is Registry before its undo key is loaded (a vcluster plugin v2 whose
+// host is not reachable yet): a hooked write is refused, a read applies nothing.
 func RegistryWithoutKey(t testing.TB) *engine.Registry {
 	return build(t, nil)
 }
@@ -278,6 +278,48 @@ var cases = []attack{
 			t.Errorf("the read does not give the tenant's Secret back:\nsent %s\nview %s", sent, view)
 		}
 	}},
+	{name: "a clear-text undo that fits the object is never applied on a write: fields the syncer sets stay as sent", run: func(t *testing.T, m Mutator) {
+		// Each entry's hooked is what the object holds: the test a keyless build trusted.
+		tenant := `[{"path":"/spec/serviceAccountName","hooked":"default","original":"platform-admin"},` +
+			`{"path":"/spec/automountServiceAccountToken","hooked":false,"original":true},` +
+			`{"path":"/spec/nodeSelector","hooked":{"pool":"tenant"},"original":{"pool":"system"}},` +
+			`{"path":"/metadata/labels/vcluster.loft.sh~1managed-by","hooked":"vcluster","original":"other"}]`
+		sent := Pod("web", forged(tenant), withSyncerFields)
+		for _, write := range []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical} {
+			hooked, err := m(t, write, PodGVK, sent)
+			if err != nil {
+				t.Fatalf("%s: %v", write, err)
+			}
+			for _, f := range syncerFields {
+				if got, want := field(t, hooked, f), field(t, sent, f); got != want {
+					t.Errorf("%s changed %s to %s (sent %s): a tenant's undo was applied", write, f, got, want)
+				}
+			}
+			expectView(t, m, hooks.GetPhysical, hooked, sent)
+		}
+	}},
+	{name: "the sealed undo of a deleted and re-created object of the same name does not open on the new one", run: func(t *testing.T, m Mutator) {
+		hooked, err := m(t, hooks.CreatePhysical, PodGVK, Pod("web", nil, withoutPlatformLabel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recreated := []byte(strings.Replace(string(hooked), `"uid":"u-web"`, `"uid":"u-web-2"`, 1))
+		if string(recreated) == string(hooked) {
+			t.Fatal("the case could not change the uid")
+		}
+		expectView(t, m, hooks.GetPhysical, recreated, recreated)
+	}},
+	{name: "a Create with generateName reads back clean once the object is named, and only under that prefix", run: func(t *testing.T, m Mutator) {
+		sent := Pod("", nil, withoutPlatformLabel, withGenerateName("web-"))
+		hooked, err := m(t, hooks.CreatePhysical, PodGVK, sent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		named := renamed(t, hooked, "web-x7k2p")
+		expectView(t, m, hooks.GetPhysical, named, renamed(t, sent, "web-x7k2p"))
+		other := renamed(t, hooked, "db-x7k2p")
+		expectView(t, m, hooks.GetPhysical, other, other)
+	}},
 	{name: "the platform's own undo still works: a write then its read give back what the syncer sent", run: func(t *testing.T, m Mutator) {
 		sent := Pod("web", nil, withoutPlatformLabel)
 		hooked, err := m(t, hooks.CreatePhysical, PodGVK, sent)
@@ -359,6 +401,65 @@ func withoutPlatformLabel(p map[string]any) {
 	delete(p["metadata"].(map[string]any)["labels"].(map[string]any), "platform.example.com/team")
 }
 
+// syncerFields are fields of a host Pod that the syncer sets and the tenant cannot, as JSON
+// Pointers (field reads them).
+var syncerFields = []string{"/spec/serviceAccountName", "/spec/automountServiceAccountToken", "/spec/nodeSelector", "/metadata/labels/vcluster.loft.sh~1managed-by"}
+
+// withSyncerFields sets syncerFields as the syncer would.
+func withSyncerFields(p map[string]any) {
+	spec := p["spec"].(map[string]any)
+	spec["serviceAccountName"] = "default"
+	spec["automountServiceAccountToken"] = false
+	spec["nodeSelector"] = map[string]any{"pool": "tenant"}
+	p["metadata"].(map[string]any)["labels"].(map[string]any)["vcluster.loft.sh/managed-by"] = "vcluster"
+}
+
+// withGenerateName makes the Pod nameless, uid-less and generated from prefix, as a Create
+// with metadata.generateName is before the apiserver names it.
+func withGenerateName(prefix string) podOption {
+	return func(p map[string]any) {
+		meta := p["metadata"].(map[string]any)
+		delete(meta, "name")
+		delete(meta, "uid")
+		meta["generateName"] = prefix
+	}
+}
+
+// renamed returns the JSON object doc named name, with uid u-<name>: what the apiserver makes
+// of a Create with generateName.
+func renamed(t testing.TB, doc []byte, name string) []byte {
+	t.Helper()
+	var o map[string]any
+	if err := json.Unmarshal(doc, &o); err != nil {
+		t.Fatal(err)
+	}
+	meta := o["metadata"].(map[string]any)
+	meta["name"], meta["uid"] = name, "u-"+name
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// field returns the JSON of the value at the JSON Pointer path of doc ("" when absent).
+func field(t testing.TB, doc []byte, path string) string {
+	t.Helper()
+	var o any
+	if err := json.Unmarshal(doc, &o); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range strings.Split(path, "/")[1:] {
+		m, ok := o.(map[string]any)
+		if !ok {
+			return ""
+		}
+		o = m[strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")]
+	}
+	b, _ := json.Marshal(o)
+	return string(b)
+}
+
 // withEnv gives the first container n environment variables of ~70 bytes each.
 func withEnv(n int) podOption {
 	return func(p map[string]any) {
@@ -375,7 +476,7 @@ func withEnv(n int) podOption {
 // ann.
 func Pod(name string, ann map[string]string, opts ...podOption) []byte {
 	meta := map[string]any{
-		"name": name, "namespace": "team-a", "uid": "u-" + name,
+		"name": name, "namespace": "team-a", "uid": "u-" + name, // withGenerateName drops name and uid
 		"labels": map[string]any{"app": "web", "platform.example.com/team": "a"},
 	}
 	if len(ann) > 0 {

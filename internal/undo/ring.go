@@ -29,7 +29,8 @@ import (
 const KeyBytes = 64
 
 const (
-	sealedPrefix = "s1."
+	sealedPrefix = "s2."
+	legacyPrefix = "s1."
 	nonceBytes   = 12
 )
 
@@ -251,11 +252,14 @@ func ParseRing(data []byte) (*Ring, error) {
 	return NewRing(keys...)
 }
 
-// IsSealed reports whether value is in the sealed format (it may still not open).
-func IsSealed(value string) bool { return strings.HasPrefix(value, sealedPrefix) }
+// IsSealed reports whether value is in a sealed format ("s2." or "s1."; it may still not open).
+func IsSealed(value string) bool {
+	return strings.HasPrefix(value, sealedPrefix) || strings.HasPrefix(value, legacyPrefix)
+}
 
 // Seal returns the sealed annotation value of rec for the object id on side, with the newest
-// key. The same arguments always give the same value.
+// key, bound as bindingOf(id) says: "s2.<binding>.<key ID>.<base64url>". The same arguments
+// always give the same value.
 func (r *Ring) Seal(id Identity, side Side, rec Record) (string, error) {
 	if err := rec.check(); err != nil {
 		return "", err
@@ -265,19 +269,24 @@ func (r *Ring) Seal(id Identity, side Side, rec Record) (string, error) {
 		return "", fmt.Errorf("seal undo: %w", err)
 	}
 	k := &r.keys[len(r.keys)-1]
-	ad := additionalData(id, side)
+	b := bindingOf(id)
+	ad, _ := additionalData(id, side, b) // bindingOf picks one id holds
 	nonce := k.nonceOf(ad, plain, len(plain)+k.aead.Overhead())
 	out := k.aead.Seal(nonce, nonce, plain, ad) // nonce || ciphertext || tag
-	value := make([]byte, 0, len(sealedPrefix)+len(k.ID)+1+base64.RawURLEncoding.EncodedLen(len(out)))
-	value = append(append(append(value, sealedPrefix...), k.ID...), '.')
+	value := make([]byte, 0, len(sealedPrefix)+2+len(k.ID)+1+base64.RawURLEncoding.EncodedLen(len(out)))
+	value = append(append(value, sealedPrefix...), byte(b), '.')
+	value = append(append(value, k.ID...), '.')
 	value = base64.RawURLEncoding.AppendEncode(value, out)
 	return unsafe.String(unsafe.SliceData(value), len(value)), nil // value is not written again
 }
 
-// Open returns the record sealed in value for the object id on side. Errors: ErrNotSealed
-// (a clear-text value), ErrUnknownKey, ErrUnauthentic (forged, copied from another object, or
-// damaged; also a nonce that is not the synthetic IV of its plaintext), ErrMalformed.
-// It returns the ID of the key that opened it.
+// Open returns the record sealed in value for the object id on side. A value opens only under
+// the binding it was sealed with, and only where id fits that binding: BindUID on the object
+// of that uid, BindGenerateName on an object whose name has the prefix, BindLegacy ("s1.") on
+// the physical side only. Errors: ErrNotSealed (a clear-text value), ErrUnknownKey,
+// ErrUnauthentic (forged, copied from another object, bound otherwise, or damaged; also a
+// nonce that is not the synthetic IV of its plaintext), ErrMalformed. It returns the ID of the
+// key that opened it. Binding tells how an opened value is bound.
 //
 // Answers are remembered per (id, side, value) up to openedValueBytes, except for Secrets; the Record returned is the
 // caller's own (its Entries slice a copy; the values inside it must not be changed).
@@ -304,9 +313,13 @@ func (r *Ring) Open(id Identity, side Side, value string) (Record, string, error
 
 // open is Open without the remembered answers.
 func (r *Ring) open(id Identity, side Side, value string) (Record, string, error) {
-	rest, ok := strings.CutPrefix(value, sealedPrefix)
-	if !ok {
-		return Record{}, "", ErrNotSealed
+	b, rest, err := splitBinding(value)
+	if err != nil {
+		return Record{}, "", err
+	}
+	ad, fits := additionalData(id, side, b)
+	if !fits {
+		return Record{}, "", ErrUnauthentic
 	}
 	keyID, body, ok := strings.Cut(rest, ".")
 	if !ok {
@@ -320,7 +333,6 @@ func (r *Ring) open(id Identity, side Side, value string) (Record, string, error
 	if err != nil || len(sealed) < nonceBytes+k.aead.Overhead() {
 		return Record{}, "", fmt.Errorf("%w: not base64url of a nonce and a ciphertext", ErrMalformed)
 	}
-	ad := additionalData(id, side)
 	nonce := sealed[:nonceBytes]
 	plain, err := k.aead.Open(nil, nonce, sealed[nonceBytes:], ad)
 	if err != nil {
@@ -334,6 +346,32 @@ func (r *Ring) open(id Identity, side Side, value string) (Record, string, error
 		return Record{}, "", fmt.Errorf("%w: the sealed record is not JSON", ErrMalformed)
 	}
 	return rec, keyID, rec.check()
+}
+
+// splitBinding returns the binding of a sealed value and the rest after it ("<key ID>.<body>").
+func splitBinding(value string) (Binding, string, error) {
+	if rest, ok := strings.CutPrefix(value, legacyPrefix); ok {
+		return BindLegacy, rest, nil
+	}
+	rest, ok := strings.CutPrefix(value, sealedPrefix)
+	if !ok {
+		return 0, "", ErrNotSealed
+	}
+	if len(rest) < 2 || rest[1] != '.' {
+		return 0, "", fmt.Errorf("%w: no binding", ErrMalformed)
+	}
+	switch b := Binding(rest[0]); b {
+	case BindUID, BindName, BindGenerateName:
+		return b, rest[2:], nil
+	}
+	return 0, "", fmt.Errorf("%w: binding %q unknown to this build", ErrMalformed, rest[0])
+}
+
+// BindingOf returns how the sealed value is bound (it may still not open); ok is false for a
+// value that is not sealed or names no binding this build knows.
+func BindingOf(value string) (b Binding, ok bool) {
+	b, _, err := splitBinding(value)
+	return b, err == nil
 }
 
 // Keeper holds the Ring in use, which can change while synchook runs (a key Secret read after

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Annotation is the annotation in which a write chain records its undo.
@@ -48,9 +49,14 @@ type Record struct {
 	Entries []Entry  `json:"e"`
 }
 
-// Identity is what a sealed undo is bound to: the object it was written on.
+// Identity is what a sealed undo is bound to: the object it was written on. UID is the uid
+// that object has for as long as it exists (on the host side vcluster's
+// vcluster.loft.sh/object-uid, else metadata.uid; on the virtual side metadata.uid), "" where
+// none exists yet (a Create). GenerateName is metadata.generateName, which binds a Create that
+// has no Name yet.
 type Identity struct {
 	APIVersion, Kind, Namespace, Name string
+	UID, GenerateName                 string
 }
 
 // Side is the cluster an object lives in, part of what a sealed undo is bound to.
@@ -62,33 +68,89 @@ const (
 	Virtual  Side = "virtual"
 )
 
-// additionalData is the AEAD's additional data for an object: its identity and side, each
-// length-prefixed so that no two identities share an encoding.
-func additionalData(id Identity, side Side) []byte {
-	fields := [...]string{"synchook.io/undo s1", string(side), id.APIVersion, id.Kind, id.Namespace, id.Name}
+// Binding is what of an Identity a sealed value is bound to besides its apiVersion, kind,
+// namespace and side (the letter after "s2." in the value).
+type Binding byte
+
+// The bindings. Seal picks the strongest the Identity allows: BindUID where a uid exists,
+// BindGenerateName for a Create that has a generateName and no name yet, else BindName.
+const (
+	// BindUID: name and uid. Opens only on the object of that uid.
+	BindUID Binding = 'u'
+	// BindName: name only (a Create of a named object, before the apiserver gives it a uid).
+	// Opens on any object of that name; the next write seals it again with the uid.
+	BindName Binding = 'n'
+	// BindGenerateName: generateName only (a Create with metadata.generateName and no name).
+	// Opens only on an object whose name starts with that generateName; objects created with
+	// the same generateName in one namespace can open each other's such seals.
+	BindGenerateName Binding = 'g'
+	// BindLegacy: an "s1." value of builds before uids were bound (name only). Opens on the
+	// physical side only, never on the virtual side.
+	BindLegacy Binding = '1'
+)
+
+// bindingOf returns the Binding Seal uses for id.
+func bindingOf(id Identity) Binding {
+	switch {
+	case id.UID != "":
+		return BindUID
+	case id.Name == "" && id.GenerateName != "":
+		return BindGenerateName
+	}
+	return BindName
+}
+
+// additionalData is the AEAD's additional data for an object bound by b: its identity and
+// side, each length-prefixed so that no two identities share an encoding. ok is false when id
+// cannot hold a value of binding b (no uid for BindUID, a name without the generateName
+// prefix for BindGenerateName, the virtual side for BindLegacy). The nameless Create that
+// seals BindGenerateName fits it too; a write never opens its own object's seal on a Create.
+func additionalData(id Identity, side Side, b Binding) (ad []byte, ok bool) {
+	var fields []string
+	switch b {
+	case BindLegacy:
+		if side != Physical {
+			return nil, false
+		}
+		fields = []string{"synchook.io/undo s1", string(side), id.APIVersion, id.Kind, id.Namespace, id.Name}
+	case BindName:
+		fields = []string{"synchook.io/undo s2 n", string(side), id.APIVersion, id.Kind, id.Namespace, id.Name}
+	case BindUID:
+		if id.UID == "" {
+			return nil, false
+		}
+		fields = []string{"synchook.io/undo s2 u", string(side), id.APIVersion, id.Kind, id.Namespace, id.Name, id.UID}
+	case BindGenerateName:
+		if id.GenerateName == "" || id.Name != "" && !strings.HasPrefix(id.Name, id.GenerateName) {
+			return nil, false
+		}
+		fields = []string{"synchook.io/undo s2 g", string(side), id.APIVersion, id.Kind, id.Namespace, id.GenerateName}
+	default:
+		return nil, false
+	}
 	n := 0
 	for _, s := range fields {
 		n += len(s) + 8 // "len:" and ";"
 	}
-	b := make([]byte, 0, n)
+	out := make([]byte, 0, n)
 	for _, s := range fields {
-		b = strconv.AppendInt(b, int64(len(s)), 10)
-		b = append(b, ':')
-		b = append(b, s...)
-		b = append(b, ';')
+		out = strconv.AppendInt(out, int64(len(s)), 10)
+		out = append(out, ':')
+		out = append(out, s...)
+		out = append(out, ';')
 	}
-	return b
+	return out, true
 }
 
 // Errors of Open and ParseRing. Open's errors never include the value or the plaintext.
 var (
-	// ErrNotSealed: the value is not a sealed undo (no "s1." prefix): a clear-text undo or
-	// something else.
+	// ErrNotSealed: the value is not a sealed undo (no "s2." or "s1." prefix): a clear-text
+	// undo or something else. Never applied.
 	ErrNotSealed = errors.New("not a sealed undo")
 	// ErrUnknownKey: the value names a key the ring does not hold.
 	ErrUnknownKey = errors.New("sealed with a key this ring does not hold")
 	// ErrUnauthentic: the value does not open with its key for this object (forged, copied
-	// from another object, or damaged).
+	// from another object, or damaged), or its binding does not fit the object (Binding).
 	ErrUnauthentic = errors.New("does not authenticate for this object")
 	// ErrMalformed: the value or the record inside is not in the format of this package.
 	ErrMalformed = errors.New("malformed undo")
@@ -103,17 +165,6 @@ const (
 // knownOps are the entry kinds this build applies.
 var knownOps = map[string]bool{"": true, OpInsert: true, OpRemove: true}
 
-// ParseClear parses a clear-text undo value (a JSON array of Entry) as a Record without a
-// Writer. It fails with ErrMalformed, never naming the value.
-func ParseClear(value string) (Record, error) {
-	var entries []Entry
-	if json.Unmarshal([]byte(value), &entries) != nil {
-		return Record{}, fmt.Errorf("%w: not a JSON array of entries", ErrMalformed)
-	}
-	rec := Record{Entries: entries}
-	return rec, rec.check()
-}
-
 // check refuses a record with an entry kind this build does not know.
 func (r Record) check() error {
 	for _, e := range r.Entries {
@@ -122,14 +173,4 @@ func (r Record) check() error {
 		}
 	}
 	return nil
-}
-
-// Clear returns the clear-text value of the record's entries (a JSON array of Entry), the
-// format used without a key.
-func (r Record) Clear() (string, error) {
-	data, err := json.Marshal(r.Entries)
-	if err != nil {
-		return "", err
-	}
-	return string(data), nil
 }
