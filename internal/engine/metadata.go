@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
@@ -33,7 +32,7 @@ type metadataDoc struct {
 	// name, generateName and uid are metadata's when they are strings, "" otherwise (the
 	// identity a sealed undo is bound to: objectIdentity reads the same).
 	name, generateName, uid string
-	maps [2]mapField // labels, annotations
+	maps                    [2]mapField // labels, annotations
 }
 
 // mapField is metadata.labels or metadata.annotations: its value's offsets in raw (start < 0
