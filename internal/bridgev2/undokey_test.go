@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"io"
 	"net"
 	"net/url"
@@ -252,6 +254,16 @@ func TestInitializeReadsTheUndoKeySecret(t *testing.T) {
 		if ks.keeper.Ring() != nil || ks.fallbacks.Load() != 1 {
 			t.Fatalf("before the host answers: ring %v, %d fallbacks", ks.keeper.Ring(), ks.fallbacks.Load())
 		}
+		// Until the key loads, a hooked write is refused as a failed precondition (vcluster
+		// retries it; it could not write the host anyway), never answered with an undo no
+		// read could trust.
+		write := &pluginv2.Mutate_Request{
+			ApiVersion: "v1", Kind: "Pod", Type: "CreatePhysical",
+			Object: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"b"},"spec":{"containers":[{"name":"c","image":"nginx"}]}}`,
+		}
+		if _, err := ks.pc.Mutate(t.Context(), write); status.Code(err) != codes.FailedPrecondition {
+			t.Errorf("a hooked write before the key loads: %v, want FailedPrecondition", err)
+		}
 		proxy(t, addr, env.Config.Host)
 		testenv.Eventually(t, 20*time.Second, "the keeper gets the ring", func() error {
 			if ks.keeper.Ring() == nil {
@@ -259,6 +271,9 @@ func TestInitializeReadsTheUndoKeySecret(t *testing.T) {
 			}
 			return nil
 		})
+		if res, err := ks.pc.Mutate(t.Context(), write); err != nil || !res.GetMutated() || !strings.Contains(res.GetObject(), `"synchook.io/undo":"s2.`) {
+			t.Errorf("the hooked write once the key loaded: mutated=%v, %v; want it through, sealed", res.GetMutated(), err)
+		}
 		if _, err := ks.logs.WaitFor(t.Context(), "read the undo key Secret after Initialize"); err != nil {
 			t.Error(err)
 		}
