@@ -478,13 +478,17 @@ func waitKeySecret(tb testing.TB, cl *clusters, notUID types.UID, timeout time.D
 	return ring
 }
 
-// undoKeyID returns the key ID of a sealed undo value (s1.<key ID>.<...>), "" for clear text.
+// undoKeyID returns the key ID of a sealed undo value (s2.<binding>.<key ID>.<...>, or an
+// earlier build's s1.<key ID>.<...>), "" for anything else.
 func undoKeyID(value string) string {
-	f := strings.SplitN(value, ".", 3)
-	if len(f) != 3 || f[0] != "s1" {
-		return ""
+	f := strings.SplitN(value, ".", 4)
+	switch {
+	case len(f) == 4 && f[0] == "s2" && len(f[1]) == 1:
+		return f[2]
+	case len(f) >= 3 && f[0] == "s1":
+		return f[1]
 	}
-	return f[1]
+	return ""
 }
 
 // TestDay2KeySecret: the undo key Secret synchook manages in the host namespace. It is created
