@@ -40,15 +40,19 @@ func TestMutatePrintsThePatchAndTheResult(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	// Without --undo-key-file the undo is sealed with a throwaway key, and stderr says so.
 	for _, want := range []string{
 		`[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"},` +
-			`{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":"[{\"path\":\"/metadata/annotations\",\"hooked\":{}},{\"path\":\"/metadata/labels/synchook.io~1hooked\",\"hooked\":\"true\"}]"}}]`,
+			`{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":"s1.`,
 		`synchook.io/hooked: "true"`,
 		"app: web",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	if want := "no --undo-key-file: sealed with a throwaway key; a round trip through `synchook mutate` of a GetPhysical needs the file"; !strings.Contains(errOut, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut)
 	}
 }
 
@@ -59,11 +63,21 @@ func TestBadInputExitsTwoNamingWhatWasWrong(t *testing.T) {
 	os.WriteFile(typo, []byte("hooks:\n  - resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labls: {labels: {a: b}}\n"), 0o600)
 	badType := filepath.Join(dir, "type.yaml")
 	os.WriteFile(badType, []byte("hooks:\n  - resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatPhysical]\n    labels: {labels: {a: b}}\n"), 0o600)
+	keyFile := filepath.Join(dir, "keys")
+	_, keys, _ := runCLI(t, "undo-key")
+	os.WriteFile(keyFile, []byte(keys), 0o600)
+	os.Chmod(keyFile, 0o666) // past the umask
+	const writable = "mode 0666 lets group or others write it"
+	captureDir := filepath.Join(t.TempDir(), "capture")
+	captureTraffic(t, teamConfig(t, dir, "a"), captureDir)
 	cases := []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"an undo key file others may write, to mutate", []string{"mutate", "--undo-key-file", keyFile, "--type", "CreatePhysical", "-f", "../examples/pod.yaml"}, writable},
+		{"an undo key file others may write, to replay", []string{"replay", captureDir, "--undo-key-file", keyFile}, writable},
+		{"an undo key file others may write, to serve", []string{"serve", "--undo-key-file", keyFile, "--health-probe-bind-address", "0", "--metrics-bind-address", "0"}, writable},
 		{"a config key typo", []string{"mutate", "--type", "CreatePhysical", "-f", "../examples/pod.yaml", "--config", typo}, `unknown field "labls"`},
 		{"an unknown hook type in config", []string{"mutate", "--type", "CreatePhysical", "-f", "../examples/pod.yaml", "--config", badType}, `unknown hook type "CreatPhysical"`},
 		{"an unknown hook type flag", []string{"mutate", "--type", "ApplyPhysical", "-f", "../examples/pod.yaml"}, "valid: CreatePhysical"},
@@ -237,15 +251,26 @@ func TestGetPhysicalOfCreatePhysicalGivesTheInputBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLI(t, "mutate", "--type", "CreatePhysical", "-f", "../examples/pod.yaml", "-o", "yaml")
+	code, keys, errOut := runCLI(t, "undo-key")
+	if code != 0 {
+		t.Fatalf("undo-key: exit %d: %s", code, errOut)
+	}
+	keyFile := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keyFile, []byte(keys), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "mutate", "--undo-key-file", keyFile, "--type", "CreatePhysical", "-f", "../examples/pod.yaml", "-o", "yaml")
 	if code != 0 {
 		t.Fatalf("CreatePhysical: exit %d: %s", code, errOut)
+	}
+	if strings.Contains(errOut, "throwaway") {
+		t.Errorf("a throwaway key with --undo-key-file: %s", errOut)
 	}
 	hooked := filepath.Join(t.TempDir(), "hooked.yaml")
 	if err := os.WriteFile(hooked, []byte(out), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, back, errOut := runCLI(t, "mutate", "--type", "GetPhysical", "-f", hooked, "-o", "yaml")
+	code, back, errOut := runCLI(t, "mutate", "--undo-key-file", keyFile, "--type", "GetPhysical", "-f", hooked, "-o", "yaml")
 	if code != 0 {
 		t.Fatalf("GetPhysical: exit %d: %s", code, errOut)
 	}
