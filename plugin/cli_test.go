@@ -129,7 +129,8 @@ func TestServeQuickstart(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, defaultPort, _ := net.SplitHostPort(defaults["bind-address"])
-	for _, want := range []string{"https://localhost:" + defaultPort + "/mutate/CreatePhysical", "--cacert " + defaults["cert-dir"] + "/ca.crt"} {
+	for _, want := range []string{"https://localhost:" + defaultPort + "/mutate/CreatePhysical", "--cacert " + defaults["cert-dir"] + "/ca.crt",
+		`"synchook.io/undo":"s1.<key ID>.<sealed record>"`, defaults["cert-dir"] + "/undo.keys"} {
 		if !bytes.Contains(readme, []byte(want)) {
 			t.Errorf("README's quickstart lacks %q (serve's defaults)", want)
 		}
@@ -205,8 +206,12 @@ func TestServeQuickstart(t *testing.T) {
 		t.Fatalf("decode response: %v", err)
 	}
 	if !review.Response.Allowed || review.Response.UID != "2f4a1f60-1d1e-4c5b-9a0e-6d7b2f1c0a01" ||
-		!strings.HasPrefix(string(review.Response.Patch), `[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"},{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":`) {
+		!strings.HasPrefix(string(review.Response.Patch), `[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"},{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":"s1.`) {
 		t.Errorf("response = %+v, patch %s", review.Response, review.Response.Patch)
+	}
+	// The key README promises: created beside the certificates, 0600.
+	if info, err := os.Stat(filepath.Join(certDir, "undo.keys")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("undo.keys beside the certificates: %v, %v; want mode 0600", info, err)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
