@@ -32,6 +32,8 @@ import (
 	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/internal/sidecar"
+	"github.com/synchook/synchook/internal/undo"
+	"github.com/synchook/synchook/internal/undokey"
 	"github.com/synchook/synchook/webhook"
 )
 
@@ -171,7 +173,9 @@ func serveFlags(getenv func(string) string) (*flag.FlagSet, *sidecar.Options, *z
 	fs.StringVar(&opts.Bridge.Address, "plugin-address", getenv("VCLUSTER_PLUGIN_ADDRESS"), "host:port of the vcluster plugin v1 gRPC bridge (registered with vcluster as an IP, localhost = 127.0.0.1); default: the VCLUSTER_PLUGIN_ADDRESS env var the vcluster chart sets; empty disables the bridge")
 	fs.StringVar(&opts.Bridge.Name, "plugin-name", envOr(getenv, "VCLUSTER_PLUGIN_NAME", bridge.DefaultName), "plugin name registered with vcluster (its key under the chart's plugin: values); default: the VCLUSTER_PLUGIN_NAME env var, else synchook")
 	fs.StringVar(&opts.Bridge.VClusterAddress, "vcluster-address", bridge.DefaultVClusterAddress, "host:port of vcluster's plugin server, where the bridge registers")
-	fs.StringVar(&opts.UndoKeyFile, "undo-key-file", "", "undo key ring file (a mounted Secret's item; synchook undo-key prints a new one) that seals synchook.io/undo so that no tenant can forge it and no Secret value is stored in clear; empty: no key (clear-text undo, verified by re-running the write chain; a change whose undo would hold a Secret value is refused)")
+	fs.StringVar(&opts.UndoKeyFile, "undo-key-file", "", "undo key ring file (a mounted Secret's item; synchook undo-key prints a new one; refused when group or others may write it) that seals synchook.io/undo so that no tenant can forge it and no Secret value is stored in clear; empty: in a cluster (--undo-key-namespace, else the pod's namespace) the key Secret --undo-key-secret-name there, kept by serve (needs RBAC get, create, update on secrets there; serve does not start without it), else the file undo.keys in --cert-dir, created on the first start")
+	fs.StringVar(&opts.UndoKeyNamespace, "undo-key-namespace", "", "namespace of the undo key Secret that serve reads or creates without --undo-key-file; empty: the pod's namespace ("+sidecar.DefaultServiceAccountNamespaceFile+"), none outside a pod")
+	fs.StringVar(&opts.UndoKeySecretName, "undo-key-secret-name", undokey.DefaultSecretName, "name of the undo key Secret in --undo-key-namespace")
 	fs.Var((*stringList)(&opts.UndoKinds), "undo-kinds", "a kind whose undo reads stay served after its last hook was removed, as \"<group/version>/<Kind> physical|virtual\" (\"v1/Pod physical\"; repeat the flag for more), until synchook cleanup has run; serve logs each kind it seals an undo on")
 	fs.StringVar(&opts.CaptureDir, "capture", "", "write a sample of the requests to this directory (created 0700; refused when it is a symbolic link, writable by group or others, or another user's), one JSON file each (0600, Secret values replaced by an HMAC-SHA256 under a key random per process), for synchook replay; empty: no capture")
 	fs.Float64Var(&opts.CaptureSample, "capture-sample", capture.DefaultSample, "fraction of the requests --capture writes, in (0, 1]")
@@ -226,7 +230,7 @@ func mutateFlags() (*flag.FlagSet, *mutateOptions) {
 	fs.DurationVar(&o.timeout, "timeout", webhook.DefaultRequestTimeout, "time the hook chain may take")
 	fs.BoolVar(&o.skipIdempotencyCheck, "skip-idempotency-check", false, "do not refuse a hook chain that changes its own result again (checked on built-in sample objects and the given one)")
 	fs.StringVar(&o.output, "o", "", "output: empty prints the JSON Patch and the result for people; json or yaml prints only the resulting object (for scripts)")
-	fs.StringVar(&o.undoKeyFile, "undo-key-file", "", "undo key ring file: seal the undo of a write and open the undo of a read with it, as the deployed synchook does; empty: no key (clear-text undo)")
+	fs.StringVar(&o.undoKeyFile, "undo-key-file", "", "undo key ring file: seal the undo of a write and open the undo of a read with it, as the deployed synchook does; empty: a throwaway key made for this run (a later GetPhysical cannot open what it sealed)")
 	return fs, o
 }
 
@@ -267,9 +271,12 @@ func (p *Plugin) mutate(args []string, stdin io.Reader, stdout, stderr io.Writer
 			return fail(exitFailed, "%s is not YAML or JSON: %v", o.file, err)
 		}
 	}
-	keys, err := sidecar.LoadKeys(o.undoKeyFile)
+	keys, err := offlineKeys(o.undoKeyFile)
 	if err != nil {
 		return fail(exitUsage, "--undo-key-file: %v", err)
+	}
+	if o.undoKeyFile == "" {
+		fmt.Fprintln(stderr, "synchook mutate: no --undo-key-file: sealed with a throwaway key; a round trip through `synchook mutate` of a GetPhysical needs the file")
 	}
 	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{
 		ConfigFile: o.configFile, NoDefaultConfig: p.hasHooks(), Getenv: p.getenv, Register: p.registerHooks,
@@ -319,22 +326,50 @@ func replayFlags() (*flag.FlagSet, *replayOptions) {
 	fs.StringVar(&o.configFile, "config", "", "path of the YAML hook config to replay with; empty: the SYNCHOOK_CONFIG env var, else the built-in default, or none in a program with Go hooks")
 	fs.DurationVar(&o.timeout, "timeout", webhook.DefaultRequestTimeout, "time each request's hook chain may take")
 	fs.BoolVar(&o.skipIdempotencyCheck, "skip-idempotency-check", false, "do not refuse a hook chain that changes its own result again (checked on built-in sample objects)")
-	fs.StringVar(&o.undoKeyFile, "undo-key-file", "", "the undo key ring file the captured synchook used, so that sealed undos open and compare; empty: no key")
+	fs.StringVar(&o.undoKeyFile, "undo-key-file", "", "the undo key ring file the captured synchook used, so that sealed undos open and compare; empty: a throwaway key, sealed undos compare as \"sealed\" only and reads of objects carrying one are reported unverifiable")
 	return fs, o
 }
 
 // replayTally counts outcomes.
-type replayTally struct{ equal, different, failed int }
+type replayTally struct{ equal, different, failed, unverifiable int }
 
-func (t *replayTally) add(equal, failed bool) {
-	switch {
-	case failed:
+// replayResult is the outcome of one replayed request.
+type replayResult int
+
+const (
+	resultEqual replayResult = iota
+	resultDifferent
+	resultFailed
+	// resultUnverifiable: a read of an object carrying a sealed undo, replayed without the
+	// capture's key (capture.Outcome.Unverifiable). Not a difference, not a failure.
+	resultUnverifiable
+)
+
+func (t *replayTally) add(r replayResult) {
+	switch r {
+	case resultFailed:
 		t.failed++
-	case equal:
+	case resultEqual:
 		t.equal++
+	case resultUnverifiable:
+		t.unverifiable++
 	default:
 		t.different++
 	}
+}
+
+// offlineKeys returns a Keeper with the ring of the key file at path or, without one, a
+// throwaway ring made for this run: mutate and replay seal as serve does, which never writes
+// an undo without a key.
+func offlineKeys(path string) (*undo.Keeper, error) {
+	if path != "" {
+		return sidecar.LoadKeys(path)
+	}
+	ring, err := undo.GenerateRing()
+	if err != nil {
+		return nil, err
+	}
+	return undo.NewKeeper(ring), nil
 }
 
 // replayTotals are the outcomes of a replay, overall and per hook.
@@ -345,7 +380,7 @@ type replayTotals struct {
 }
 
 // count adds an outcome to the tally of each hook of names.
-func (s *replayTotals) count(names []string, equal, failed bool) {
+func (s *replayTotals) count(names []string, r replayResult) {
 	for _, h := range names {
 		t := s.perHook[h]
 		if t == nil {
@@ -353,14 +388,16 @@ func (s *replayTotals) count(names []string, equal, failed bool) {
 			s.perHook[h] = t
 			s.order = append(s.order, h)
 		}
-		t.add(equal, failed)
+		t.add(r)
 	}
 }
 
 // replay runs every request captured in DIR (serve --capture DIR) through this build's hooks
 // and the config, and prints per request whether the outcome is the captured one and, when it
-// is not, a diff of the resulting objects; then a summary, overall and per hook. Exit 0: all
-// equal; 1: some differ or could not be replayed (symbolic links and files of other users are
+// is not, a diff of the resulting objects; then a summary, overall and per hook. Without
+// --undo-key-file it seals with a throwaway key: sealed undos compare as "sealed", and a read
+// of an object carrying a sealed undo whose outcome differs is "unverifiable" (neither
+// different nor failed). Exit 0: all equal or unverifiable; 1: some differ or could not be replayed (symbolic links and files of other users are
 // skipped, each named on stderr); 2: bad flags, no DIR or capture files, a DIR that is a
 // symbolic link or writable by group or others, an invalid config.
 func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
@@ -381,9 +418,12 @@ func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
-	keys, err := sidecar.LoadKeys(o.undoKeyFile)
+	keys, err := offlineKeys(o.undoKeyFile)
 	if err != nil {
 		return fail(exitUsage, "--undo-key-file: %v", err)
+	}
+	if o.undoKeyFile == "" {
+		fmt.Fprintln(stderr, "synchook replay: no --undo-key-file: sealed with a throwaway key; the reads of objects that carry a sealed undo are unverifiable (give the key the captured synchook used)")
 	}
 	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{
 		ConfigFile: o.configFile, NoDefaultConfig: p.hasHooks(), Getenv: p.getenv, Register: p.registerHooks,
@@ -393,6 +433,7 @@ func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 		return fail(exitUsage, "%v", err)
 	}
 	replayer := capture.NewReplayer(reg, o.timeout)
+	replayer.ForeignKey = o.undoKeyFile == ""
 	progress := newProgress(stderr, len(files))
 	totals := &replayTotals{perHook: map[string]*replayTally{}}
 	for i, path := range files {
@@ -438,7 +479,7 @@ func (s *replayTotals) replayFile(stdout io.Writer, replayer *capture.Replayer, 
 	if err != nil {
 		bar.clear()
 		fmt.Fprintf(stdout, "FAILED     %s: %v\n", name, err)
-		s.total.add(false, true)
+		s.total.add(resultFailed)
 		return
 	}
 	what := describe(rec)
@@ -446,32 +487,54 @@ func (s *replayTotals) replayFile(stdout io.Writer, replayer *capture.Replayer, 
 	bar.clear()
 	if err != nil {
 		fmt.Fprintf(stdout, "FAILED     %s %s: %v\n", name, what, err)
-		s.total.add(false, true)
-		s.count(rec.Hooks, false, true)
+		s.total.add(resultFailed)
+		s.count(rec.Hooks, resultFailed)
 		return
 	}
-	s.total.add(out.Equal, false)
-	s.count(out.Hooks, out.Equal, false)
-	if out.Equal {
+	r := resultDifferent
+	switch {
+	case out.Equal:
+		r = resultEqual
+	case out.Unverifiable:
+		r = resultUnverifiable
+	}
+	s.total.add(r)
+	s.count(out.Hooks, r)
+	switch r {
+	case resultEqual:
 		fmt.Fprintf(stdout, "equal      %s %s\n", name, what)
-		return
+	case resultUnverifiable:
+		fmt.Fprintf(stdout, "unverifiable %s %s: its sealed undo needs the capture's --undo-key-file to open\n", name, what)
+	default:
+		fmt.Fprintf(stdout, "DIFFERENT  %s %s\n%s", name, what, out.Diff)
 	}
-	fmt.Fprintf(stdout, "DIFFERENT  %s %s\n%s", name, what, out.Diff)
 }
 
 // print writes the summary of n requests and skipped files on stdout: the counts, then a
 // table per hook.
 func (s *replayTotals) print(stdout io.Writer, n, skipped int) {
-	fmt.Fprintf(stdout, "\n%d requests: %d equal, %d different, %d failed\n", n, s.total.equal, s.total.different, s.total.failed)
+	fmt.Fprintf(stdout, "\n%d requests: %d equal, %d different, %d failed", n, s.total.equal, s.total.different, s.total.failed)
+	if s.total.unverifiable > 0 {
+		fmt.Fprintf(stdout, ", %d unverifiable (reads of sealed undos: replay with the capture's --undo-key-file)", s.total.unverifiable)
+	}
+	fmt.Fprintln(stdout)
 	if skipped > 0 {
 		fmt.Fprintf(stdout, "%d files skipped (symbolic links or files of other users; see stderr)\n", skipped)
 	}
 	if len(s.order) > 0 {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "hook\tequal\tdifferent\tfailed")
+		if s.total.unverifiable > 0 {
+			fmt.Fprintln(tw, "hook\tequal\tdifferent\tfailed\tunverifiable")
+		} else {
+			fmt.Fprintln(tw, "hook\tequal\tdifferent\tfailed")
+		}
 		for _, h := range s.order {
 			t := s.perHook[h]
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", h, t.equal, t.different, t.failed)
+			if s.total.unverifiable > 0 {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", h, t.equal, t.different, t.failed, t.unverifiable)
+			} else {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", h, t.equal, t.different, t.failed)
+			}
 		}
 		_ = tw.Flush()
 	}

@@ -40,15 +40,19 @@ func TestMutatePrintsThePatchAndTheResult(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	// Without --undo-key-file the undo is sealed with a throwaway key, and stderr says so.
 	for _, want := range []string{
 		`[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"},` +
-			`{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":"[{\"path\":\"/metadata/annotations\",\"hooked\":{}},{\"path\":\"/metadata/labels/synchook.io~1hooked\",\"hooked\":\"true\"}]"}}]`,
+			`{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":"s1.`,
 		`synchook.io/hooked: "true"`,
 		"app: web",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	if want := "no --undo-key-file: sealed with a throwaway key; a round trip through `synchook mutate` of a GetPhysical needs the file"; !strings.Contains(errOut, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut)
 	}
 }
 
@@ -59,11 +63,21 @@ func TestBadInputExitsTwoNamingWhatWasWrong(t *testing.T) {
 	os.WriteFile(typo, []byte("hooks:\n  - resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labls: {labels: {a: b}}\n"), 0o600)
 	badType := filepath.Join(dir, "type.yaml")
 	os.WriteFile(badType, []byte("hooks:\n  - resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatPhysical]\n    labels: {labels: {a: b}}\n"), 0o600)
+	keyFile := filepath.Join(dir, "keys")
+	_, keys, _ := runCLI(t, "undo-key")
+	os.WriteFile(keyFile, []byte(keys), 0o600)
+	os.Chmod(keyFile, 0o666) // past the umask
+	const writable = "mode 0666 lets group or others write it"
+	captureDir := filepath.Join(t.TempDir(), "capture")
+	captureTraffic(t, teamConfig(t, dir, "a"), captureDir)
 	cases := []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"an undo key file others may write, to mutate", []string{"mutate", "--undo-key-file", keyFile, "--type", "CreatePhysical", "-f", "../examples/pod.yaml"}, writable},
+		{"an undo key file others may write, to replay", []string{"replay", captureDir, "--undo-key-file", keyFile}, writable},
+		{"an undo key file others may write, to serve", []string{"serve", "--undo-key-file", keyFile, "--health-probe-bind-address", "0", "--metrics-bind-address", "0"}, writable},
 		{"a config key typo", []string{"mutate", "--type", "CreatePhysical", "-f", "../examples/pod.yaml", "--config", typo}, `unknown field "labls"`},
 		{"an unknown hook type in config", []string{"mutate", "--type", "CreatePhysical", "-f", "../examples/pod.yaml", "--config", badType}, `unknown hook type "CreatPhysical"`},
 		{"an unknown hook type flag", []string{"mutate", "--type", "ApplyPhysical", "-f", "../examples/pod.yaml"}, "valid: CreatePhysical"},
@@ -115,7 +129,8 @@ func TestServeQuickstart(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, defaultPort, _ := net.SplitHostPort(defaults["bind-address"])
-	for _, want := range []string{"https://localhost:" + defaultPort + "/mutate/CreatePhysical", "--cacert " + defaults["cert-dir"] + "/ca.crt"} {
+	for _, want := range []string{"https://localhost:" + defaultPort + "/mutate/CreatePhysical", "--cacert " + defaults["cert-dir"] + "/ca.crt",
+		`"synchook.io/undo":"s1.<key ID>.<sealed record>"`, defaults["cert-dir"] + "/undo.keys"} {
 		if !bytes.Contains(readme, []byte(want)) {
 			t.Errorf("README's quickstart lacks %q (serve's defaults)", want)
 		}
@@ -191,8 +206,12 @@ func TestServeQuickstart(t *testing.T) {
 		t.Fatalf("decode response: %v", err)
 	}
 	if !review.Response.Allowed || review.Response.UID != "2f4a1f60-1d1e-4c5b-9a0e-6d7b2f1c0a01" ||
-		!strings.HasPrefix(string(review.Response.Patch), `[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"},{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":`) {
+		!strings.HasPrefix(string(review.Response.Patch), `[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"},{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":"s1.`) {
 		t.Errorf("response = %+v, patch %s", review.Response, review.Response.Patch)
+	}
+	// The key README promises: created beside the certificates, 0600.
+	if info, err := os.Stat(filepath.Join(certDir, "undo.keys")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("undo.keys beside the certificates: %v, %v; want mode 0600", info, err)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -237,15 +256,26 @@ func TestGetPhysicalOfCreatePhysicalGivesTheInputBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLI(t, "mutate", "--type", "CreatePhysical", "-f", "../examples/pod.yaml", "-o", "yaml")
+	code, keys, errOut := runCLI(t, "undo-key")
+	if code != 0 {
+		t.Fatalf("undo-key: exit %d: %s", code, errOut)
+	}
+	keyFile := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keyFile, []byte(keys), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "mutate", "--undo-key-file", keyFile, "--type", "CreatePhysical", "-f", "../examples/pod.yaml", "-o", "yaml")
 	if code != 0 {
 		t.Fatalf("CreatePhysical: exit %d: %s", code, errOut)
+	}
+	if strings.Contains(errOut, "throwaway") {
+		t.Errorf("a throwaway key with --undo-key-file: %s", errOut)
 	}
 	hooked := filepath.Join(t.TempDir(), "hooked.yaml")
 	if err := os.WriteFile(hooked, []byte(out), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, back, errOut := runCLI(t, "mutate", "--type", "GetPhysical", "-f", hooked, "-o", "yaml")
+	code, back, errOut := runCLI(t, "mutate", "--undo-key-file", keyFile, "--type", "GetPhysical", "-f", hooked, "-o", "yaml")
 	if code != 0 {
 		t.Fatalf("GetPhysical: exit %d: %s", code, errOut)
 	}

@@ -62,7 +62,7 @@ func TestReplaySkipsPlantedRecordsAndRefusesAnOpenDirectory(t *testing.T) {
 			tmp := t.TempDir()
 			dir := filepath.Join(tmp, "capture")
 			config := teamConfig(t, tmp, "a")
-			captureTraffic(t, config, dir)
+			key := captureTraffic(t, config, dir)
 			if c.prepare != nil {
 				c.prepare(t, dir)
 			} else {
@@ -72,7 +72,7 @@ func TestReplaySkipsPlantedRecordsAndRefusesAnOpenDirectory(t *testing.T) {
 				}
 				dir = link
 			}
-			code, out, errOut := runCLI(t, "replay", dir, "--config", config)
+			code, out, errOut := runCLI(t, "replay", dir, "--config", config, "--undo-key-file", key)
 			if code != c.code {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, c.code, out, errOut)
 			}

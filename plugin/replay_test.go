@@ -17,6 +17,7 @@ import (
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/internal/sidecar"
+	"github.com/synchook/synchook/internal/undo"
 )
 
 func teamConfig(t *testing.T, dir, team string) string {
@@ -31,10 +32,20 @@ func teamConfig(t *testing.T, dir, team string) string {
 }
 
 // captureTraffic serves some requests with the registry of config through a Runner that
-// captures every one into dir.
-func captureTraffic(t *testing.T, config, dir string) {
+// captures every one into dir, sealing undos with a new key as serve does; it returns the
+// key's file (beside dir), for replay's --undo-key-file.
+func captureTraffic(t *testing.T, config, dir string) (keyFile string) {
 	t.Helper()
-	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{ConfigFile: config})
+	ring, err := undo.GenerateRing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := ring.MarshalText()
+	keyFile = filepath.Join(filepath.Dir(dir), "undo.keys")
+	if err := os.WriteFile(keyFile, text, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{ConfigFile: config, Keys: undo.NewKeeper(ring)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +75,7 @@ func captureTraffic(t *testing.T, config, dir string) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return keyFile
 }
 
 func TestReplayWithTheSameConfigFindsNoDifference(t *testing.T) {
@@ -71,9 +83,9 @@ func TestReplayWithTheSameConfigFindsNoDifference(t *testing.T) {
 	tmp := t.TempDir()
 	dir := filepath.Join(tmp, "capture")
 	config := teamConfig(t, tmp, "a")
-	captureTraffic(t, config, dir)
+	key := captureTraffic(t, config, dir)
 
-	code, out, errOut := runCLI(t, "replay", dir, "--config", config)
+	code, out, errOut := runCLI(t, "replay", dir, "--config", config, "--undo-key-file", key)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -94,13 +106,13 @@ func TestReplayWithAChangedLabelListsEveryAffectedRequest(t *testing.T) {
 	t.Setenv("SYNCHOOK_CONFIG", "")
 	tmp := t.TempDir()
 	dir := filepath.Join(tmp, "capture")
-	captureTraffic(t, teamConfig(t, tmp, "a"), dir)
+	key := captureTraffic(t, teamConfig(t, tmp, "a"), dir)
 
 	code, out, _ := runCLI(t, "--help")
 	if code != 0 || !strings.Contains(out, "-capture-sample") || !strings.Contains(out, "synchook replay DIR") {
 		t.Errorf("--help does not document capture and replay:\n%s", out)
 	}
-	code, out, errOut := runCLI(t, "replay", "--config", teamConfig(t, tmp, "b"), dir)
+	code, out, errOut := runCLI(t, "replay", "--config", teamConfig(t, tmp, "b"), dir, "--undo-key-file", key)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
@@ -108,19 +120,19 @@ func TestReplayWithAChangedLabelListsEveryAffectedRequest(t *testing.T) {
 	if len(different) != 3 {
 		t.Errorf("%d requests listed as different, want the 3 pod creations:\n%s", len(different), out)
 	}
-	// The read back of web-0 carries the undo the team=a chain recorded, which does not verify
-	// under team=b: the new build drops it (the syncer would see team=a once and write again).
+	// The read back of web-0 carries the undo the team=a chain sealed, which opens with the
+	// key under team=b too: the view is the pod as created, as captured.
 	for _, want := range []string{
 		"--- captured", "+++ replayed", "-    team: a", "+    team: b",
-		"5 requests: 1 equal, 4 different, 0 failed",
-		"DIFFERENT  ", "GetPhysical v1/Pod default/web-0",
+		"5 requests: 2 equal, 3 different, 0 failed",
+		"DIFFERENT  ", "equal      ", "GetPhysical v1/Pod default/web-0",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	// Per hook: team-labels (3 creations differ), the undo's own chain (the read back differs).
-	if !regexp.MustCompile(`team-labels +0 +3 +0`).MatchString(out) || !regexp.MustCompile(`synchook.io/undo +0 +1 +0`).MatchString(out) || !regexp.MustCompile(`secret-labels +1 +0 +0`).MatchString(out) {
+	// Per hook: team-labels (3 creations differ), the undo's own chain (the read back is equal).
+	if !regexp.MustCompile(`team-labels +0 +3 +0`).MatchString(out) || !regexp.MustCompile(`synchook.io/undo +1 +0 +0`).MatchString(out) || !regexp.MustCompile(`secret-labels +1 +0 +0`).MatchString(out) {
 		t.Errorf("per-hook summary wrong:\n%s", out)
 	}
 }
@@ -130,7 +142,7 @@ func TestReplayNamesACorruptFileAndGoesOn(t *testing.T) {
 	tmp := t.TempDir()
 	dir := filepath.Join(tmp, "capture")
 	config := teamConfig(t, tmp, "a")
-	captureTraffic(t, config, dir)
+	key := captureTraffic(t, config, dir)
 	files, _ := capture.Files(dir)
 	// A truncated file in the middle, and a record whose patch does not apply.
 	corrupt := filepath.Join(dir, "20000101T000000.000000000Z-000001.json")
@@ -147,7 +159,7 @@ func TestReplayNamesACorruptFileAndGoesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	code, out, errOut := runCLI(t, "replay", dir, "--config", config)
+	code, out, errOut := runCLI(t, "replay", dir, "--config", config, "--undo-key-file", key)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
@@ -206,5 +218,41 @@ func TestServeCaptureFlagsReachTheSidecar(t *testing.T) {
 	code, _, errOut := runCLI(t, "serve", "--capture", t.TempDir(), "--capture-sample", "2", "--health-probe-bind-address", "0", "--cert-dir", t.TempDir())
 	if code != 2 || !strings.Contains(errOut, "sample 2") {
 		t.Errorf("--capture-sample 2: exit %d, %s", code, errOut)
+	}
+}
+
+// TestReplayWithoutTheKeyMarksSealedReadsUnverifiable: replay without the capture's key seals
+// with a throwaway one; sealed undos of writes compare as "sealed", and the read of an object
+// carrying one is unverifiable — neither different nor a failure of the run.
+func TestReplayWithoutTheKeyMarksSealedReadsUnverifiable(t *testing.T) {
+	t.Setenv("SYNCHOOK_CONFIG", "")
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "capture")
+	config := teamConfig(t, tmp, "a")
+	captureTraffic(t, config, dir)
+
+	code, out, errOut := runCLI(t, "replay", dir, "--config", config)
+	if code != exitOK {
+		t.Fatalf("exit %d, want 0\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "no --undo-key-file: sealed with a throwaway key") {
+		t.Errorf("stderr does not say the key is a throwaway one:\n%s", errOut)
+	}
+	for _, want := range []string{
+		"5 requests: 4 equal, 0 different, 0 failed, 1 unverifiable",
+		"GetPhysical v1/Pod default/web-0: its sealed undo needs the capture's --undo-key-file to open",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^unverifiable \S+\.json GetPhysical`).MatchString(out) || !regexp.MustCompile(`synchook.io/undo +0 +0 +0 +1`).MatchString(out) {
+		t.Errorf("the read is not listed unverifiable:\n%s", out)
+	}
+
+	// A changed hook still shows on the writes.
+	code, out, errOut = runCLI(t, "replay", dir, "--config", teamConfig(t, tmp, "b"))
+	if code != exitFailed || !strings.Contains(out, "5 requests: 1 equal, 3 different, 0 failed, 1 unverifiable") || !strings.Contains(out, "+    team: b") {
+		t.Errorf("team=b without the key: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

@@ -71,12 +71,21 @@ func TestPodHookExample(t *testing.T) {
 	})
 
 	t.Run("mutate on GetPhysical of the CreatePhysical result gives examples/pod.yaml back (automatic undo, no Get hook)", func(t *testing.T) {
-		hooked := runMutate(t, bin, "CreatePhysical", "../../examples/pod.yaml", "-o", "yaml")
+		// One key for both runs: without --undo-key-file each seals with a throwaway key.
+		keyFile := filepath.Join(t.TempDir(), "keys")
+		keys, err := exec.Command(bin, "undo-key").Output()
+		if err != nil {
+			t.Fatalf("undo-key: %v", err)
+		}
+		if err := os.WriteFile(keyFile, keys, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		hooked := runMutate(t, bin, "CreatePhysical", "../../examples/pod.yaml", "-o", "yaml", "--undo-key-file", keyFile)
 		file := filepath.Join(t.TempDir(), "hooked-pod.yaml")
 		if err := os.WriteFile(file, []byte(hooked), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		patch, result := parseMutateOutput(t, runMutate(t, bin, "GetPhysical", file))
+		patch, result := parseMutateOutput(t, runMutate(t, bin, "GetPhysical", file, "--undo-key-file", keyFile))
 		wantOp(t, patch, jsonOp{Op: "remove", Path: "/metadata/labels/example.com~1tenant"})
 		wantPodBack(t, "GetPhysical of the hooked pod", result)
 	})

@@ -11,7 +11,9 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	"sigs.k8s.io/yaml"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -21,6 +23,13 @@ type Replayer struct {
 	reg     *engine.Registry
 	names   map[engine.Key][]string
 	timeout time.Duration
+
+	// ForeignKey says that the registry's undo key is not the one the capture was sealed
+	// with (replay without --undo-key-file seals with a throwaway key): a sealed undo
+	// annotation value compares equal to any other sealed value (what it holds cannot be
+	// compared), and a read whose object carries a sealed undo that the replay cannot open
+	// comes out Unverifiable rather than different. Default false: the capture's key.
+	ForeignKey bool
 }
 
 // NewReplayer returns a Replayer for reg; each request's chain gets timeout (<= 0: 10 s).
@@ -46,6 +55,11 @@ type Outcome struct {
 	Hooks []string
 	// Diff is a unified diff of the two outcomes rendered as YAML, empty when Equal.
 	Diff string
+	// Unverifiable is true, with Equal false, for a read (GetPhysical, GetVirtual) of an
+	// object carrying a sealed undo, replayed by a Replayer with ForeignKey whose outcome is
+	// not the captured one: without the capture's key the undo cannot open, so the difference
+	// says nothing about the hooks. Diff is set as for a difference.
+	Unverifiable bool
 }
 
 // Replay runs the chain of rec's hook type and kind on rec's object and compares the result
@@ -99,15 +113,61 @@ func (p *Replayer) Replay(ctx context.Context, rec *Record) (*Outcome, error) {
 	case out.CapturedError != "" || out.ReplayedError != "":
 		out.Equal = sameError(out.CapturedError, out.ReplayedError)
 	default:
-		out.Equal, err = sameJSON(out.Captured, out.Replayed)
+		out.Equal, err = sameJSON(out.Captured, out.Replayed, p.ForeignKey)
 		if err != nil {
 			return nil, err
 		}
 	}
 	if !out.Equal {
 		out.Diff = diff(render(out.Captured, out.CapturedError), render(out.Replayed, out.ReplayedError))
+		out.Unverifiable = p.ForeignKey && (rec.HookType == hooks.GetPhysical || rec.HookType == hooks.GetVirtual) && carriesSealedUndo(rec.Object)
 	}
 	return out, nil
+}
+
+// carriesSealedUndo reports whether the object JSON, or an item of a list, has a sealed undo
+// annotation (in a Secret's capture: SealedUndo).
+func carriesSealedUndo(object []byte) bool {
+	v, err := decodeJSON(object)
+	if err != nil {
+		return false
+	}
+	obj, _ := v.(map[string]any)
+	if items, ok := obj["items"].([]any); ok {
+		for _, it := range items {
+			if m, ok := it.(map[string]any); ok && sealedUndoOf(m) {
+				return true
+			}
+		}
+		return false
+	}
+	return sealedUndoOf(obj)
+}
+
+// sealedUndoOf reports whether the decoded object obj has a sealed undo annotation.
+func sealedUndoOf(obj map[string]any) bool {
+	meta, _ := obj["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	u, _ := ann[engine.UndoAnnotation].(string)
+	return u == SealedUndo || undo.IsSealed(u)
+}
+
+// maskSeals replaces a sealed undo annotation value of the decoded object v (and of the items
+// of a list) by SealedUndo: sealed under two keys, equal records have different texts.
+func maskSeals(v any) {
+	obj, _ := v.(map[string]any)
+	objs := []any{obj}
+	if items, ok := obj["items"].([]any); ok {
+		objs = items
+	}
+	for _, o := range objs {
+		m, _ := o.(map[string]any)
+		meta, _ := m["metadata"].(map[string]any)
+		ann, _ := meta["annotations"].(map[string]any)
+		if u, ok := ann[engine.UndoAnnotation].(string); ok && undo.IsSealed(u) {
+			ann[engine.UndoAnnotation] = SealedUndo
+		}
+	}
 }
 
 // redactedRun is a scrubbed Secret value and what follows it up to a delimiter: the capture
@@ -132,8 +192,9 @@ func sameError(a, b string) bool {
 
 // sameJSON compares two JSON documents as values (numbers by their text), with the build
 // version left out of engine.ProvenanceAnnotation: a new build names itself there, and that
-// alone is not a difference in what the hooks do.
-func sameJSON(a, b []byte) (bool, error) {
+// alone is not a difference in what the hooks do. With foreignKey, sealed undo annotation
+// values all compare equal (maskSeals).
+func sameJSON(a, b []byte, foreignKey bool) (bool, error) {
 	x, err := decodeJSON(a)
 	if err != nil {
 		return false, err
@@ -144,6 +205,10 @@ func sameJSON(a, b []byte) (bool, error) {
 	}
 	withoutVersion(x)
 	withoutVersion(y)
+	if foreignKey {
+		maskSeals(x)
+		maskSeals(y)
+	}
 	return reflect.DeepEqual(x, y), nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/synchook/synchook/certs"
 	"github.com/synchook/synchook/config"
@@ -75,11 +76,26 @@ type Options struct {
 	// the request deadline applies).
 	HookTimeout time.Duration
 	// UndoKeyFile is the path of the undo key ring file (package undo's ring text; a mounted
-	// Secret's item) that seals and opens synchook.io/undo. Empty: none — as a vcluster plugin
-	// v2, synchook then manages a key Secret in its host namespace (internal/undokey); serve
-	// runs without a key (clear-text undo, see engine.RegistryOptions.Keys). In plugin v2 mode
-	// also the SYNCHOOK_UNDO_KEY_FILE env var.
+	// Secret's item) that seals and opens synchook.io/undo; a file that group or others may
+	// write is refused. Empty: as a vcluster plugin v2, synchook manages a key Secret in its
+	// host namespace (internal/undokey); serve takes its key from where it runs (see Serve:
+	// a key Secret in UndoKeyNamespace, else a key file in CertDir). In plugin v2 mode also
+	// the SYNCHOOK_UNDO_KEY_FILE env var.
 	UndoKeyFile string
+	// UndoKeyNamespace is the namespace of the undo key Secret that serve keeps without an
+	// UndoKeyFile (internal/undokey, as a vcluster plugin v2 does). Default: the namespace in
+	// ServiceAccountNamespaceFile (in a pod, its own); none there: not in a cluster, and the
+	// key is a file in CertDir.
+	UndoKeyNamespace string
+	// UndoKeySecretName is the name of that Secret. Default undokey.DefaultSecretName.
+	UndoKeySecretName string
+	// ServiceAccountNamespaceFile is the file that holds the pod's namespace, read when
+	// UndoKeyNamespace is empty; missing or empty: no namespace. Default
+	// DefaultServiceAccountNamespaceFile.
+	ServiceAccountNamespaceFile string
+	// RESTConfig returns the client config of the cluster the undo key Secret is in. Default
+	// ClusterConfig with Getenv.
+	RESTConfig func() (*rest.Config, error)
 	// UndoKinds are kinds (undo.Kind text, "v1/Pod physical") whose undo reads stay served
 	// and announced after their last hook was removed, so that the undos sealed on their
 	// objects keep being taken off until `synchook cleanup` has run. A vcluster plugin v2
@@ -132,6 +148,10 @@ const (
 // DefaultCertDir is the default Options.CertDir.
 const DefaultCertDir = "/tmp/synchook/certs"
 
+// DefaultServiceAccountNamespaceFile is the default Options.ServiceAccountNamespaceFile: where
+// Kubernetes mounts the namespace of a pod's service account.
+const DefaultServiceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
 // ErrConfig is wrapped by errors caused by bad configuration (exit code 2 in main).
 var ErrConfig = errors.New("invalid configuration")
 
@@ -150,6 +170,16 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxConcurrentHooks <= 0 {
 		o.MaxConcurrentHooks = DefaultMaxConcurrentHooks
+	}
+	if o.UndoKeySecretName == "" {
+		o.UndoKeySecretName = undokey.DefaultSecretName
+	}
+	if o.ServiceAccountNamespaceFile == "" {
+		o.ServiceAccountNamespaceFile = DefaultServiceAccountNamespaceFile
+	}
+	if o.RESTConfig == nil {
+		getenv := o.Getenv
+		o.RESTConfig = func() (*rest.Config, error) { return ClusterConfig(getenv) }
 	}
 }
 
@@ -255,20 +285,14 @@ func sampleObjects(extra [][]byte) func(schema.GroupVersionKind) [][]byte {
 	}
 }
 
-// Serve runs the sidecar until ctx ends: it builds the registry, makes sure a serving cert
-// exists (generating and renewing it unless user-supplied), serves HTTPS and, when
-// Bridge.Address is set, the vcluster plugin v1 bridge (registering with vcluster). When ctx
-// ends it drains in-flight requests and returns nil. Config errors wrap ErrConfig.
+// Serve runs the sidecar until ctx ends: it takes its undo key (serveKeys), builds the
+// registry, makes sure a serving cert exists (generating and renewing it unless
+// user-supplied), serves HTTPS and, when Bridge.Address is set, the vcluster plugin v1 bridge
+// (registering with vcluster). When ctx ends it drains in-flight requests and returns nil.
+// Config errors wrap ErrConfig. Serve never runs without an undo key.
 func Serve(ctx context.Context, opts Options) error {
 	opts.setDefaults()
 	log := opts.Log
-	keys, err := LoadKeys(opts.UndoKeyFile)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	if keys.Ring() == nil {
-		log.Info("WARNING: no undo key (--undo-key-file): undo is written in clear text, trusted only where every write passes through synchook, and a change whose undo would hold a Secret value is refused")
-	}
 	kinds := make([]undo.Kind, 0, len(opts.UndoKinds))
 	for _, text := range opts.UndoKinds {
 		k, err := undo.ParseKind(text)
@@ -277,8 +301,20 @@ func Serve(ctx context.Context, opts Options) error {
 		}
 		kinds = append(kinds, k)
 	}
+	keyCtx, stopKeys := context.WithCancel(ctx)
+	keys, secret, err := serveKeys(keyCtx, &opts)
+	if err != nil {
+		stopKeys()
+		return err
+	}
+	defer func() {
+		stopKeys()
+		if secret != nil {
+			<-secret.Done()
+		}
+	}()
 	keys.Remember(kinds...)
-	go logSealedKinds(ctx, keys, log.WithName("undo"))
+	go logSealedKinds(ctx, keys, secret != nil, log.WithName("undo"))
 	reg, err := BuildRegistry(ctx, RegistryConfig{
 		ConfigFile: opts.ConfigFile, NoDefaultConfig: opts.NoDefaultConfig, Getenv: opts.Getenv, Register: opts.Register,
 		SkipIdempotencyCheck: opts.SkipIdempotencyCheck, Log: log,
@@ -287,7 +323,8 @@ func Serve(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	reg.CoverUndoReads(kinds)
+	// The kinds of --undo-kinds and, with a key Secret, those it lists.
+	reg.CoverUndoReads(keys.SealedKinds())
 	rec := metrics.New(reg, log.WithName("hooks"))
 	ropts := engine.RunnerOptions{MaxConcurrent: opts.MaxConcurrentHooks, HookTimeout: opts.HookTimeout, Observer: rec, Log: log.WithName("hook")}
 	cw, err := startCapture(&opts, reg, &ropts)
@@ -478,8 +515,13 @@ func watchCertExpiry(ctx context.Context, certFile string, log logr.Logger) {
 }
 
 // logSealedKinds logs, once per kind, that an undo was sealed on an object of it: the kinds to
-// keep in --undo-kinds when its last hook is removed, until `synchook cleanup` has run.
-func logSealedKinds(ctx context.Context, keys *undo.Keeper, log logr.Logger) {
+// keep in --undo-kinds when its last hook is removed, until `synchook cleanup` has run (a
+// key Secret, stored says, remembers them itself).
+func logSealedKinds(ctx context.Context, keys *undo.Keeper, stored bool, log logr.Logger) {
+	msg := "sealed an undo on a new kind: keep it in --undo-kinds after removing its hooks, until synchook cleanup has run"
+	if stored {
+		msg = "sealed an undo on a new kind: the undo key Secret remembers it, so its reads stay served after its hooks are removed, until synchook cleanup has run"
+	}
 	seen := map[undo.Kind]bool{}
 	for _, k := range keys.SealedKinds() {
 		seen[k] = true
@@ -493,7 +535,7 @@ func logSealedKinds(ctx context.Context, keys *undo.Keeper, log logr.Logger) {
 		for _, k := range keys.SealedKinds() {
 			if !seen[k] {
 				seen[k] = true
-				log.Info("sealed an undo on a new kind: keep it in --undo-kinds after removing its hooks, until synchook cleanup has run", "kind", k.String())
+				log.Info(msg, "kind", k.String())
 			}
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
 	"github.com/synchook/synchook/internal/sidecar"
 	"github.com/synchook/synchook/internal/testenv"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/internal/vclusterstub"
 	"github.com/synchook/synchook/webhook"
 )
@@ -186,10 +187,11 @@ func wantFree(t *testing.T, addrs ...string) {
 
 func TestServeIsReadyMutatesAndStopsCleanlyWhenItsContextEnds(t *testing.T) {
 	opts := sidecar.Options{
-		Getenv:             noEnv, // the built-in default config
-		CertDir:            filepath.Join(t.TempDir(), "certs"),
-		MetricsBindAddress: freeAddr(t),
-		Webhook:            webhook.Options{BindAddress: freeAddr(t), ProbeBindAddress: freeAddr(t)},
+		Getenv:                      noEnv, // the built-in default config
+		CertDir:                     filepath.Join(t.TempDir(), "certs"),
+		ServiceAccountNamespaceFile: noNamespaceFile(t),
+		MetricsBindAddress:          freeAddr(t),
+		Webhook:                     webhook.Options{BindAddress: freeAddr(t), ProbeBindAddress: freeAddr(t)},
 	}
 	s := startServe(t, opts)
 	hc := s.waitReady(t)
@@ -235,11 +237,12 @@ func TestServeIsReadyMutatesAndStopsCleanlyWhenItsContextEnds(t *testing.T) {
 func TestServeWithAPluginAddressRegistersWithVClusterAndMutatesOverGRPC(t *testing.T) {
 	vc := vclusterstub.Start(t, "127.0.0.1:0")
 	opts := sidecar.Options{
-		Getenv:             noEnv,
-		CertDir:            filepath.Join(t.TempDir(), "certs"),
-		MetricsBindAddress: "0",
-		Webhook:            webhook.Options{BindAddress: freeAddr(t), ProbeBindAddress: "0"},
-		Bridge:             bridge.Options{Address: "127.0.0.1:0", Name: "synchook-test", VClusterAddress: vc.Addr()},
+		Getenv:                      noEnv,
+		CertDir:                     filepath.Join(t.TempDir(), "certs"),
+		ServiceAccountNamespaceFile: noNamespaceFile(t),
+		MetricsBindAddress:          "0",
+		Webhook:                     webhook.Options{BindAddress: freeAddr(t), ProbeBindAddress: "0"},
+		Bridge:                      bridge.Options{Address: "127.0.0.1:0", Name: "synchook-test", VClusterAddress: vc.Addr()},
 	}
 	s := startServe(t, opts)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -280,14 +283,16 @@ func TestServeRefusesBadOptionsBeforeItListens(t *testing.T) {
 		{"no HTTPS listener and no socket", func(o *sidecar.Options) { o.Webhook.DisableTCP = true }, "--socket-path"},
 		{"a plugin address without a port", func(o *sidecar.Options) { o.Bridge.Address = "localhost" }, `plugin address "localhost"`},
 		{"a capture sample above 1", func(o *sidecar.Options) { o.CaptureDir, o.CaptureSample = t.TempDir(), 2 }, "sample 2"},
+		{"an undo key file others may write", func(o *sidecar.Options) { o.UndoKeyFile = writableKeyFile(t) }, "mode 0666 lets group or others write it"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := sidecar.Options{
-				Getenv:             noEnv,
-				CertDir:            filepath.Join(t.TempDir(), "certs"),
-				MetricsBindAddress: holdAddr(t),
-				Webhook:            webhook.Options{BindAddress: holdAddr(t), ProbeBindAddress: holdAddr(t)},
+				Getenv:                      noEnv,
+				CertDir:                     filepath.Join(t.TempDir(), "certs"),
+				ServiceAccountNamespaceFile: noNamespaceFile(t),
+				MetricsBindAddress:          holdAddr(t),
+				Webhook:                     webhook.Options{BindAddress: holdAddr(t), ProbeBindAddress: holdAddr(t)},
 			}
 			tc.set(&opts)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -461,4 +466,19 @@ func TestMutateRunsTheChainOffline(t *testing.T) {
 	if _, err := sidecar.Mutate(t.Context(), reg, hooks.CreatePhysical, []byte(`{"metadata":{}}`), time.Second); err == nil {
 		t.Error("an object without apiVersion and kind was mutated")
 	}
+}
+
+// writableKeyFile returns a valid undo key ring file of mode 0666.
+func writableKeyFile(t *testing.T) string {
+	t.Helper()
+	ring, err := undo.GenerateRing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := ring.MarshalText()
+	path := writeFile(t, "keys", string(text))
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

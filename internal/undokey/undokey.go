@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -38,12 +39,26 @@ const (
 )
 
 // LoadFile reads a key ring from the file at path, in the key ring text format of package undo
-// (what a mounted Secret's "keys" item holds). Errors name the file and, for a bad line, its
-// number and key ID; never a secret.
+// (what a mounted Secret's "keys" item holds). It refuses a file that group or others may
+// write (mode&0o022 != 0; the mode of the file a symbolic link chain ends at, as a mounted
+// Secret's item is): whoever can write the key can forge undos. 0600 and 0644 are fine.
+// Errors name the file and, for a bad line, its number and key ID; never a secret.
 func LoadFile(path string) (*undo.Ring, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path) // follows links: the mode checked is the target's
 	if err != nil {
 		return nil, fmt.Errorf("undo key file: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("undo key file: %w", err)
+	}
+	if perm := info.Mode().Perm(); perm&0o022 != 0 {
+		return nil, fmt.Errorf("undo key file %s: mode %04o lets group or others write it; want 0600 or 0644", path, perm)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("undo key file %s: %w", path, err)
 	}
 	r, err := undo.ParseRing(data)
 	if err != nil {
