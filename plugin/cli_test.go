@@ -43,7 +43,7 @@ func TestMutatePrintsThePatchAndTheResult(t *testing.T) {
 	// Without --undo-key-file the undo is sealed with a throwaway key, and stderr says so.
 	for _, want := range []string{
 		`[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"},` +
-			`{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":"s1.`,
+			`{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":"s2.`,
 		`synchook.io/hooked: "true"`,
 		"app: web",
 	} {
@@ -130,7 +130,7 @@ func TestServeQuickstart(t *testing.T) {
 	}
 	_, defaultPort, _ := net.SplitHostPort(defaults["bind-address"])
 	for _, want := range []string{"https://localhost:" + defaultPort + "/mutate/CreatePhysical", "--cacert " + defaults["cert-dir"] + "/ca.crt",
-		`"synchook.io/undo":"s1.<key ID>.<sealed record>"`, defaults["cert-dir"] + "/undo.keys"} {
+		`"synchook.io/undo":"s2.n.<key ID>.<sealed record>"`, defaults["cert-dir"] + "/undo.keys"} {
 		if !bytes.Contains(readme, []byte(want)) {
 			t.Errorf("README's quickstart lacks %q (serve's defaults)", want)
 		}
@@ -206,7 +206,7 @@ func TestServeQuickstart(t *testing.T) {
 		t.Fatalf("decode response: %v", err)
 	}
 	if !review.Response.Allowed || review.Response.UID != "2f4a1f60-1d1e-4c5b-9a0e-6d7b2f1c0a01" ||
-		!strings.HasPrefix(string(review.Response.Patch), `[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"},{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":"s1.`) {
+		!strings.HasPrefix(string(review.Response.Patch), `[{"op":"add","path":"/metadata/labels/synchook.io~1hooked","value":"true"},{"op":"add","path":"/metadata/annotations","value":{"synchook.io/undo":"s2.`) {
 		t.Errorf("response = %+v, patch %s", review.Response, review.Response.Patch)
 	}
 	// The key README promises: created beside the certificates, 0600.

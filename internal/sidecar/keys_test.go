@@ -16,6 +16,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -325,6 +326,19 @@ func TestServeInAClusterKeepsItsKeyInTheSecret(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// The apiserver's authorizer sees a new RoleBinding through its informer: wait until the
+		// user may read the (absent) Secret before starting.
+		uc, err := client.New(user.Config(), client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, "the Role to take effect", func() error {
+			err := uc.Get(t.Context(), client.ObjectKey{Namespace: other.Name, Name: "absent"}, &corev1.Secret{})
+			if apierrors.IsForbidden(err) {
+				return err
+			}
+			return nil
+		})
 		opts.Webhook.BindAddress = freeAddr(t)
 		granted := startServe(t, opts)
 		granted.waitReady(t)

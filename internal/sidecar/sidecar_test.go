@@ -367,7 +367,8 @@ func (p *pluginV2) dispense(t *testing.T) (pluginv2.PluginClient, *goplugin.Clie
 
 func TestServePluginV2AnnouncesItsHooksMutatesAndStopsWhenItsContextEnds(t *testing.T) {
 	metricsAddr := freeAddr(t)
-	p := startPluginV2(t, map[string]string{sidecar.MetricsBindAddressEnvVar: metricsAddr}) // no PLUGIN_CONFIG: the default config
+	// No PLUGIN_CONFIG: the default config; a key file, as no Initialize brings the key Secret.
+	p := startPluginV2(t, map[string]string{sidecar.MetricsBindAddressEnvVar: metricsAddr, sidecar.UndoKeyFileEnvVar: keyFile(t)})
 	pc, c := p.dispense(t)
 	ctx := t.Context()
 
@@ -451,7 +452,11 @@ func TestServePluginV2RefusesABadConfigBeforeTheHandshake(t *testing.T) {
 }
 
 func TestMutateRunsTheChainOffline(t *testing.T) {
-	reg, err := sidecar.BuildRegistry(t.Context(), sidecar.RegistryConfig{Getenv: noEnv})
+	keys, err := sidecar.LoadKeys(keyFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := sidecar.BuildRegistry(t.Context(), sidecar.RegistryConfig{Getenv: noEnv, Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,6 +483,25 @@ func writableKeyFile(t *testing.T) string {
 	text, _ := ring.MarshalText()
 	path := writeFile(t, "keys", string(text))
 	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// keyFile writes a new undo key ring to a file of the test's own (mode 0600) and returns its
+// path: what --undo-key-file and SYNCHOOK_UNDO_KEY_FILE name.
+func keyFile(t *testing.T) string {
+	t.Helper()
+	ring, err := undo.GenerateRing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := ring.MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "undo.keys")
+	if err := os.WriteFile(path, text, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
