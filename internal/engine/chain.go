@@ -23,6 +23,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/internal/metamap"
 	"github.com/synchook/synchook/patch"
 )
@@ -257,9 +258,9 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 			return rn.runRestored(ctx, c, raw, steps, carry)
 		}
 	}
-	undo := rn.reg.recordsUndo(c)
+	records := rn.reg.recordsUndo(c)
 	if c.metadataOnly() && !rn.reg.marksProvenance(c) {
-		ops, merge, err := c.runMetadata(ctx, rn, raw, undo)
+		ops, merge, err := c.runMetadata(ctx, rn, raw, records)
 		if !errors.Is(err, errNotMetadataPath) {
 			if err != nil {
 				return outcome{}, err
@@ -271,7 +272,7 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 	if err != nil || len(o.ops) == 0 {
 		return outcome{ops: o.ops, hooks: o.hooks}, err
 	}
-	if undo {
+	if records {
 		if err := stepBoundary(ctx, c); err != nil {
 			return outcome{}, err
 		}
@@ -289,19 +290,19 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 // undo's steps are applied first and the annotation removed, the chain runs on that object,
 // and the patch goes from raw to the result, so the new undo records only the new change and
 // never the old undo (no nesting).
-func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []undoStep, carry []UndoEntry) (outcome, error) {
-	tree, err := decodeTree(raw)
+func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []undo.Step, carry []UndoEntry) (outcome, error) {
+	tree, err := undo.DecodeTree(raw)
 	if err != nil {
 		return outcome{}, &DecodeError{GVK: c.key.GVK, Err: err}
 	}
-	id := identityOfTree(tree)
-	if reason := applyUndoSteps(ctx, tree, steps); reason == UndoDeadline {
+	id := tree.Identity()
+	if reason := undo.Apply(ctx, tree, steps); reason == UndoDeadline {
 		return outcome{}, fmt.Errorf("%s: restore the earlier undo: %w", c.key, ctx.Err())
 	}
-	if identityOfTree(tree) != id { // parseSteps refused identity paths: cannot happen
+	if tree.Identity() != id { // undo's plans refuse identity paths: cannot happen
 		return outcome{}, fmt.Errorf("%s: restoring the earlier undo would change identity", c.key)
 	}
-	restored, err := json.Marshal(tree)
+	restored, err := json.Marshal(tree.V)
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	}
@@ -337,14 +338,14 @@ func (r *Registry) withCarried(c *chain, doc []byte, carry []UndoEntry) ([]byte,
 	if err != nil {
 		return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 	}
-	tree, err := decodeTree(doc)
+	tree, err := undo.DecodeTree(doc)
 	if err != nil {
 		return nil, &DecodeError{GVK: c.key.GVK, Err: err}
 	}
-	if !setAnnotation(tree, UndoAnnotation, value) {
+	if !tree.SetAnnotation(UndoAnnotation, value) {
 		return doc, nil // no metadata object to carry them on
 	}
-	return json.Marshal(tree)
+	return json.Marshal(tree.V)
 }
 
 // withUndo returns ops (a patch of raw) followed by the operation that records, in
@@ -355,7 +356,7 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, carry [
 	// either of them or the whole document (then applied, as are patches undoEntriesOf can't
 	// read without the result).
 	doc := jsonscan.NewIndex(raw)
-	entries, ok := undoEntriesOf(ops, doc)
+	entries, ok := undo.EntriesOf(ops, doc)
 	for _, op := range ops {
 		ok = ok && op.Path != "/metadata" && op.Path != "/metadata/annotations"
 	}
@@ -364,7 +365,7 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, carry [
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.key, err)
 		}
-		entries, doc = undoEntries(ops, raw, hooked), jsonscan.NewIndex(hooked)
+		entries, doc = undo.Entries(ops, raw, hooked), jsonscan.NewIndex(hooked)
 	}
 	if len(entries) == 0 {
 		return ops, nil
@@ -372,7 +373,7 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, carry [
 	annotations, _ := doc.Lookup("/metadata/annotations")
 	isMap := len(annotations) > 0 && annotations[0] == '{'
 	if len(annotations) == 0 || string(annotations) == "null" {
-		entries = append([]UndoEntry{emptyMapEntry("/metadata/annotations")}, entries...)
+		entries = append([]UndoEntry{undo.EmptyMapEntry("/metadata/annotations")}, entries...)
 	}
 	value, err := r.sealUndo(c, raw, entries, carry)
 	if err != nil {
@@ -411,7 +412,7 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 	}
 	defer done()
 	plan := rn.reg.planUndo(c, raw, value)
-	reason := plan.reason
+	reason := plan.Reason
 	if reason == "" && rn.reg.undoOnMetadata(c, plan) {
 		o, dropped, err := inner.undoMetadata(ctx, c, raw, plan)
 		if !errors.Is(err, errNotMetadataPath) {

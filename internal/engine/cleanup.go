@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/undo"
 )
 
@@ -38,11 +38,11 @@ type CleanupResult struct {
 // not open) is tenant data: Dropped says why, and none of it is applied. It never changes
 // identity. Errors: a *DecodeError when raw is not a JSON object.
 func (r *Registry) Cleanup(ctx context.Context, gvk schema.GroupVersionKind, side undo.Side, raw []byte) (CleanupResult, error) {
-	tree, err := decodeTree(raw)
+	tree, err := undo.DecodeTree(raw)
 	if err != nil {
 		return CleanupResult{}, &DecodeError{GVK: gvk, Err: err}
 	}
-	ann, _ := lookupTree(tree, []string{"metadata", "annotations"})
+	ann, _ := tree.Lookup([]string{"metadata", "annotations"})
 	annotations, _ := ann.(map[string]any)
 	reserved := false
 	for k := range annotations {
@@ -53,28 +53,23 @@ func (r *Registry) Cleanup(ctx context.Context, gvk schema.GroupVersionKind, sid
 	}
 	var res CleanupResult
 	if value, ok := annotations[UndoAnnotation].(string); ok {
-		steps, dropped := r.cleanupSteps(gvk, side, raw, value)
-		res.Dropped = dropped
-		immutable := isImmutable(raw)
-		kept := steps[:0]
-		for _, s := range steps {
-			if undo.Restorable(gvk, s.tokens) && (!immutable || s.tokens[0] == "metadata") {
-				kept = append(kept, s)
-			} else if !holds(tree, s.tokens, s.entry.Original) {
-				// Left as it is, and not what the syncer sent (it may have changed since the
-				// hooks wrote it: the apiserver's default tolerations on a list a hook created).
-				res.Unrestored = append(res.Unrestored, s.entry.Path)
-			}
+		key := Key{GVK: gvk, Type: hooks.GetPhysical}
+		if side == undo.Virtual {
+			key.Type = hooks.GetVirtual
 		}
-		id := identityOfTree(tree)
-		if reason := applyUndoSteps(ctx, tree, kept); reason == UndoDeadline {
+		s := subject(key, raw)
+		s.Doc = func() (undo.Doc, error) { return tree, nil } // read before anything is applied
+		steps, unrestored, dropped := r.rule(key).PlanCleanup(s, value)
+		res.Unrestored, res.Dropped = unrestored, dropped
+		id := tree.Identity()
+		if reason := undo.Apply(ctx, tree, steps); reason == UndoDeadline {
 			return CleanupResult{}, ctx.Err()
 		}
-		if identityOfTree(tree) != id {
-			return CleanupResult{}, errors.New("the undo would change identity") // parseSteps refuses it
+		if tree.Identity() != id {
+			return CleanupResult{}, errors.New("the undo would change identity") // undo's plans refuse it
 		}
 	}
-	ann, _ = lookupTree(tree, []string{"metadata", "annotations"})
+	ann, _ = tree.Lookup([]string{"metadata", "annotations"}) // the undo may have put back another map
 	if annotations, ok := ann.(map[string]any); ok {
 		for k := range annotations {
 			if strings.HasPrefix(k, ReservedPrefix) {
@@ -82,36 +77,8 @@ func (r *Registry) Cleanup(ctx context.Context, gvk schema.GroupVersionKind, sid
 			}
 		}
 	}
-	if res.Object, err = json.Marshal(tree); err != nil {
+	if res.Object, err = json.Marshal(tree.V); err != nil {
 		return CleanupResult{}, err
 	}
 	return res, nil
-}
-
-// cleanupSteps returns the steps of the undo value on raw, or why it is dropped.
-func (r *Registry) cleanupSteps(gvk schema.GroupVersionKind, side undo.Side, raw []byte, value string) ([]undoStep, string) {
-	if len(value) > r.opts.MaxUndoBytes {
-		return nil, UndoTooLarge
-	}
-	if undo.IsSealed(value) {
-		rec, reason := r.openSealed(gvk, side, raw, value)
-		if reason != "" {
-			return nil, reason
-		}
-		return parseSteps(rec.Entries)
-	}
-	return nil, UndoClearText // tenant data: never applied
-}
-
-// holds reports whether tree holds value at tokens (value nil: nothing there).
-func holds(tree any, tokens []string, value json.RawMessage) bool {
-	cur, has := lookupTree(tree, tokens)
-	if has != (value != nil) {
-		return false
-	}
-	if !has {
-		return true
-	}
-	var v any
-	return decodeValue(value, &v) == nil && reflect.DeepEqual(cur, v)
 }

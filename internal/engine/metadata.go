@@ -579,7 +579,7 @@ func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metad
 	// they are left empty.
 	for i, after := range []map[string]string{m.Labels, m.Annotations} {
 		if doc.maps[i].value == nil && (len(after) > 0 || i == 1) {
-			entries = append([]UndoEntry{emptyMapEntry("/metadata/" + doc.maps[i].name)}, entries...)
+			entries = append([]UndoEntry{undo.EmptyMapEntry("/metadata/" + doc.maps[i].name)}, entries...)
 		}
 	}
 	value, err := r.sealUndoFor(c, doc.identity(c.key), entries, carry)

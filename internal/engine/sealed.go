@@ -36,7 +36,6 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
-	"github.com/synchook/synchook/patch"
 )
 
 // ErrUndoNeedsKey is the cause of a HookError when synchook holds no undo key (a vcluster
@@ -47,14 +46,12 @@ var ErrUndoNeedsKey = errors.New("no undo key loaded yet: a hooked write cannot 
 
 // More reasons for which a read drops an UndoAnnotation (UndoObserver).
 const (
-	// UndoUnauthentic: a sealed value that does not open with synchook's keys for this object
-	// (forged by a tenant, copied from another object, or sealed with a key since removed).
-	UndoUnauthentic = "unauthentic"
-	// UndoNoKey: a sealed value while synchook holds no key.
-	UndoNoKey = "no_key"
-	// UndoClearText: a value that is not sealed (clear text, from a tenant or from a build
-	// before the one rule): tenant data, never applied.
-	UndoClearText = "clear_text"
+	// UndoUnauthentic: undo.ReasonUnauthentic.
+	UndoUnauthentic = undo.ReasonUnauthentic
+	// UndoNoKey: undo.ReasonNoKey.
+	UndoNoKey = undo.ReasonNoKey
+	// UndoClearText: undo.ReasonClearText.
+	UndoClearText = undo.ReasonClearText
 )
 
 // ring returns the key ring in use, or nil without a key.
@@ -166,80 +163,24 @@ func (r *Registry) sealUndoAs(c *chain, id func() undo.Identity, entries []UndoE
 	return value, nil
 }
 
-// undoPlan is what a read or a write makes of an UndoAnnotation value: the steps to apply, or
-// why it is dropped.
-type undoPlan struct {
-	steps  []undoStep
-	reason string
-	// carry are the sealed undo's entries the rule does not let a view apply (an update
-	// cannot change them back) and the object still holds: they stay recorded, marked Kept,
-	// on the view's undo and on every later write's, so they are never lost.
-	carry []UndoEntry
+// rule returns the one rule's inputs for the chains of key's kind and side (undo.Rule).
+func (r *Registry) rule(key Key) undo.Rule {
+	return undo.Rule{Ring: r.ring(), MaxBytes: r.opts.MaxUndoBytes, Rewrites: func(writers []string) bool { return r.rewrites(key, writers) }}
 }
 
-// planUndo decides what the read chain c does with the UndoAnnotation value found on raw: the
-// one rule (the comment at the top of this file).
-func (r *Registry) planUndo(c *chain, raw []byte, value string) undoPlan {
-	switch {
-	case len(value) > r.opts.MaxUndoBytes:
-		return undoPlan{reason: UndoTooLarge}
-	case !undo.IsSealed(value):
-		return undoPlan{reason: UndoClearText}
+// subject returns the stored object raw of the chain key's kind and side as undo's plans see it.
+func subject(key Key, raw []byte) undo.Subject {
+	side := sideOf(key.Type)
+	return undo.Subject{
+		GVK: key.GVK, ID: objectIdentity(key.GVK, side, raw), Side: side, Immutable: isImmutable(raw),
+		Doc: func() (undo.Doc, error) { t, err := undo.DecodeTree(raw); return t, err },
 	}
-	return r.planSealed(c, raw, value)
 }
 
-// planSealed opens a sealed value and keeps the steps the rule lets a read apply.
-func (r *Registry) planSealed(c *chain, raw []byte, value string) undoPlan {
-	rec, reason := r.openSealed(c.key.GVK, sideOf(c.key.Type), raw, value)
-	if reason != "" {
-		return undoPlan{reason: reason}
-	}
-	steps, reason := parseSteps(rec.Entries)
-	if reason != "" {
-		return undoPlan{reason: reason}
-	}
-	all := r.rewrites(c.key, rec.Writers)
-	immutable := isImmutable(raw)
-	var (
-		apply []undoStep
-		carry []UndoEntry
-		tree  any // raw decoded, once, when an entry is to be carried
-	)
-	for _, s := range steps {
-		if all && !s.entry.Kept || undo.Restorable(c.key.GVK, s.tokens) && (!immutable || s.tokens[0] == "metadata") {
-			apply = append(apply, s)
-			continue
-		}
-		if tree == nil {
-			if tree, _ = decodeTree(raw); tree == nil {
-				continue
-			}
-		}
-		if s.entry.Op == undo.OpInsert || holds(tree, s.tokens, s.entry.Hooked) {
-			e := s.entry
-			e.Kept = true
-			carry = append(carry, e)
-		}
-	}
-	return undoPlan{steps: apply, carry: carry}
-}
-
-// openSealed opens the sealed value found on the object raw of kind gvk on side with the
-// Registry's keys, or returns why it is dropped: no_key, malformed or unauthentic.
-func (r *Registry) openSealed(gvk schema.GroupVersionKind, side undo.Side, raw []byte, value string) (undo.Record, string) {
-	ring := r.ring()
-	if ring == nil {
-		return undo.Record{}, UndoNoKey
-	}
-	rec, _, err := ring.Open(objectIdentity(gvk, side, raw), side, value)
-	switch {
-	case errors.Is(err, undo.ErrMalformed):
-		return undo.Record{}, UndoMalformed
-	case err != nil:
-		return undo.Record{}, UndoUnauthentic
-	}
-	return rec, ""
+// planUndo is undo's read plan (undo.Rule.PlanRead) for the UndoAnnotation value found on raw
+// by the read chain c.
+func (r *Registry) planUndo(c *chain, raw []byte, value string) undo.Plan {
+	return r.rule(c.key).PlanRead(subject(c.key, raw), value)
 }
 
 // rewrites reports whether the Update chain of the side of key records undo and has every
@@ -273,40 +214,23 @@ func isImmutable(raw []byte) bool {
 	return ok && string(m.Value) == "true"
 }
 
-// parseSteps returns the entries with their paths parsed, or the reason to drop them all: a
-// malformed path or one that addresses identity.
-func parseSteps(entries []UndoEntry) ([]undoStep, string) {
-	steps := make([]undoStep, len(entries))
-	for i, e := range entries {
-		tokens, err := patch.ParsePointer(e.Path)
-		if err != nil || len(tokens) == 0 {
-			return nil, UndoMalformed
-		}
-		if patch.ProtectedField(e.Path) != "" {
-			return nil, UndoIdentity
-		}
-		steps[i] = undoStep{entry: e, tokens: tokens}
-	}
-	return steps, ""
-}
-
 // undoMarker is how a JSON object that carries an UndoAnnotation contains its key: a cheap
 // test before looking for it.
 var undoMarker = []byte(`"` + UndoAnnotation + `"`)
 
-// ownUndo returns, for the write chain c and the object raw it is given, the undo synchook
-// itself wrote there earlier — a sealed value that opens for this object — with the steps the
-// rule lets it apply and the entries to carry. ok is false on a Create (it never carries
-// synchook's own undo) and when raw carries no such undo: whatever raw carries there is then
-// the tenant's, recorded as its own.
-func (r *Registry) ownUndo(c *chain, raw []byte) (steps []undoStep, carry []UndoEntry, ok bool) {
-	if c.key.Type != hooks.UpdatePhysical && c.key.Type != hooks.UpdateVirtual || r.ring() == nil || !bytes.Contains(raw, undoMarker) {
+// ownUndo is undo's write plan (undo.Rule.PlanWrite) for the write chain c and the object raw
+// it is given: the undo synchook itself wrote there, which the write applies first. ok is false
+// when raw carries none (on a Create, always): whatever is there is the tenant's.
+func (r *Registry) ownUndo(c *chain, raw []byte) (steps []undo.Step, carry []UndoEntry, ok bool) {
+	if !bytes.Contains(raw, undoMarker) {
 		return nil, nil, false
 	}
 	value, had := undoAnnotation(raw)
-	if !had || len(value) > r.opts.MaxUndoBytes || !undo.IsSealed(value) {
+	if !had {
 		return nil, nil, false
 	}
-	p := r.planSealed(&chain{key: Key{GVK: c.key.GVK, Type: readType(c.key.Type)}}, raw, value)
-	return p.steps, p.carry, p.reason == ""
+	readKey := Key{GVK: c.key.GVK, Type: readType(c.key.Type)}
+	update := c.key.Type == hooks.UpdatePhysical || c.key.Type == hooks.UpdateVirtual
+	p, ok := r.rule(readKey).PlanWrite(update, subject(readKey, raw), value)
+	return p.Steps, p.Carry, ok
 }

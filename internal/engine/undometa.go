@@ -2,21 +2,21 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"maps"
-	"slices"
+
+	"github.com/synchook/synchook/internal/undo"
 )
 
 // undoOnMetadata reports whether the undo read of c with plan p can take the label/annotation
-// fast path: every entry addresses labels or annotations (a key, or the whole map), the read
-// chain's own hooks (if any) are MetadataHooks and, for a clear-text undo that must verify,
-// so is every write chain that records its undo.
-func (r *Registry) undoOnMetadata(c *chain, p undoPlan) bool {
-	if len(c.hooks) > 0 && !c.metadataOnly() || len(p.carry) > 0 {
+// fast path: every entry addresses labels or annotations (a key, or the whole map), nothing is
+// carried and the read chain's own hooks (if any) are MetadataHooks.
+func (r *Registry) undoOnMetadata(c *chain, p undo.Plan) bool {
+	if len(c.hooks) > 0 && !c.metadataOnly() || len(p.Carry) > 0 {
 		return false
 	}
-	for _, s := range p.steps {
-		if s.entry.Op != "" || len(s.tokens) < 2 || len(s.tokens) > 3 || s.tokens[0] != "metadata" || mapIndex(s.tokens[1]) < 0 {
+	for _, s := range p.Steps {
+		if s.Op != "" || len(s.Tokens) < 2 || len(s.Tokens) > 3 || s.Tokens[0] != "metadata" || mapIndex(s.Tokens[1]) < 0 {
 			return false
 		}
 	}
@@ -34,12 +34,13 @@ func mapIndex(name string) int {
 	return -1
 }
 
-// undoMetadata is undoView, its verification (p.verify) and the answer for an undo that undoOnMetadata
-// admits, on the labels and annotations alone: no decode of the object, no JSON Patch apply.
+// undoMetadata is undoView and the answer for an undo that undoOnMetadata admits, on the labels
+// and annotations alone (undo.Apply on metadataMaps): no decode of the object, no JSON Patch
+// apply.
 // dropped says why the undo was dropped ("" when it was applied). It returns
 // errNotMetadataPath for a request the fast path does not handle exactly (a repeated key, a
 // null map): the caller takes the general path.
-func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undoPlan) (o outcome, dropped string, err error) {
+func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undo.Plan) (o outcome, dropped string, err error) {
 	doc, err := c.parseMetadata(raw, rn.validJSON, rn.topOf(raw))
 	if err != nil {
 		return outcome{}, "", err
@@ -51,13 +52,17 @@ func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undoPl
 		}
 		stored[i] = f.value // nil: absent
 	}
-	view, dropped := undoMaps(stored, p.steps)
+	view := metadataMaps{maps.Clone(stored[0]), maps.Clone(stored[1])}
+	if view[1] == nil { // undo.Apply removes the annotation first: it is there (runUndoRead)
+		return outcome{}, "", errNotMetadataPath
+	}
+	dropped = undo.Apply(ctx, &view, p.Steps)
 	if dropped != "" {
 		view = stored
 	}
-	after := view
+	after := [2]map[string]string(view)
 	if len(c.hooks) > 0 {
-		m, err := c.metadataHooked(ctx, rn, doc.namespace, view)
+		m, err := c.metadataHooked(ctx, rn, doc.namespace, after)
 		if err != nil {
 			return outcome{}, dropped, err
 		}
@@ -70,58 +75,83 @@ func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undoPl
 	return o, dropped, err
 }
 
-// undoMaps applies steps (all on labels or annotations) to copies of the stored maps with the
-// semantics of applyUndoSteps: the undo annotation goes first, then the entries in reverse
-// order, each only where the map still holds what the hooks wrote. A nil map is absent.
-func undoMaps(stored [2]map[string]string, steps []undoStep) ([2]map[string]string, string) {
-	view := [2]map[string]string{maps.Clone(stored[0]), maps.Clone(stored[1])}
-	delete(view[1], UndoAnnotation)
-	for _, s := range slices.Backward(steps) {
-		i := mapIndex(s.tokens[1])
-		e := s.entry
-		if len(s.tokens) == 3 {
-			key := s.tokens[2]
-			cur, has := view[i][key]
-			var hooked string
-			if e.Hooked != nil && json.Unmarshal(e.Hooked, &hooked) != nil {
-				continue // not a string: no map value equals it
-			}
-			if has != (e.Hooked != nil) || has && cur != hooked {
-				continue
-			}
-			switch {
-			case e.Original == nil:
-				delete(view[i], key)
-			case view[i] == nil:
-				// the map is gone: nothing to restore into
-			default:
-				var original string
-				if json.Unmarshal(e.Original, &original) != nil {
-					return view, UndoMalformed // a value no write chain could have recorded
-				}
-				view[i][key] = original
-			}
-			continue
-		}
-		has := view[i] != nil
-		if has && e.Hooked == nil && i == 1 && len(view[i]) == 0 {
-			has = false // only the undo annotation was there: the hooks had removed the map
-		}
-		var hooked map[string]string
-		if e.Hooked != nil && json.Unmarshal(e.Hooked, &hooked) != nil {
-			continue
-		}
-		if has != (e.Hooked != nil) || has && !maps.Equal(view[i], hooked) {
-			continue
-		}
-		view[i] = nil
-		if e.Original != nil {
-			var original map[string]string
-			if json.Unmarshal(e.Original, &original) != nil || original == nil {
-				return view, UndoMalformed
-			}
-			view[i] = original
-		}
+// metadataMaps is a Doc (package undo) of an object's labels and annotations alone, for
+// undo.Apply on the fast path: entries address a key of either map or a whole map
+// (undoOnMetadata admits no other); a nil map is absent. Values are strings; a whole map is a
+// map[string]any of strings, as undo.DecodeTree gives it.
+type metadataMaps [2]map[string]string
+
+// at returns the map index and key (or "" for the whole map) that tokens address.
+func (m *metadataMaps) at(tokens []string) (i int, key string, whole bool) {
+	i = mapIndex(tokens[1])
+	if len(tokens) == 2 {
+		return i, "", true
 	}
-	return view, ""
+	return i, tokens[2], false
 }
+
+// Lookup implements undo.Doc.
+func (m *metadataMaps) Lookup(tokens []string) (any, bool) {
+	i, key, whole := m.at(tokens)
+	if whole {
+		if m[i] == nil {
+			return nil, false
+		}
+		out := make(map[string]any, len(m[i]))
+		for k, v := range m[i] {
+			out[k] = v
+		}
+		return out, true
+	}
+	v, ok := m[i][key]
+	return v, ok
+}
+
+// Set implements undo.Doc: an error for a value a map cannot hold.
+func (m *metadataMaps) Set(tokens []string, v any) (bool, error) {
+	i, key, whole := m.at(tokens)
+	if !whole {
+		s, ok := v.(string)
+		if !ok {
+			return false, errNotMetadataValue
+		}
+		if m[i] == nil {
+			return false, nil // the map is gone: nothing to restore into
+		}
+		m[i][key] = s
+		return true, nil
+	}
+	in, ok := v.(map[string]any)
+	if !ok {
+		return false, errNotMetadataValue
+	}
+	out := make(map[string]string, len(in))
+	for k, e := range in {
+		s, ok := e.(string)
+		if !ok {
+			return false, errNotMetadataValue
+		}
+		out[k] = s
+	}
+	m[i] = out
+	return true, nil
+}
+
+// Remove implements undo.Doc.
+func (m *metadataMaps) Remove(tokens []string) bool {
+	i, key, whole := m.at(tokens)
+	if whole {
+		had := m[i] != nil
+		m[i] = nil
+		return had
+	}
+	_, had := m[i][key]
+	delete(m[i], key)
+	return had
+}
+
+// IsArrayIndex implements undo.Doc: the maps hold no arrays.
+func (m *metadataMaps) IsArrayIndex([]string) bool { return false }
+
+// errNotMetadataValue: an undo value that labels or annotations cannot hold.
+var errNotMetadataValue = errors.New("not a label or annotation value")

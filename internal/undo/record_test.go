@@ -1,4 +1,4 @@
-package engine
+package undo
 
 import (
 	"encoding/json"
@@ -10,8 +10,8 @@ import (
 )
 
 // FuzzUndoEntries checks that, for every patch.Diff between two JSON documents, the undo read
-// from the patch alone (undoEntriesOf, what withUndo does) is the one read from the applied
-// document (undoEntries): the same entries, values equal as JSON.
+// from the patch alone (EntriesOf, what the engine's withUndo does) is the one read from the applied
+// document (Entries): the same entries, values equal as JSON.
 func FuzzUndoEntries(f *testing.F) {
 	for _, seed := range [][2]string{
 		{`{"spec":{"tolerations":[{"k":"a"},{"k":"b"},{"k":"c"}]}}`, `{"spec":{"tolerations":[{"k":"b"},{"k":"c"}]}}`},
@@ -33,8 +33,8 @@ func FuzzUndoEntries(f *testing.F) {
 		if err != nil || !sameJSON(hooked, json.RawMessage(after)) {
 			return // evanphx/json-patch mishandles some valid patches (e.g. under an empty key); FuzzDiff checks ours
 		}
-		want := undoEntries(ops, []byte(before), hooked)
-		got, ok := undoEntriesOf(ops, jsonscan.NewIndex([]byte(before)))
+		want := Entries(ops, []byte(before), hooked)
+		got, ok := EntriesOf(ops, jsonscan.NewIndex([]byte(before)))
 		if !ok {
 			t.Fatalf("a diff is not diff-shaped: %s → %s: %+v", before, after, ops)
 		}
@@ -59,9 +59,9 @@ func sameJSON(a, b json.RawMessage) bool {
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
-// TestUndoEntriesOfRefusesWhatItCannotReadWithoutTheResult covers the patches undoEntriesOf
+// TestEntriesOfRefusesWhatItCannotReadWithoutTheResult covers the patches undoEntriesOf
 // leaves to undoEntries: their values after the patch are not the operations' values.
-func TestUndoEntriesOfRefusesWhatItCannotReadWithoutTheResult(t *testing.T) {
+func TestEntriesOfRefusesWhatItCannotReadWithoutTheResult(t *testing.T) {
 	doc := jsonscan.NewIndex([]byte(`{"a":[1,2,3,4],"m":{"k":1}}`))
 	op := func(o, p string, v any) patch.Operation { return patch.Operation{Operation: o, Path: p, Value: v} }
 	for name, ops := range map[string][]patch.Operation{
@@ -78,11 +78,20 @@ func TestUndoEntriesOfRefusesWhatItCannotReadWithoutTheResult(t *testing.T) {
 		"a remove of nothing":      {op("remove", "/m/q", nil)},
 		"the whole document":       {op("replace", "", map[string]any{})},
 	} {
-		if entries, ok := undoEntriesOf(ops, doc); ok {
+		if entries, ok := EntriesOf(ops, doc); ok {
 			t.Errorf("%s: undoEntriesOf took %+v: %+v", name, ops, entries)
 		}
 	}
-	if _, ok := undoEntriesOf([]patch.Operation{op("replace", "/a/0", 0), op("remove", "/a/3", nil), op("remove", "/a/2", nil), op("add", "/m/j", 1)}, doc); !ok {
+	if _, ok := EntriesOf([]patch.Operation{op("replace", "/a/0", 0), op("remove", "/a/3", nil), op("remove", "/a/2", nil), op("add", "/m/j", 1)}, doc); !ok {
 		t.Error("a diff-shaped patch was refused")
 	}
+}
+
+// applyOps applies ops to doc (RFC 6902).
+func applyOps(doc []byte, ops ...patch.Operation) ([]byte, error) {
+	p, err := patch.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	return patch.Apply(doc, p)
 }

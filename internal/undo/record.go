@@ -1,0 +1,198 @@
+package undo
+
+// Recording: the entries of a write chain's change, from the JSON Patch that makes it.
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/patch"
+)
+
+// Entries returns the entries that take the change from before to after back, for the
+// forward operations ops (computed between the two documents, which must be valid JSON). One
+// jsonscan.Index per document: k operations in an array of N elements cost O(N + k).
+func Entries(ops []patch.Operation, before, after []byte) []Entry {
+	bx, ax := jsonscan.NewIndex(before), jsonscan.NewIndex(after)
+	entries := make([]Entry, 0, len(ops))
+	for _, op := range ops {
+		if e, ok := arrayEntry(op, bx, ax); ok {
+			entries = append(entries, e)
+			continue
+		}
+		e := Entry{Path: op.Path}
+		if v, ok := ax.Lookup(op.Path); ok {
+			e.Hooked = json.RawMessage(v)
+		}
+		if v, ok := bx.Lookup(op.Path); ok {
+			e.Original = json.RawMessage(v)
+		}
+		entries = append(entries, e)
+	}
+	return entries
+}
+
+// arrayEntry returns the entry of an operation that inserts an element into an array (an add
+// at an index, or "-") or removes one from it: OpRemove with the inserted element, or
+// OpInsert with the removed one (read from before: the diff removes the highest index
+// first, so before's index is the element's). ok is false for any other operation.
+func arrayEntry(op patch.Operation, before, after *jsonscan.Index) (Entry, bool) {
+	if op.Operation != "add" && op.Operation != "remove" {
+		return Entry{}, false
+	}
+	cut := strings.LastIndexByte(op.Path, '/')
+	if cut < 0 {
+		return Entry{}, false
+	}
+	last := op.Path[cut+1:]
+	if last != "-" && strings.Trim(last, "0123456789") != "" || last == "" {
+		return Entry{}, false
+	}
+	doc := after
+	if op.Operation == "remove" {
+		doc = before
+	}
+	parent, ok := doc.Lookup(op.Path[:cut])
+	if !ok || len(parent) == 0 || parent[0] != '[' {
+		return Entry{}, false
+	}
+	if last == "-" {
+		els, _ := jsonscan.Elements(parent)
+		last = strconv.Itoa(len(els) - 1)
+	}
+	path := op.Path[:cut+1] + last
+	v, ok := doc.Lookup(path)
+	if !ok {
+		return Entry{}, false
+	}
+	if op.Operation == "add" {
+		return Entry{Op: OpRemove, Path: path, Hooked: json.RawMessage(v)}, true
+	}
+	return Entry{Op: OpInsert, Path: path, Original: json.RawMessage(v)}, true
+}
+
+// EntriesOf is Entries without the document after the operations, for a patch shaped
+// as patch.Diff makes them: only add, replace and remove; no path at or under another's; no
+// "-"; and among the operations on one array (paths that end in an index) every replace
+// before the adds or removes' indices, adds at increasing indices or removes at decreasing
+// ones, never both. Then what the patch leaves at each path is the operation's value, and
+// what was there is before's value at that path, so nothing needs applying. ok is false for
+// any other patch: Entries takes it, on the applied document.
+func EntriesOf(ops []patch.Operation, before *jsonscan.Index) ([]Entry, bool) {
+	if !diffShaped(ops, before) {
+		return nil, false
+	}
+	entries := make([]Entry, 0, len(ops))
+	for _, op := range ops {
+		var value json.RawMessage
+		if op.Operation != "remove" {
+			switch v := op.Value.(type) {
+			case json.RawMessage:
+				value = v
+			default:
+				b, err := json.Marshal(v)
+				if err != nil {
+					return nil, false
+				}
+				value = b
+			}
+		}
+		cut := strings.LastIndexByte(op.Path, '/')
+		parent, ok := before.Lookup(op.Path[:cut])
+		if !ok || len(parent) == 0 || parent[0] != '{' && parent[0] != '[' {
+			return nil, false // the patch does not apply to before
+		}
+		original, had := before.Lookup(op.Path)
+		switch {
+		case parent[0] == '[' && op.Operation == "add":
+			entries = append(entries, Entry{Op: OpRemove, Path: op.Path, Hooked: value})
+		case parent[0] == '[' && op.Operation == "remove":
+			if !had {
+				return nil, false
+			}
+			entries = append(entries, Entry{Op: OpInsert, Path: op.Path, Original: json.RawMessage(original)})
+		default:
+			if op.Operation != "add" && !had {
+				return nil, false
+			}
+			e := Entry{Path: op.Path, Hooked: value}
+			if had {
+				e.Original = json.RawMessage(original)
+			}
+			entries = append(entries, e)
+		}
+	}
+	return entries, true
+}
+
+// diffShaped reports whether ops, a patch of before, has the shape EntriesOf needs (see
+// there).
+func diffShaped(ops []patch.Operation, before *jsonscan.Index) bool {
+	type arrayOps struct {
+		op               string // "add" or "remove", once there is one
+		maxReplace, last int    // the highest replaced index; the last added or removed one
+		lowest           int    // the lowest added or removed index
+	}
+	paths := make(map[string]struct{}, len(ops))
+	arrays := map[string]*arrayOps{}
+	for _, op := range ops {
+		if op.Operation != "add" && op.Operation != "replace" && op.Operation != "remove" || op.Path == "" || op.Path[0] != '/' {
+			return false
+		}
+		if _, dup := paths[op.Path]; dup {
+			return false
+		}
+		paths[op.Path] = struct{}{}
+		cut := strings.LastIndexByte(op.Path, '/')
+		last := op.Path[cut+1:]
+		if last == "-" {
+			return false
+		}
+		if parent, ok := before.Lookup(op.Path[:cut]); !ok || len(parent) == 0 || parent[0] != '[' {
+			continue // a member of an object (EntriesOf refuses a missing parent)
+		}
+		i, err := strconv.Atoi(last)
+		if err != nil {
+			return false
+		}
+		a := arrays[op.Path[:cut]]
+		if a == nil {
+			a = &arrayOps{maxReplace: -1}
+			arrays[op.Path[:cut]] = a
+		}
+		switch {
+		case op.Operation == "replace":
+			if a.op != "" && i >= a.lowest {
+				return false
+			}
+			a.maxReplace = max(a.maxReplace, i)
+			continue
+		case i <= a.maxReplace,
+			a.op != "" && a.op != op.Operation,
+			a.op == "add" && i <= a.last,
+			a.op == "remove" && i >= a.last:
+			return false
+		}
+		if a.op == "" || i < a.lowest {
+			a.lowest = i
+		}
+		a.op, a.last = op.Operation, i
+	}
+	for p := range paths { // no path under another
+		for cut := strings.LastIndexByte(p, '/'); cut > 0; cut = strings.LastIndexByte(p[:cut], '/') {
+			if _, held := paths[p[:cut]]; held {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// EmptyMapEntry is the first entry of an undo whose change created the map at path (labels or
+// annotations) where the syncer sent none: undone last, it removes the map when nothing else is
+// left in it.
+func EmptyMapEntry(path string) Entry {
+	return Entry{Path: path, Hooked: json.RawMessage("{}")}
+}
