@@ -23,8 +23,8 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonscan"
-	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/internal/metamap"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
