@@ -897,7 +897,7 @@ func TestDay2CreateOnlyForgery(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("synchook_undo_rejected_total: %v", rejected)
-		for _, reason := range []string{"untrusted", "unauthentic"} {
+		for _, reason := range []string{"clear_text", "unauthentic"} {
 			var n float64
 			for labels, v := range rejected {
 				if strings.Contains(labels, `"`+reason+`"`) {

@@ -146,10 +146,9 @@ type RegistryOptions struct {
 	// registered without one (RegisterRevision). Default "dev".
 	Version string
 	// Keys holds the key ring that seals and opens undo annotations (package undo; sealed.go).
-	// Nil, or a Keeper without a Ring: no key — undos are written in clear text, trusted only
-	// on kinds whose writes all pass through synchook and only when they verify, and a change
-	// whose undo would hold a Secret value is refused (ErrUndoNeedsKey). The Keeper may get
-	// its Ring after the Registry is built (a vcluster plugin v2 reads it at Initialize).
+	// Nil, or a Keeper without a Ring: no key — a write chain whose change must record an undo
+	// is refused (ErrUndoNeedsKey) and a read applies none. The Keeper may get its Ring after
+	// the Registry is built (a vcluster plugin v2 reads it at Initialize).
 	Keys *undo.Keeper
 }
 

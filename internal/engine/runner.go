@@ -104,10 +104,10 @@ type Runner struct {
 // request only. The chain-running methods are call methods.
 type call struct {
 	*Runner
-	// observer is the Runner's, or nil for the runs of a write chain that only verify an undo.
+	// observer is the Runner's.
 	observer Observer
 	// pending, when set, replaces the slots: the items of a List, and an undo read's
-	// verification and hooks, run under the request's one slot and count their running chains
+	// restore and hooks, run under the request's one slot and count their running chains
 	// here, so the slot is released after the last returns.
 	pending *heldSlot
 	// validJSON is set for requests known to be valid JSON (MutateValidJSON, a List's items):
@@ -297,7 +297,7 @@ func (r *call) acquire() (release func(), ok bool) {
 }
 
 // hold takes one slot for a group of chain runs of one request (a List's items, an undo
-// read's verification and its hooks) and returns a Runner whose chains run under that slot
+// read's restore and its hooks) and returns a Runner whose chains run under that slot
 // without taking slots of their own, and done, which the caller defers: the slot is freed when
 // done has been called and every chain run on inner has returned (a hook abandoned at its
 // deadline keeps it until it really returns). A Runner that already runs under a held slot is

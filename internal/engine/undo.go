@@ -5,43 +5,32 @@ package engine
 // A write chain (CreatePhysical, UpdatePhysical, CreateVirtual, UpdateVirtual) records in
 // UndoAnnotation how to go back from the hooked object to the object the syncer sent; the
 // paired read type (GetPhysical, GetVirtual) applies it, so the syncer never sees the hooks'
-// change come back and never fights it. The entries, their format and the key ring are
-// package undo's; this file applies them to an object.
+// change come back and never fights it. The entries, the seal, the rule of what may be applied
+// and the one applier are package undo's; this file and sealed.go ask it.
 //
 // The annotation travels on the object, and everything on an object may have been written by
 // the tenant (the tenant model in the README): a tenant who sets synchook.io/undo on a virtual
-// object gets it copied to the host by the syncer. So the read side trusts no annotation it
-// cannot prove is synchook's own:
+// object gets it copied to the host by the syncer. So nothing is applied unless it is sealed
+// and opens with synchook's key for this object (undo.Rule): clear text never, whatever it
+// holds, and no chain is re-run to "verify" anything.
 //
-//   - with a key (RegistryOptions.Keys), the value is sealed (AES-256-GCM, bound to the
-//     object's identity and side, deterministic): a value that opens is synchook's, whatever
-//     is configured now, and is applied without running any chain (sealed.go);
-//   - without one, a clear-text undo is accepted only when running the kind's own write chain
-//     on the restored view gives back the stored object exactly,
-//
-//	write(undo(x)) == x
-//
-// which is "the view differs from the stored object only by what synchook's own write chain
-// did" — and only on a kind whose every write passes through that chain (sealed.go,
-// clearTrusted). Its price is one run of the write chain per read and an undo that no longer
-// verifies after any config change.
-//
-// Either way no undo can change identity: an entry that addresses apiVersion, kind, name,
-// namespace or uid drops the whole annotation. An entry whose path no longer holds what the
-// hooks wrote is skipped, never forced.
+// No undo can change identity: an entry that addresses apiVersion, kind, name, namespace or
+// uid drops the whole annotation. An entry whose path no longer holds what the hooks wrote is
+// skipped, never forced.
 //
 // Work is bounded whatever the annotation holds: its value is at most MaxUndoBytes as stored
 // (which bounds the entries), the entries are applied to one decoded copy of the object (one
 // decode, one encode, whatever their number), under the request's context and a concurrency
-// slot. An annotation that is too large, malformed, unauthentic, untrusted, touches identity
-// or does not verify is dropped and counted (UndoObserver; synchook_undo_rejected_total{reason});
-// the read never fails because of it.
+// slot. An annotation that is too large, clear text, unauthentic, malformed or touches
+// identity is dropped and counted (UndoObserver; synchook_undo_rejected_total{reason}); the
+// read never fails because of it.
 //
 // On the write side the reserved annotations (UndoAnnotation, ProvenanceAnnotation) are
 // synchook's alone: a write chain takes them off the object before its hooks run, so what a
 // tenant wrote there never reaches the host as written; the removal is part of the recorded
 // undo, so the reader gets the tenant's value back and sees no difference to "fix". An undo
-// synchook wrote itself is applied first instead (sealed.go, ownUndo): never nested.
+// synchook wrote itself (it opens) is applied first instead on an Update (sealed.go,
+// ownUndo): never nested.
 
 import (
 	"context"

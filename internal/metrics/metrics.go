@@ -58,7 +58,7 @@ var (
 		Name: "synchook_loops_detected_total", Help: "Objects that an Update chain patched identically again and again: the syncer keeps undoing the hook.",
 	}, []string{"hook"})
 	undoRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "synchook_undo_rejected_total", Help: "synchook.io/undo annotations a read dropped instead of applying, by reason (too_large, malformed, identity, unverified, unauthentic, untrusted, no_key, deadline).",
+		Name: "synchook_undo_rejected_total", Help: "synchook.io/undo annotations a read dropped instead of applying, by reason (too_large, clear_text, no_key, unauthentic, malformed, identity, deadline).",
 	}, []string{"reason"})
 	undoKeyFallbacks = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "synchook_undo_key_fallbacks_total", Help: "Times a vcluster plugin v2 answered Initialize without its undo key Secret (host unreachable, no access): it runs without a key until a background retry gets it.",

@@ -3,28 +3,39 @@
 // holds (Ring, Seal, Open), which of them a read may apply once the hook that wrote them is no
 // longer configured (Restorable), and the bounds (DefaultMaxBytes).
 //
+// # The one rule
+//
+// An undo is applied only if it is sealed and opens under synchook's key, bound to the object
+// it was written for — on reads (Rule.PlanRead), on an Update's own-undo step (Rule.PlanWrite)
+// and in cleanup (Rule.PlanCleanup); Apply is the one applier of what a plan admits. Anything
+// else in the Annotation (clear text, a value that does not open) is tenant data: never
+// applied (Plan.Reason says why).
+//
 // # Sealed format
 //
 // A sealed annotation value is
 //
-//	s1.<key ID>.<base64url, no padding: nonce (12 bytes) || AES-256-GCM ciphertext and tag>
+//	s2.<binding>.<key ID>.<base64url, no padding: nonce (12 bytes) || AES-256-GCM ciphertext and tag>
 //
-// The plaintext is the JSON of a Record: {"w":["<hook fingerprint>",...],"e":[<Entry>...]}. The additional
-// data is the object's identity (apiVersion, kind, namespace, name) and its side (physical or
-// virtual), so a sealed value copied to another object, another kind or the other cluster
-// never opens. Sealing is deterministic (a synthetic IV, as in RFC 5297's SIV mode): the nonce
-// is the first 12 bytes of HMAC-SHA256, under a second key, of the additional data and the
-// plaintext, so the same object and undo always give the same bytes and a reconcile that
-// changes nothing writes nothing. Each key of a Ring is 64 random bytes: 32 for AES-256-GCM,
-// 32 for the HMAC.
+// The plaintext is the JSON of a Record: {"w":["<hook fingerprint>",...],"e":[<Entry>...]}. The
+// additional data is the object's identity (apiVersion, kind, namespace, name), its side
+// (physical or virtual) and, as the binding letter says, its uid (u: where one exists), only
+// its name (n: a Create before the apiserver gives a uid; the next write seals with the uid)
+// or its generateName (g: a Create with no name yet; it opens only on an object whose name has
+// that prefix). So a sealed value copied to another object, another kind, the other cluster
+// or a re-created object of the same name never opens. Sealing is deterministic (a synthetic
+// IV, as in RFC 5297's SIV mode): the nonce is the first 12 bytes of HMAC-SHA256, under a
+// second key, of the additional data and the plaintext, so the same object and undo always
+// give the same bytes and a reconcile that changes nothing writes nothing. Each key of a Ring
+// is 64 random bytes: 32 for AES-256-GCM, 32 for the HMAC.
+//
+// Values of earlier builds, "s1.<key ID>.<...>", are bound to the name only: they open on the
+// physical side until the object's next write (which seals it s2), never on the virtual side,
+// where the tenant holds the objects.
 //
 // Entries carry an optional "op" for kinds of entry added later (array inserts and removes);
 // a reader that meets an op it does not know refuses the whole record (ErrMalformed), so an
 // older build never half-applies a newer undo.
-//
-// A value without the "s1." prefix is a clear-text undo (a JSON array of Entry), written by
-// releases before sealing and by synchook without a key; package engine decides when such a
-// value may be trusted.
 //
 // # Key ring text
 //
@@ -35,6 +46,7 @@
 //
 // Blank lines and lines starting with "#" are ignored. The last key seals; every key opens.
 //
-// The package does no I/O and knows nothing of hooks: package engine calls it, and
-// internal/undokey keeps a Ring in a Secret.
+// The package does no I/O and knows nothing of hooks: package engine records entries
+// (Entries, EntriesOf), seals them and asks it what to apply; internal/cleanup takes its
+// reasons; internal/undokey keeps a Ring in a Secret.
 package undo
