@@ -107,11 +107,10 @@ hooks:
 // The ratio that counts is ns/op of sdk-style over synchook, sequential and at 16 callers;
 // "server" measures the plugin's own work alone.
 //
-// synchook runs three ways: "synchook" is the bare engine (no undo, no limits, no metrics, no
-// logger); "synchook-undo" and "synchook-sealed" are the plugin as ServePluginV2 builds it
-// (undo on, the default concurrency limit, the metrics recorder as observer, an info-level
-// JSON logger), without a key (clear-text undo) and with one (sealed undo, as deployed). The
-// last two differ only by what sealing costs.
+// synchook runs two ways: "synchook" is the bare engine (no undo, no limits, no metrics, no
+// logger); "synchook-sealed" is the plugin as ServePluginV2 builds it (undo on and sealed, the
+// default concurrency limit, the metrics recorder as observer, an info-level JSON logger), as
+// deployed. (Undo without a key is gone: a hooked write without a key is refused.)
 func BenchmarkV2Mutate(b *testing.B) {
 	cfg, err := config.Parse([]byte(benchConfig))
 	if err != nil {
@@ -160,7 +159,6 @@ func BenchmarkV2Mutate(b *testing.B) {
 	}{
 		{"sdk-style", sdkStyle{}, bridgev2.ServeOptions{DefaultServer: true}},
 		{"synchook", bare(), bridgev2.ServeOptions{}},
-		{"synchook-undo", deployed(nil), bridgev2.ServeOptions{MaxMessageBytes: webhook.DefaultMaxRequestBytes}},
 		{"synchook-sealed", deployed(undo.NewKeeper(ring)), bridgev2.ServeOptions{MaxMessageBytes: webhook.DefaultMaxRequestBytes}},
 	} {
 		client := connect(b, p.srv, p.serve)
