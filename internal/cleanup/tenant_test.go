@@ -278,6 +278,97 @@ func TestCleanupOfTenantAndRefusedUndos(t *testing.T) {
 		}
 	})
 
+	t.Run("the fallback after a refusal", func(t *testing.T) {
+		badRequest := apierrors.NewBadRequest("cannot decode")
+		invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "x", nil)
+		for i, tc := range []struct {
+			name string
+			// update answers the n-th Update (from 1) of the object "a", or passes it on (nil).
+			update                               func(ctx context.Context, cl client.WithWatch, obj client.Object, n int) error
+			wantRefused, wantFailed, wantUpdates int
+			want                                 string
+		}{
+			{
+				name: "a BadRequest is a refusal too",
+				update: func(_ context.Context, _ client.WithWatch, _ client.Object, n int) error {
+					if n == 1 {
+						return badRequest
+					}
+					return nil
+				},
+				wantRefused: 1, wantUpdates: 2, want: "refused 1/2 v1/ConfigMap vc-fallback-0/a: the apiserver refused the restored object: BadRequest (400)",
+			},
+			{
+				name: "a conflict during the fallback reads the object again",
+				update: func(ctx context.Context, cl client.WithWatch, obj client.Object, n int) error {
+					switch n {
+					case 1:
+						return invalid
+					case 2: // someone else writes the object between the fallback's read and update
+						cm := &unstructured.Unstructured{}
+						cm.SetGroupVersionKind(configMapGVK)
+						if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), cm); err != nil {
+							return err
+						}
+						cm.SetLabels(with(cm.GetLabels(), "meanwhile", "yes"))
+						return cl.Update(ctx, cm)
+					}
+					return nil
+				},
+				wantRefused: 1, wantUpdates: 3, want: "refused 1/2 v1/ConfigMap vc-fallback-1/a",
+			},
+			{
+				name: "a fallback refused too fails the object and the run goes on",
+				update: func(context.Context, client.WithWatch, client.Object, int) error {
+					return invalid
+				},
+				wantFailed: 1, wantUpdates: 2, want: "FAILED 1/2 v1/ConfigMap vc-fallback-2/a: the apiserver refused the restored object (Invalid (422)), and removing only synchook's annotations: update: Invalid (422)",
+			},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				ns := fmt.Sprintf("vc-fallback-%d", i)
+				createNamespace(t, c, ns)
+				for _, name := range []string{"a", "b"} {
+					create(t, c, configMap(t, ns, name, with(syncerLabels, "x", "hooked"), with(syncerAnnotations,
+						engine.UndoAnnotation, sealed(t, ring, "ConfigMap", ns, name, undo.Entry{Path: "/metadata/labels/x", Hooked: raw("hooked"), Original: raw("original")}))))
+				}
+				updates := 0
+				cl := interceptor.NewClient(mustWithWatch(t, env.Config), interceptor.Funcs{
+					Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+						if obj.GetName() == "a" {
+							updates++
+							if err := tc.update(ctx, cl, obj, updates); err != nil {
+								return err
+							}
+						}
+						return cl.Update(ctx, obj, opts...)
+					},
+				})
+				var progress bytes.Buffer
+				sum, err := cleanup.Run(t.Context(), cleanup.Options{Client: cl, Namespace: ns, Kinds: []schema.GroupVersionKind{configMapGVK}, Ring: ring, Progress: &progress})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sum.Refused != tc.wantRefused || sum.Failed != tc.wantFailed || sum.Cleaned != 2-tc.wantFailed || updates != tc.wantUpdates {
+					t.Errorf("summary %+v after %d updates of a, want %d refused, %d failed, %d cleaned after %d:\n%s",
+						sum, updates, tc.wantRefused, tc.wantFailed, 2-tc.wantFailed, tc.wantUpdates, progress.String())
+				}
+				if !strings.Contains(progress.String(), tc.want) || !strings.Contains(progress.String(), "cleaned 2/2 v1/ConfigMap "+ns+"/b") {
+					t.Errorf("progress lacks %q or b cleaned:\n%s", tc.want, progress.String())
+				}
+				objs := objects(t, c, ns)
+				if got := objs["ConfigMap/b"].GetLabels()["x"]; got != "original" {
+					t.Errorf("b's label x=%q, want its undo applied", got)
+				}
+				a := objs["ConfigMap/a"]
+				_, hasUndo := a.GetAnnotations()[engine.UndoAnnotation]
+				if hasUndo != (tc.wantFailed > 0) || a.GetLabels()["x"] != "hooked" {
+					t.Errorf("a: undo annotation %v, label x=%q; want the undo gone unless it failed, the hook's label kept", hasUndo, a.GetLabels()["x"])
+				}
+			})
+		}
+	})
+
 	t.Run("exit codes", func(t *testing.T) {
 		unreachable := filepath.Join(dir, "unreachable")
 		if err := os.WriteFile(unreachable, fmt.Appendf(nil, `apiVersion: v1
