@@ -181,7 +181,11 @@ func (p *Plugin) cleanup(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "No synchook.io/* annotation is left on these kinds. The key Secret %s/%s can be deleted once no vcluster in %s uses synchook any more (kubectl -n %s delete secret %s).\n",
 			o.namespace, o.keySecret, o.namespace, o.namespace, o.keySecret)
 	}
-	if sum.Left() {
+	switch {
+	case sum.Left() && o.dryRun:
+		fmt.Fprintln(stderr, "synchook cleanup: dry run: a run would leave some changes of the hooks (undos not applied, entries unrestored: see above)")
+		return exitLeft
+	case sum.Left():
 		fmt.Fprintln(stderr, "synchook cleanup: done, but some changes of the hooks were left (undos not applied, entries unrestored or objects refused: see above)")
 		return exitLeft
 	}
@@ -197,7 +201,8 @@ func (e *keyFileError) Unwrap() error { return e.err }
 // cleanupKey returns the ring that opens sealed undos (nil: none), the kinds the key Secret
 // lists and whether it exists. Without --undo-key-file the Secret must be readable or absent:
 // a run that could not read an existing key would throw the undos away. With it, the Secret
-// is read for its kinds only, and a failure to is a warning.
+// is read for its kinds only, and a failure to is a warning. Errors: a *keyFileError when
+// --undo-key-file cannot be loaded (a usage error), else the Secret's.
 func cleanupKey(ctx context.Context, c client.Client, o *cleanupOptions, stderr io.Writer) (*undo.Ring, []undo.Kind, bool, error) {
 	var fileRing *undo.Ring
 	if o.keyFile != "" {
