@@ -39,12 +39,30 @@ that are gone:
 
   kubectl -n <namespace> scale statefulset <vcluster release> --replicas 0
 
-Sealed undos open with the undo key: --undo-key-file, else the key Secret (--key-secret) in
-the namespace. Without a key they are reported as not restorable and their annotations are
-removed all the same. Progress and what could not be restored go to stderr, the summary to
-stdout; nothing printed holds object data or annotation values.
+Only a sealed undo that opens with the undo key (--undo-key-file, else the key Secret
+--key-secret in the namespace) is applied. Anything else on an object is listed as "undo not
+applied (<reason>)" and never applied: a clear-text undo (clear_text: a tenant may have
+written it; the syncer copies tenant annotations to the host), one that does not open
+(unauthentic), no key (no_key), malformed, …; its hooks' changes stay and its annotations are
+removed all the same. When the apiserver refuses a restored object as invalid (e.g. a label
+value it does not accept), the object is listed as "refused" with the API reason and field
+paths, only its synchook.io/* annotations are removed, and the run goes on.
 
-Exit status: 0 all objects cleaned or clean, 1 an object or a kind failed, 2 usage error.
+Progress and what was left go to stderr, the summary line to stdout (objects seen, cleaned,
+undos applied, entries left unrestored, undos not applied, objects refused, unchanged,
+failed). Nothing printed holds object data or annotation values; undo paths and API field
+paths are printed quoted, with control characters escaped.
+
+Exit status:
+  0  done: every undo applied, nothing left as the hooks wrote it, no synchook.io/* annotation left
+  1  done, but something was left: an undo not applied, an entry left unrestored, or an object
+     refused (only its annotations removed); see the lines above. No synchook.io/* annotation
+     is left, and running it again changes nothing.
+  2  usage or configuration error (flags, kubeconfig, --undo-key-file); nothing was done
+  3  not finished: interrupted, the key Secret could not be read, a kind could not be listed or
+     an object could not be written; some objects still carry synchook.io/* annotations. Run
+     it again once the cause is fixed.
+A dry run exits as the run would (except that it cannot know what the apiserver refuses).
 
 Flags:
 `
@@ -70,9 +88,21 @@ func cleanupFlags() (*flag.FlagSet, *cleanupOptions) {
 	return fs, o
 }
 
+// Exit codes of `synchook cleanup` besides exitOK and exitUsage (cleanupHelp explains them).
+const (
+	// exitLeft: the run finished (no synchook.io/* annotation left) but some change of the
+	// hooks stays: an undo not applied, an entry unrestored, an object refused.
+	exitLeft = exitFailed
+	// exitUnfinished: the run could not finish: some objects still carry synchook.io/*
+	// annotations (interrupted, key Secret unreadable, a List or an object's Update failed).
+	exitUnfinished = 3
+)
+
 // cleanup is `synchook cleanup`: flags → the host client, the key and the kinds →
-// cleanup.Run. Exit 0: every object cleaned or clean; 1: an object or a kind failed, or the
-// client or key could not be had; 2: bad flags.
+// cleanup.Run. Exit exitOK: everything restored and cleaned; exitLeft: cleaned, but something
+// was left (cleanup.Summary.Left); exitUsage: bad flags, kubeconfig or key file;
+// exitUnfinished: something could not be cleaned (interrupted, the key Secret unreadable, a
+// kind or an object failed).
 func (p *Plugin) cleanup(args []string, stdout, stderr io.Writer) int {
 	fs, o := cleanupFlags()
 	fs.SetOutput(stderr)
@@ -104,15 +134,19 @@ func (p *Plugin) cleanup(args []string, stdout, stderr io.Writer) int {
 
 	cfg, err := p.hostConfig(o.kubeconfig)
 	if err != nil {
-		return fail(exitFailed, "kubeconfig: %v", err)
+		return fail(exitUsage, "kubeconfig: %v", err)
 	}
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
-		return fail(exitFailed, "client of the host cluster: %v", err)
+		return fail(exitUsage, "client of the host cluster: %v", err)
 	}
 	ring, sealed, secretFound, err := cleanupKey(ctx, c, o, stderr)
-	if err != nil {
-		return fail(exitFailed, "%v", err)
+	var keyFileErr *keyFileError
+	switch {
+	case errors.As(err, &keyFileErr):
+		return fail(exitUsage, "%v", err)
+	case err != nil:
+		return fail(exitUnfinished, "%v; nothing was cleaned", err)
 	}
 	if kinds == nil {
 		kinds = cleanup.Kinds(sealed)
@@ -139,27 +173,42 @@ func (p *Plugin) cleanup(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, cleanup.ErrOptions):
 		return fail(exitUsage, "%v", err)
 	case err != nil:
-		return fail(exitFailed, "stopped: %v (run it again to clean the rest)", err)
+		return fail(exitUnfinished, "stopped: %v (run it again to clean the rest)", err)
 	case !sum.OK():
-		return fail(exitFailed, "some objects or kinds failed (see above); run it again once their cause is fixed")
+		return fail(exitUnfinished, "some objects or kinds failed (see above): they still carry synchook.io/* annotations; run it again once their cause is fixed")
 	}
 	if !o.dryRun && secretFound {
 		fmt.Fprintf(stdout, "No synchook.io/* annotation is left on these kinds. The key Secret %s/%s can be deleted once no vcluster in %s uses synchook any more (kubectl -n %s delete secret %s).\n",
 			o.namespace, o.keySecret, o.namespace, o.namespace, o.keySecret)
 	}
+	switch {
+	case sum.Left() && o.dryRun:
+		fmt.Fprintln(stderr, "synchook cleanup: dry run: a run would leave some changes of the hooks (undos not applied, entries unrestored: see above)")
+		return exitLeft
+	case sum.Left():
+		fmt.Fprintln(stderr, "synchook cleanup: done, but some changes of the hooks were left (undos not applied, entries unrestored or objects refused: see above)")
+		return exitLeft
+	}
 	return exitOK
 }
+
+// keyFileError is cleanupKey's error when --undo-key-file cannot be loaded: a usage error.
+type keyFileError struct{ err error }
+
+func (e *keyFileError) Error() string { return "--undo-key-file: " + e.err.Error() }
+func (e *keyFileError) Unwrap() error { return e.err }
 
 // cleanupKey returns the ring that opens sealed undos (nil: none), the kinds the key Secret
 // lists and whether it exists. Without --undo-key-file the Secret must be readable or absent:
 // a run that could not read an existing key would throw the undos away. With it, the Secret
-// is read for its kinds only, and a failure to is a warning.
+// is read for its kinds only, and a failure to is a warning. Errors: a *keyFileError when
+// --undo-key-file cannot be loaded (a usage error), else the Secret's.
 func cleanupKey(ctx context.Context, c client.Client, o *cleanupOptions, stderr io.Writer) (*undo.Ring, []undo.Kind, bool, error) {
 	var fileRing *undo.Ring
 	if o.keyFile != "" {
 		var err error
 		if fileRing, err = undokey.LoadFile(o.keyFile); err != nil {
-			return nil, nil, false, err
+			return nil, nil, false, &keyFileError{err}
 		}
 	}
 	ring, kinds, err := undokey.Read(ctx, c, o.namespace, o.keySecret)

@@ -6,6 +6,7 @@ package vcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -94,8 +95,9 @@ func buildGoHook(repo, value, version string) (string, error) {
 }
 
 // runCleanup runs the synchook binary's cleanup against the host namespace with args and
-// returns its stdout and stderr (where it lists every object).
-func runCleanup(tb testing.TB, cl *clusters, args ...string) (stdout, stderr string) {
+// returns its stdout, its stderr (where it lists every object) and its exit code: 0 (all
+// restored) or 1 (done, something left); any other code fails tb.
+func runCleanup(tb testing.TB, cl *clusters, args ...string) (stdout, stderr string, code int) {
 	tb.Helper()
 	kubeconfig := filepath.Join(tb.TempDir(), "host.conf")
 	if err := os.WriteFile(kubeconfig, cl.host.kubeconfig, 0o600); err != nil {
@@ -108,10 +110,14 @@ func runCleanup(tb testing.TB, cl *clusters, args ...string) (stdout, stderr str
 	start := time.Now()
 	err := cmd.Run()
 	tb.Logf("synchook cleanup %s (%s, %v):\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), err, o.String(), e.String())
-	if err != nil {
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
+		return o.String(), e.String(), 1
+	case err != nil:
 		tb.Fatalf("synchook cleanup %s failed: %v", strings.Join(args, " "), err)
 	}
-	return o.String(), e.String()
+	return o.String(), e.String(), 0
 }
 
 // cleanupLines returns the lines cleanup printed for the object named name: the line that
@@ -198,7 +204,10 @@ func TestDay2PolicyRemoved(t *testing.T) {
 	if err != nil || before == nil {
 		t.Fatalf("host pod: %v", err)
 	}
-	_, errOut := runCleanup(t, cl, "--dry-run")
+	_, errOut, code := runCleanup(t, cl, "--dry-run")
+	if code != 1 {
+		t.Errorf("cleanup --dry-run exited %d, want 1 (entries left unrestored)", code)
+	}
 	lines := cleanupLines(errOut, hostName)
 	for _, want := range []string{"would clean", "not restorable", "/spec/tolerations", "/spec/nodeSelector"} {
 		if !strings.Contains(lines, want) {
@@ -279,7 +288,7 @@ func TestDay2GoHookUpgraded(t *testing.T) {
 	// is no tenant's), so cleanup, with the syncer stopped, takes it off and restores nothing
 	// else; the tenant's labels stay.
 	s.stop()
-	_, errOut := runCleanup(t, cl)
+	_, errOut, _ := runCleanup(t, cl)
 	lines := cleanupLines(errOut, hp.GetName())
 	if !strings.Contains(lines, "cleaned") || strings.Contains(lines, "not restorable") || strings.Contains(lines, "not applied") {
 		t.Errorf("cleanup's lines for the host pod %s, want it cleaned and nothing left:\n%s", hp.GetName(), lines)

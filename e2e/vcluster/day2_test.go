@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -752,7 +753,12 @@ func TestDay2RemovedHookAndUninstall(t *testing.T) {
 		start := time.Now()
 		out, errOut, err := run()
 		t.Logf("synchook cleanup (%s, %v):\nstdout:\n%s\nstderr:\n%s", time.Since(start).Round(time.Millisecond), err, out, errOut)
-		if err != nil {
+		// Exit 1: done, with db's toleration and nodeSelector entry left unrestored.
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			t.Errorf("synchook cleanup exited 0, want 1: it leaves db's toleration and nodeSelector entry")
+		case !errors.As(err, &exit) || exit.ExitCode() != 1:
 			t.Fatalf("synchook cleanup failed: %v", err)
 		}
 		// db's undo, sealed by [team-label, pool-scheduling], holds the label (restored) and
@@ -793,7 +799,7 @@ func TestDay2RemovedHookAndUninstall(t *testing.T) {
 		}
 		again, _, err := run()
 		if err != nil {
-			t.Errorf("a second cleanup failed: %v", err)
+			t.Errorf("a second cleanup failed (want exit 0: nothing left to do): %v", err)
 		}
 		t.Logf("a second cleanup: %s", strings.TrimSpace(again))
 

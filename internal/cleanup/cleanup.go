@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -89,19 +92,33 @@ func (o *Options) validate() error {
 
 // Summary counts what Run did.
 type Summary struct {
-	// DryRun is Options.DryRun: Cleaned counts the objects a run would write.
+	// DryRun is Options.DryRun: the counts are what a run would do (the apiserver is not
+	// asked, so Refused stays 0).
 	DryRun bool
-	// Scanned is the number of objects listed.
+	// Scanned is the number of objects listed (seen).
 	Scanned int
-	// Cleaned is the number of objects written back without synchook.io/* annotations.
+	// Cleaned is the number of objects written back without synchook.io/* annotations,
+	// Refused included.
 	Cleaned int
 	// Unchanged is the number of objects that needed no write: no synchook.io/* annotation
 	// (any more), or deleted meanwhile.
 	Unchanged int
-	// FieldsLeft is the number of Cleaned objects on which some change of the hooks stays: an
-	// Unrestored path, or an undo not applied (Dropped).
-	FieldsLeft int
-	// Failed is the number of objects that could not be cleaned.
+	// UndosApplied is the number of Cleaned objects whose undo was applied (as far as an
+	// update may change the object back: see Unrestored).
+	UndosApplied int
+	// Unrestored is the number of undo entries left as the hooks wrote them, on all objects:
+	// the JSON Pointers an update cannot change back (a Pod's tolerations, …).
+	Unrestored int
+	// NotApplied is the number of undos not applied at all: clear text (a tenant may have
+	// written it), one that does not open with the key, no key, malformed, … (the reasons of
+	// engine.Registry.Cleanup's Dropped). Their hooks' changes stay.
+	NotApplied int
+	// Refused is the number of objects whose restored version the apiserver refused as invalid
+	// (422 Invalid, 400 BadRequest): Run wrote them again with only their synchook.io/*
+	// annotations removed, so their undo was not applied and the hooks' changes stay.
+	Refused int
+	// Failed is the number of objects that could not be cleaned: they still carry their
+	// synchook.io/* annotations.
 	Failed int
 	// KindsFailed is the number of kinds whose List failed: their objects were not scanned.
 	KindsFailed int
@@ -109,29 +126,48 @@ type Summary struct {
 	KindsSkipped int
 }
 
-// OK reports whether every object of every served kind was cleaned or needed no write.
+// OK reports whether every object of every served kind was cleaned or needed no write: no
+// synchook.io/* annotation is left on them.
 func (s Summary) OK() bool { return s.Failed == 0 && s.KindsFailed == 0 }
 
-// String returns the one-line summary: "12 objects scanned: 5 cleaned (2 with fields left),
+// Left reports whether some change of the hooks stays on a cleaned object: an entry left
+// unrestored, an undo not applied, or an object whose restored version was refused.
+func (s Summary) Left() bool { return s.Unrestored > 0 || s.NotApplied > 0 || s.Refused > 0 }
+
+// String returns the one-line summary: "12 objects seen: 5 cleaned, 2 undos applied, 1 entry
+// left unrestored, 2 undos not applied, 1 object refused (annotations removed only),
 // 7 unchanged, 0 failed", with the failed and skipped kinds when there are any ("to clean"
 // and a note in a dry run).
 func (s Summary) String() string {
-	cleaned := "cleaned"
+	cleaned, applied := "cleaned", "applied"
 	if s.DryRun {
-		cleaned = "to clean"
+		cleaned, applied = "to clean", "to apply"
 	}
-	out := fmt.Sprintf("%d objects scanned: %d %s (%d with fields left), %d unchanged, %d failed",
-		s.Scanned, s.Cleaned, cleaned, s.FieldsLeft, s.Unchanged, s.Failed)
+	out := fmt.Sprintf("%s seen: %d %s, %s %s, %s left unrestored, %s not applied, %s refused (annotations removed only), %d unchanged, %d failed",
+		count(s.Scanned, "object"), s.Cleaned, cleaned, count(s.UndosApplied, "undo"), applied,
+		count(s.Unrestored, "entry"), count(s.NotApplied, "undo"), count(s.Refused, "object"), s.Unchanged, s.Failed)
 	if s.KindsFailed > 0 {
-		out += fmt.Sprintf("; %d kinds could not be listed", s.KindsFailed)
+		out += fmt.Sprintf("; %s could not be listed", count(s.KindsFailed, "kind"))
 	}
 	if s.KindsSkipped > 0 {
-		out += fmt.Sprintf("; %d kinds not served by the cluster", s.KindsSkipped)
+		out += fmt.Sprintf("; %s not served by the cluster", count(s.KindsSkipped, "kind"))
 	}
 	if s.DryRun {
 		out += " (dry run: nothing written)"
 	}
 	return out
+}
+
+// count returns "1 entry", "2 entries", "0 objects".
+func count(n int, noun string) string {
+	switch {
+	case n == 1:
+		return "1 " + noun
+	case strings.HasSuffix(noun, "y"):
+		return fmt.Sprintf("%d %sies", n, noun[:len(noun)-1])
+	default:
+		return fmt.Sprintf("%d %ss", n, noun)
+	}
 }
 
 // DefaultKinds returns the kinds a vcluster syncer writes to its host namespace in every
@@ -277,11 +313,16 @@ func hasReserved(obj *unstructured.Unstructured) bool {
 	return false
 }
 
-// clean cleans obj, the n-th of total, and counts and reports the outcome.
+// clean cleans obj, the n-th of total, and counts and reports the outcome. Every string of
+// the report that comes from the object's annotations (its undo's JSON Pointers) is quoted
+// (quote), and names are quoted unless they are plain (plainName): a tenant's text never
+// starts a report line or writes a control character to the terminal.
 func (r *runner) clean(ctx context.Context, obj *unstructured.Unstructured, n, total int) {
 	gvk := obj.GroupVersionKind()
-	what := fmt.Sprintf("%d/%d %s %s/%s", n, total, KindString(gvk), obj.GetNamespace(), obj.GetName())
-	res, err := r.cleanObject(ctx, obj)
+	what := fmt.Sprintf("%d/%d %s %s/%s", n, total, KindString(gvk), plainName(obj.GetNamespace()), plainName(obj.GetName()))
+	hadUndo := hasUndo(obj)
+	out, err := r.cleanObject(ctx, obj)
+	res := out.CleanupResult
 	switch {
 	case errors.Is(err, errGone):
 		r.sum.Unchanged++
@@ -291,70 +332,144 @@ func (r *runner) clean(ctx context.Context, obj *unstructured.Unstructured, n, t
 		r.sum.Failed++
 		r.printf("FAILED %s: %s", what, describeError(err))
 		return
+	case out.refused != nil:
+		r.sum.Cleaned++
+		r.sum.Refused++
+		r.printf("refused %s: the apiserver refused the restored object: %s", what, describeError(out.refused))
+		r.printf("  undo not applied (refused): only synchook's annotations were removed; the hooks' changes stay")
 	case res.Object == nil:
 		r.sum.Unchanged++
 		r.printf("already clean %s", what)
 		return
-	}
-	r.sum.Cleaned++
-	if r.opts.DryRun {
+	case r.opts.DryRun:
+		r.sum.Cleaned++
 		r.printf("would clean %s", what)
-	} else {
+	default:
+		r.sum.Cleaned++
 		r.printf("cleaned %s", what)
 	}
-	if len(res.Unrestored) > 0 || res.Dropped != "" {
-		r.sum.FieldsLeft++
+	if hadUndo && res.Dropped == "" && out.refused == nil {
+		r.sum.UndosApplied++
 	}
 	if res.Dropped != "" {
-		r.printf("  undo not applied (%s): %s; the hooks' changes stay", res.Dropped, droppedText(res.Dropped))
+		r.sum.NotApplied++
+		r.printf("  undo not applied (%s): %s; the hooks' changes stay", quoteIfOdd(res.Dropped), droppedText(res.Dropped))
 	}
+	r.sum.Unrestored += len(res.Unrestored)
 	for _, p := range res.Unrestored {
-		r.printf("  not restorable (an update cannot change it back): %s", p)
+		r.printf("  not restorable (an update cannot change it back): %s", quote(p))
 	}
+}
+
+// hasUndo reports whether obj carries an engine.UndoAnnotation.
+func hasUndo(obj *unstructured.Unstructured) bool {
+	_, ok := obj.GetAnnotations()[engine.UndoAnnotation]
+	return ok
 }
 
 // errGone says the object was deleted while Run worked on it.
 var errGone = errors.New("object deleted meanwhile")
 
+// outcome is what cleanObject did to one object.
+type outcome struct {
+	engine.CleanupResult
+	// refused is the apiserver's answer to the restored object when it refused it as invalid
+	// (refusedAsInvalid) and only the synchook.io/* annotations were removed instead; nil
+	// otherwise.
+	refused error
+}
+
 // cleanObject computes obj's cleanup and, unless DryRun, writes it by Update with obj's
 // resourceVersion; on a Conflict it reads the object again and starts over, up to Attempts
-// Updates. The result's Object is nil when there was nothing to write.
-func (r *runner) cleanObject(ctx context.Context, obj *unstructured.Unstructured) (engine.CleanupResult, error) {
+// Updates. When the apiserver refuses the restored object as invalid (a value of the undo it
+// does not accept), it removes only the synchook.io/* annotations from the object read again
+// (dropReserved) and says so in the outcome. The result's Object is nil when there was nothing
+// to write.
+func (r *runner) cleanObject(ctx context.Context, obj *unstructured.Unstructured) (outcome, error) {
 	gvk := obj.GroupVersionKind()
 	for attempt := 1; ; attempt++ {
 		raw, err := obj.MarshalJSON()
 		if err != nil {
-			return engine.CleanupResult{}, fmt.Errorf("encode: %w", err)
+			return outcome{}, fmt.Errorf("encode: %w", err)
 		}
 		res, err := r.reg.Cleanup(ctx, gvk, undo.Physical, raw)
 		if err != nil || res.Object == nil || r.opts.DryRun {
-			return res, err
+			return outcome{CleanupResult: res}, err
 		}
 		out := &unstructured.Unstructured{}
 		if err := out.UnmarshalJSON(res.Object); err != nil {
-			return engine.CleanupResult{}, fmt.Errorf("decode the cleaned object: %w", err)
+			return outcome{}, fmt.Errorf("decode the cleaned object: %w", err)
 		}
 		out.SetResourceVersion(obj.GetResourceVersion()) // optimistic concurrency, always
 		err = r.opts.Client.Update(ctx, out)
 		switch {
 		case err == nil:
-			return res, nil
+			return outcome{CleanupResult: res}, nil
 		case apierrors.IsNotFound(err):
-			return engine.CleanupResult{}, errGone
+			return outcome{}, errGone
+		case refusedAsInvalid(err):
+			if dropErr := r.dropReserved(ctx, gvk, client.ObjectKeyFromObject(obj), err); dropErr != nil {
+				return outcome{}, dropErr
+			}
+			return outcome{CleanupResult: res, refused: err}, nil
 		case !apierrors.IsConflict(err):
-			return engine.CleanupResult{}, fmt.Errorf("update: %w", err)
+			return outcome{}, fmt.Errorf("update: %w", err)
 		case attempt >= r.opts.Attempts:
-			return engine.CleanupResult{}, fmt.Errorf("update: still a conflict after %d attempts: %w", attempt, err)
+			return outcome{}, fmt.Errorf("update: still a conflict after %d attempts: %w", attempt, err)
 		}
-		fresh := &unstructured.Unstructured{}
-		fresh.SetGroupVersionKind(gvk)
-		if err := r.opts.Client.Get(ctx, client.ObjectKeyFromObject(obj), fresh); apierrors.IsNotFound(err) {
-			return engine.CleanupResult{}, errGone
-		} else if err != nil {
-			return engine.CleanupResult{}, fmt.Errorf("read again after a conflict: %w", err)
+		if obj, err = r.get(ctx, gvk, client.ObjectKeyFromObject(obj)); err != nil {
+			return outcome{}, fmt.Errorf("read again after a conflict: %w", err)
 		}
-		obj = fresh
 	}
+}
+
+// refusedAsInvalid reports whether err is the apiserver refusing an object's content: 422
+// Invalid (a label value, an immutable field, …) or 400 BadRequest (a value it cannot decode).
+// Writing the same content again would be refused again, on every run.
+func refusedAsInvalid(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
+}
+
+// dropReserved is the fallback when the apiserver refused the restored object (refusal): it
+// reads the object again and writes it back with only its synchook.io/* annotations removed,
+// with the resourceVersion it read; on a Conflict it reads it again, up to Attempts Updates.
+// The hooks' changes stay. errGone when the object was deleted meanwhile.
+func (r *runner) dropReserved(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey, refusal error) error {
+	for attempt := 1; ; attempt++ {
+		obj, err := r.get(ctx, gvk, key)
+		if err != nil {
+			return fmt.Errorf("read again after the apiserver refused the restored object (%s): %w", describeError(refusal), err)
+		}
+		annotations := obj.GetAnnotations()
+		n := len(annotations)
+		maps.DeleteFunc(annotations, func(k, _ string) bool { return strings.HasPrefix(k, engine.ReservedPrefix) })
+		if len(annotations) == n {
+			return nil // someone else removed them meanwhile
+		}
+		obj.SetAnnotations(annotations)
+		err = r.opts.Client.Update(ctx, obj)
+		switch {
+		case err == nil:
+			return nil
+		case apierrors.IsNotFound(err):
+			return errGone
+		case !apierrors.IsConflict(err):
+			return fmt.Errorf("the apiserver refused the restored object (%s), and removing only synchook's annotations: update: %w", describeError(refusal), err)
+		case attempt >= r.opts.Attempts:
+			return fmt.Errorf("the apiserver refused the restored object (%s), and removing only synchook's annotations: update: still a conflict after %d attempts: %w", describeError(refusal), attempt, err)
+		}
+	}
+}
+
+// get reads the object key of kind gvk; errGone when it does not exist.
+func (r *runner) get(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	err := r.opts.Client.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		return nil, errGone
+	}
+	return obj, err
 }
 
 // droppedText explains a reason of engine.Registry.Cleanup's Dropped.
@@ -379,23 +494,25 @@ func droppedText(reason string) string {
 
 // describeError returns err for the report without object data: for an API error only its
 // reason, code and the field paths and types of its causes (an apiserver message may quote
-// field values, e.g. a Pod update's spec diff); other errors as they are.
+// field values, e.g. a Pod update's spec diff), each field path quoted (it may hold a map key
+// the tenant chose: "data[key]"); other errors as they are, with control characters escaped
+// (escapeControls).
 func describeError(err error) string {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
-		return err.Error()
+		return escapeControls(err.Error())
 	}
 	st := status.Status()
 	reason := string(st.Reason)
 	if reason == "" {
 		reason = "error"
 	}
-	out := fmt.Sprintf("%s (%d)", reason, st.Code)
+	out := fmt.Sprintf("%s (%d)", quoteIfOdd(reason), st.Code)
 	if st.Details != nil {
 		var causes []string
 		for _, c := range st.Details.Causes {
 			if c.Field != "" {
-				causes = append(causes, c.Field+": "+string(c.Type))
+				causes = append(causes, quote(c.Field)+": "+quoteIfOdd(string(c.Type)))
 			}
 		}
 		if len(causes) > 0 {
@@ -405,8 +522,48 @@ func describeError(err error) string {
 	// Keep the context Run wrapped around the API error ("update: …"), not the error's text.
 	if statusErr, ok := status.(error); ok {
 		if prefix, _, found := strings.Cut(err.Error(), ": "+statusErr.Error()); found {
-			out = prefix + ": " + out
+			out = escapeControls(prefix) + ": " + out
 		}
 	}
 	return out
+}
+
+// quote returns s, a string from an object (an undo's JSON Pointer, a field path), quoted for
+// the report in Go syntax with every byte outside printable ASCII escaped: a newline, an ANSI
+// escape sequence or a bidi control in it can neither start a report line nor act on the
+// terminal.
+func quote(s string) string { return strconv.QuoteToASCII(s) }
+
+// plainName returns name as it is when it holds only the characters of a Kubernetes name
+// (letters, digits, '-', '.', '_', ':'), else quoted (quote).
+func plainName(name string) string {
+	if name == "" || strings.IndexFunc(name, func(c rune) bool {
+		return !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == ':')
+	}) >= 0 {
+		return quote(name)
+	}
+	return name
+}
+
+// quoteIfOdd returns s (a reason or type name) as it is when plainName would, else quoted.
+func quoteIfOdd(s string) string { return plainName(s) }
+
+// escapeControls returns s, an error text, with every control character, every other
+// non-printable rune (strconv.IsPrint) and every invalid byte escaped as strconv.Quote writes
+// them (\n, \x1b, \u202e, \xff), and the rest as it is.
+func escapeControls(s string) string {
+	var b strings.Builder
+	for i, c := range s {
+		if _, size := utf8.DecodeRuneInString(s[i:]); c == utf8.RuneError && size == 1 {
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+			continue
+		}
+		if strconv.IsPrint(c) {
+			b.WriteRune(c)
+			continue
+		}
+		q := strconv.QuoteRuneToASCII(c)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }

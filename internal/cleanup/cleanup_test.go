@@ -241,8 +241,8 @@ func TestCleanupOnARealAPIServer(t *testing.T) {
 	t.Run("a dry run reports and writes nothing", func(t *testing.T) {
 		code, out := runCLI(t, "--kubeconfig", kubeconfig, "--namespace", ns, "--dry-run")
 		output.WriteString(out)
-		if code != 0 {
-			t.Fatalf("exit %d:\n%s", code, out)
+		if code != 1 { // as the run: some changes are left
+			t.Fatalf("exit %d, want 1:\n%s", code, out)
 		}
 		for _, want := range []string{"would clean", "v1/Pod vc-host/web", "v1/Secret vc-host/db", "5 to clean"} {
 			if !strings.Contains(out, want) {
@@ -263,7 +263,7 @@ func TestCleanupOnARealAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := cleanup.Summary{Scanned: len(before), Cleaned: 5, Unchanged: len(before) - 5, FieldsLeft: 3}
+		want := cleanup.Summary{Scanned: len(before), Cleaned: 5, Unchanged: len(before) - 5, UndosApplied: 2, Unrestored: 1, NotApplied: 2}
 		if sum != want {
 			t.Errorf("summary %+v, want %+v", sum, want)
 		}
@@ -283,8 +283,8 @@ func TestCleanupOnARealAPIServer(t *testing.T) {
 			t.Errorf("web's toleration was removed, but an update cannot do that: %v", pod.Spec.Tolerations)
 		}
 		for _, line := range []string{
-			"not restorable (an update cannot change it back): /spec/tolerations",
-			"undo not applied (malformed)",
+			`not restorable (an update cannot change it back): "/spec/tolerations`,
+			"undo not applied (clear_text)",
 			"undo not applied (unauthentic)",
 		} {
 			if !strings.Contains(progress.String(), line) {
@@ -397,10 +397,10 @@ func testWithoutKey(t *testing.T, env *envtest.Environment) {
 		t.Fatal(err)
 	}
 	code, out := runCLI(t, "--kubeconfig", kubeconfig, "--namespace", ns, "--kinds", "v1/Pod")
-	if code != 0 {
-		t.Fatalf("exit %d:\n%s", code, out)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (an undo not applied):\n%s", code, out)
 	}
-	for _, want := range []string{"no undo key", "undo not applied (no_key)", "1 cleaned (1 with fields left)"} {
+	for _, want := range []string{"no undo key", "undo not applied (no_key)", "1 cleaned, 0 undos applied, 0 entries left unrestored, 1 undo not applied"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
