@@ -43,7 +43,7 @@ type Options struct {
 	// Kinds are the kinds whose objects are cleaned, in this order (required; Kinds gives the
 	// usual list). A kind the cluster does not serve is skipped with a line on Progress.
 	Kinds []schema.GroupVersionKind
-	// Ring opens sealed undos. Nil: none opens (reason engine.UndoNoKey), the hooks' changes
+	// Ring opens sealed undos. Nil: none opens (reason undo.ReasonNoKey), the hooks' changes
 	// under them stay, and the annotations are removed all the same.
 	Ring *undo.Ring
 	// DryRun computes and reports what a run would write, and writes nothing.
@@ -475,17 +475,17 @@ func (r *runner) get(ctx context.Context, gvk schema.GroupVersionKind, key clien
 // droppedText explains a reason of engine.Registry.Cleanup's Dropped.
 func droppedText(reason string) string {
 	switch reason {
-	case engine.UndoNoKey:
+	case undo.ReasonNoKey:
 		return "it is sealed and no undo key was given"
-	case engine.UndoUnauthentic:
+	case undo.ReasonUnauthentic:
 		return "it does not open with the undo key for this object (forged, copied from another object, or sealed with a key not in the ring)"
-	case engine.UndoMalformed:
+	case undo.ReasonMalformed:
 		return "it is not a valid undo"
-	case engine.UndoClearText:
+	case undo.ReasonClearText:
 		return "it is not sealed: a tenant could have written it (or a build before sealing was required did)"
-	case engine.UndoTooLarge:
+	case undo.ReasonTooLarge:
 		return "it is larger than synchook ever writes"
-	case engine.UndoIdentity:
+	case undo.ReasonIdentity:
 		return "it would change the object's identity"
 	default:
 		return "it cannot be applied"

@@ -11,14 +11,14 @@
 //
 // Only a sealed undo that opens with the Ring for this object is applied (engine.Registry.Cleanup):
 // everything on a host object may be tenant text, since the syncer copies a tenant's annotations
-// down, so a clear-text undo (engine.UndoClearText) or one that does not open is listed and never
+// down, so a clear-text undo (undo.ReasonClearText) or one that does not open is listed and never
 // applied. When the apiserver refuses the restored object as invalid (422 Invalid, 400
 // BadRequest: a value of the undo it does not accept), Run reads the object again, removes only
 // its synchook.io/* annotations, lists the object as refused and goes on: a run always finishes.
 //
 // Run reports on Options.Progress one line per object it cleans, the JSON Pointers it left as
 // the hooks wrote them (undo.Restorable: a Pod's tolerations, …), why an undo was not
-// applied (engine.UndoUnauthentic, engine.UndoClearText, …) and the objects refused, and
+// applied (undo.ReasonUnauthentic, undo.ReasonClearText, …) and the objects refused, and
 // returns the counts (Summary; Summary.Left says whether something was left). Nothing it
 // prints holds object data or annotation values: only kinds, names, JSON Pointers and reasons,
 // and for API errors their reason, code and field paths. JSON Pointers and field paths are

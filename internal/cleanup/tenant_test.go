@@ -53,14 +53,15 @@ func configMap(t *testing.T, ns, name string, labels, annotations map[string]str
 	return string(doc)
 }
 
-// clearUndo returns the clear-text undo value of entries.
+// clearUndo returns the clear-text undo value of entries (a JSON array of them), as builds
+// before the one rule wrote it and as a tenant can.
 func clearUndo(t *testing.T, entries ...undo.Entry) string {
 	t.Helper()
-	v, err := undo.Record{Entries: entries}.Clear()
+	v, err := json.Marshal(entries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v
+	return string(v)
 }
 
 // raw returns v as a JSON value.
