@@ -129,8 +129,10 @@ func TestServeQuickstart(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, defaultPort, _ := net.SplitHostPort(defaults["bind-address"])
-	for _, want := range []string{"https://localhost:" + defaultPort + "/mutate/CreatePhysical", "--cacert " + defaults["cert-dir"] + "/ca.crt",
-		`"synchook.io/undo":"s2.n.<key ID>.<sealed record>"`, defaults["cert-dir"] + "/undo.keys"} {
+	for _, want := range []string{
+		"https://localhost:" + defaultPort + "/mutate/CreatePhysical", "--cacert " + defaults["cert-dir"] + "/ca.crt",
+		`"synchook.io/undo":"s2.n.<key ID>.<sealed record>"`, defaults["cert-dir"] + "/undo.keys",
+	} {
 		if !bytes.Contains(readme, []byte(want)) {
 			t.Errorf("README's quickstart lacks %q (serve's defaults)", want)
 		}

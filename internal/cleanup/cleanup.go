@@ -534,12 +534,15 @@ func describeError(err error) string {
 // terminal.
 func quote(s string) string { return strconv.QuoteToASCII(s) }
 
+// nameChar reports whether c may appear in a Kubernetes name as plainName prints it.
+func nameChar(c rune) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == ':'
+}
+
 // plainName returns name as it is when it holds only the characters of a Kubernetes name
 // (letters, digits, '-', '.', '_', ':'), else quoted (quote).
 func plainName(name string) string {
-	if name == "" || strings.IndexFunc(name, func(c rune) bool {
-		return !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == ':')
-	}) >= 0 {
+	if name == "" || strings.IndexFunc(name, func(c rune) bool { return !nameChar(c) }) >= 0 {
 		return quote(name)
 	}
 	return name

@@ -23,8 +23,10 @@ func TestReportEscapesTenantText(t *testing.T) {
 		{"a name with a newline is quoted", plainName("a\nb"), `"a\nb"`},
 		{"an empty name is quoted", plainName(""), `""`},
 		{"an error text keeps printable text and escapes the rest", escapeControls("ok: é \\ \n\x1b[2J\xff\u202e"), `ok: é \ \n\x1b[2J\xff\u202e`},
-		{"an API error gives its reason, code and quoted field paths, no values",
-			describeError(fmt.Errorf("update: %w", invalid)), `update: Invalid (422); "data[k\nFAILED forged\x1b[2J]": FieldValueInvalid`},
+		{
+			"an API error gives its reason, code and quoted field paths, no values",
+			describeError(fmt.Errorf("update: %w", invalid)), `update: Invalid (422); "data[k\nFAILED forged\x1b[2J]": FieldValueInvalid`,
+		},
 		{"another error has its control characters escaped", describeError(errors.New("decode\n\x1b[2J")), `decode\n\x1b[2J`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

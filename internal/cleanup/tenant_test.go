@@ -76,6 +76,7 @@ var syncerLabels = map[string]string{
 	"vcluster.loft.sh/managed-by": "my-vcluster",
 	"vcluster.loft.sh/namespace":  "team-a",
 }
+
 var syncerAnnotations = map[string]string{
 	"vcluster.loft.sh/object-name":      "settings",
 	"vcluster.loft.sh/object-namespace": "team-a",

@@ -202,21 +202,6 @@ func annotation(t *testing.T, doc []byte, key string) string {
 	return o.Metadata.Annotations[key]
 }
 
-func identityOf(t *testing.T, doc []byte) [5]string {
-	t.Helper()
-	var o struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Metadata   struct {
-			Name, Namespace, UID string
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(doc, &o); err != nil {
-		t.Fatal(err)
-	}
-	return [5]string{o.APIVersion, o.Kind, o.Metadata.Name, o.Metadata.Namespace, o.Metadata.UID}
-}
-
 // sameJSON compares two objects by meaning, the entries of their undo annotations as a set
 // (their order follows the member order of the document a write chain diffed).
 func sameJSON(t *testing.T, a, b []byte) bool {
