@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/synchook/synchook/internal/ownfs"
 )
 
 // A capture directory holds what synchook saw of real traffic and what replay feeds to the
@@ -35,7 +37,7 @@ func checkDir(dir string, ownedByUs bool) error {
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
-	uid, known := fileOwner(info)
+	uid, known := ownfs.Owner(info)
 	owner := "owner unknown"
 	if known {
 		owner = fmt.Sprintf("owner uid %d", uid)
@@ -113,7 +115,7 @@ func notOwnFile(info fs.FileInfo) string {
 	case !info.Mode().IsRegular():
 		return fmt.Sprintf("not a regular file (mode %s)", info.Mode())
 	}
-	if uid, known := fileOwner(info); known && os.Getuid() >= 0 && uid != os.Getuid() {
+	if uid, known := ownfs.Owner(info); known && os.Getuid() >= 0 && uid != os.Getuid() {
 		return fmt.Sprintf("owned by uid %d, not by this user (uid %d)", uid, os.Getuid())
 	}
 	return ""

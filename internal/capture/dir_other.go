@@ -8,10 +8,6 @@ import (
 	"os"
 )
 
-// fileOwner returns the uid that owns the file of info; this system does not say (known is
-// false), so only the mode and symbolic links are checked.
-func fileOwner(fs.FileInfo) (uid int, known bool) { return 0, false }
-
 // openNoFollow opens path for reading, failing when it is a symbolic link (checked first:
 // this system has no O_NOFOLLOW).
 func openNoFollow(path string) (*os.File, error) {

@@ -476,12 +476,7 @@ func TestMutateRunsTheChainOffline(t *testing.T) {
 // writableKeyFile returns a valid undo key ring file of mode 0666.
 func writableKeyFile(t *testing.T) string {
 	t.Helper()
-	ring, err := undo.GenerateRing()
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _ := ring.MarshalText()
-	path := writeFile(t, "keys", string(text))
+	path := keyFile(t)
 	if err := os.Chmod(path, 0o666); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/synchook/synchook/internal/ownfs"
+
 	"github.com/synchook/synchook/internal/undo"
 )
 
@@ -37,7 +39,7 @@ func LocalFile(dir string) (ring *undo.Ring, created bool, err error) {
 		return nil, false, fmt.Errorf("undo key: %w; %s", err, fix)
 	}
 	me := os.Getuid()
-	uid, known := fileOwner(info)
+	uid, known := ownfs.Owner(info)
 	switch {
 	case info.Mode()&fs.ModeSymlink != 0:
 		return nil, false, fmt.Errorf("undo key: %s is a symbolic link, which whoever owns it can point elsewhere: not a place for a key; %s", dir, fix)
@@ -96,7 +98,7 @@ func loadOwn(path string) (*undo.Ring, error) {
 	if info.Mode()&fs.ModeSymlink != 0 {
 		return nil, fmt.Errorf("undo key file %s: a symbolic link in synchook's own directory; remove it (a new key is made) or give --undo-key-file", path)
 	}
-	if uid, known := fileOwner(info); known && os.Getuid() >= 0 && uid != os.Getuid() {
+	if uid, known := ownfs.Owner(info); known && os.Getuid() >= 0 && uid != os.Getuid() {
 		return nil, fmt.Errorf("undo key file %s: owned by uid %d, not by this user (uid %d); give --undo-key-file", path, uid, os.Getuid())
 	}
 	return LoadFile(path)
