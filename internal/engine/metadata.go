@@ -29,9 +29,11 @@ type metadataDoc struct {
 	// absent or null (then metaEnd is the offset of that null, or -1 when absent).
 	metaStart, metaEnd int
 	namespace          string
-	// name, generateName and uid are metadata's when they are strings, "" otherwise (the
-	// identity a sealed undo is bound to: objectIdentity reads the same).
-	name, generateName, uid string
+	// name is metadata.name when it is a string, "" otherwise; generateName and uid are the
+	// JSON literals of metadata's, decoded only when a seal needs them (identity). The
+	// identity a sealed undo is bound to: objectIdentity reads the same.
+	name              string
+	generateName, uid []byte
 	maps                    [2]mapField // labels, annotations
 }
 
@@ -163,10 +165,10 @@ func (c *chain) parseMetadataValue(doc *metadataDoc, value []byte) error {
 			doc.name, _ = jsonscan.String(v)
 			return true
 		case "generateName":
-			doc.generateName, _ = jsonscan.String(v)
+			doc.generateName = v
 			return true
 		case "uid":
-			doc.uid, _ = jsonscan.String(v)
+			doc.uid = v
 			return true
 		case "namespace":
 		case "labels":
@@ -597,11 +599,23 @@ func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metad
 // is bound to, as objectIdentity finds it in the bytes, without scanning them again.
 func (doc *metadataDoc) identity(key Key) undo.Identity {
 	apiVersion, kind := key.GVK.ToAPIVersionAndKind()
-	side := sideOf(key.Type)
 	return undo.Identity{
 		APIVersion: apiVersion, Kind: kind, Namespace: doc.namespace, Name: doc.name,
-		GenerateName: doc.generateName, UID: uidOf(side, doc.uid, doc.maps[1].value[ObjectUIDAnnotation]),
+		GenerateName: stringOf(doc.generateName), UID: uidOf(sideOf(key.Type), stringOf(doc.uid), doc.maps[1].value[ObjectUIDAnnotation]),
 	}
+}
+
+// stringOf returns the JSON string literal lit as a string, "" when it is absent or not a
+// string (jsonscan.String without its cost for the absent and plain cases).
+func stringOf(lit []byte) string {
+	if len(lit) < 2 || lit[0] != '"' {
+		return ""
+	}
+	if text, plain := jsonscan.PlainText(lit); plain {
+		return string(text)
+	}
+	s, _ := jsonscan.String(lit)
+	return s
 }
 
 func jsonString(s string) json.RawMessage {
