@@ -8,6 +8,7 @@ import (
 	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
+	"github.com/synchook/synchook/internal/undo"
 )
 
 // BenchmarkBridgeServerWork is the bridge's own work per Mutate call, without the network: the
@@ -18,7 +19,11 @@ func BenchmarkBridgeServerWork(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true}) // as the binary runs
+	ring, err := undo.GenerateRing()
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: undo.NewKeeper(ring)}) // as the binary runs
 	if err := cfg.Build(reg); err != nil {
 		b.Fatal(err)
 	}
@@ -35,8 +40,7 @@ func BenchmarkBridgeServerWork(b *testing.B) {
 			}
 		}
 	})
-	// The read back of what CreatePhysical wrote: the undo applied (and, since issue 19,
-	// verified by running the write chain on the view).
+	// The read back of what CreatePhysical wrote: the sealed undo opened and applied.
 	hooked, err := br.Mutate(b.Context(), req)
 	if err != nil {
 		b.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
+	"github.com/synchook/synchook/internal/undo"
 )
 
 // BenchmarkCaptureAndProvenance is what capture (at 1 % and at 100 % of requests) and
@@ -23,8 +24,12 @@ func BenchmarkCaptureAndProvenance(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	ring, err := undo.GenerateRing()
+	if err != nil {
+		b.Fatal(err)
+	}
 	registry := func(provenance bool) *engine.Registry {
-		reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Provenance: provenance, Version: "bench"})
+		reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: undo.NewKeeper(ring), Provenance: provenance, Version: "bench"})
 		if err := cfg.Build(reg); err != nil {
 			b.Fatal(err)
 		}
