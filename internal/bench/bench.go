@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,8 @@ import (
 
 	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/internal/fixtures"
+	synchooksidecar "github.com/synchook/synchook/internal/sidecar"
+	"github.com/synchook/synchook/internal/undo"
 )
 
 // Options bounds a load run. Zero fields take the defaults named on each.
@@ -228,15 +231,42 @@ type workload struct {
 	cpu  func() (time.Duration, error) // CPU of the process that serves the workload
 }
 
+// writeKeyFile writes a new undo key ring to dir/undo.keys (mode 0600) and returns its path.
+func writeKeyFile(dir string) (string, error) {
+	ring, err := undo.GenerateRing()
+	if err != nil {
+		return "", err
+	}
+	text, err := ring.MarshalText()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "undo.keys")
+	return path, os.WriteFile(path, text, 0o600)
+}
+
 // startPluginsV2 starts the plugin v2 processes (the echo and sdk-style reference plugins,
 // then synchook with benchConfig), each started and called as vcluster's v2 manager does. On
 // an error it stops the ones it started.
+//
+// synchook gets its undo key from a file (SYNCHOOK_UNDO_KEY_FILE), removed once the plugins have
+// started: no Initialize here brings a host to keep it in, and without a key a hooked write is
+// refused.
 func startPluginsV2(binary string) ([3]*pluginV2, error) {
 	var v2 [3]*pluginV2
+	keyDir, err := os.MkdirTemp("", "synchook-bench-key-")
+	if err != nil {
+		return v2, err
+	}
+	defer os.RemoveAll(keyDir)
+	keyFile, err := writeKeyFile(keyDir)
+	if err != nil {
+		return v2, err
+	}
 	for i, env := range [][]string{
 		{ReferencePluginEnv + "=echo"},
 		{ReferencePluginEnv + "=sdk"},
-		{"PLUGIN_CONFIG=" + benchConfig, "SYNCHOOK_CONFIG="},
+		{"PLUGIN_CONFIG=" + benchConfig, "SYNCHOOK_CONFIG=", synchooksidecar.UndoKeyFileEnvVar + "=" + keyFile},
 	} {
 		p, err := startPluginV2(binary, env...)
 		if err != nil {

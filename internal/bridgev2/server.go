@@ -96,8 +96,9 @@ type Options struct {
 	// (5 s).
 	KeyRetry time.Duration
 	// OnKeyFallback, when set, is called once when Initialize answers without the key Secret,
-	// so that undos are written in clear text: the host did not answer in time or refused (the
-	// Server keeps trying in the background, and seals once a try succeeds), or the InitConfig
+	// so that hooked writes are refused (engine.ErrUndoNeedsKey, FailedPrecondition): the host
+	// did not answer in time or refused (the Server keeps trying in the background, and writes
+	// go through, sealed, once a try succeeds), or the InitConfig
 	// names no usable host (no kubeconfig, no currentNamespace, a kubeconfig that does not
 	// load: no retry). Typically it counts this in a metric.
 	OnKeyFallback func()
@@ -237,7 +238,7 @@ func (s *Server) loadKeys(ctx context.Context, config string) {
 		return
 	}
 	fallback := func(err error, msg string, kv ...any) {
-		log.Error(err, msg+": undos are written in clear text until the undo key Secret is read", kv...)
+		log.Error(err, msg+": hooked writes are refused (FailedPrecondition) until the undo key Secret is read", kv...)
 		if s.opts.OnKeyFallback != nil {
 			s.opts.OnKeyFallback()
 		}
