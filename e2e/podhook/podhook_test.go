@@ -275,8 +275,18 @@ func TestPodHookExample(t *testing.T) {
 		var stderr syncBuffer
 		// As vcluster v0.36's plugin manager starts it: no arguments, its own environment in
 		// cmd.Env with SkipHostEnv (go-plugin adds VCLUSTER_PLUGIN=vcluster and its port range).
+		// No Initialize brings a host to keep the undo key in: the key comes from a file, as
+		// SYNCHOOK_UNDO_KEY_FILE gives it (without a key a hooked write is refused).
+		keys, err := exec.Command(bin, "undo-key").Output()
+		if err != nil {
+			t.Fatalf("undo-key: %v", err)
+		}
+		keyFile := filepath.Join(t.TempDir(), "keys")
+		if err := os.WriteFile(keyFile, keys, 0o600); err != nil {
+			t.Fatal(err)
+		}
 		cmd := exec.Command(bin)
-		cmd.Env = cleanEnv()
+		cmd.Env = append(cleanEnv(), "SYNCHOOK_UNDO_KEY_FILE="+keyFile)
 		client := goplugin.NewClient(&goplugin.ClientConfig{
 			HandshakeConfig:  bridgev2.Handshake,
 			Plugins:          goplugin.PluginSet{bridgev2.PluginName: bridgev2.ClientPlugin()},
