@@ -34,7 +34,7 @@ type metadataDoc struct {
 	// identity a sealed undo is bound to: objectIdentity reads the same.
 	name              string
 	generateName, uid []byte
-	maps                    [2]mapField // labels, annotations
+	maps              [2]mapField // labels, annotations
 }
 
 // mapField is metadata.labels or metadata.annotations: its value's offsets in raw (start < 0
