@@ -149,6 +149,12 @@ func startManager(ctx context.Context, tb testing.TB, specs ...pluginSpec) (*v2.
 		}
 	}
 
+	// The manager's Initialize names no reachable host (syncerConfig), so synchook cannot
+	// keep its undo key in a Secret: it reads one from a file, named in the environment the
+	// manager passes on (without a key a hooked write is refused).
+	if os.Getenv("SYNCHOOK_UNDO_KEY_FILE") == "" {
+		sealWithKey(tb)
+	}
 	m := v2.NewManager()
 	m.PluginFolder = folder
 	tb.Cleanup(func() { killPlugins(m) })
