@@ -677,7 +677,7 @@ func hclogJSONLogger(w io.Writer) logr.Logger {
 	cfg.MessageKey, cfg.LevelKey, cfg.TimeKey, cfg.NameKey = "@message", "@level", "@timestamp", "@module"
 	cfg.CallerKey, cfg.StacktraceKey = "", ""
 	cfg.EncodeTime = zapcore.TimeEncoderOfLayout("2006-01-02T15:04:05.000000Z07:00")
-	sink := zapcore.AddSync(w)
+	sink := zapcore.Lock(zapcore.AddSync(w)) // one line at a time from every goroutine
 	core := zapcore.NewCore(&zap.KubeAwareEncoder{Encoder: zapcore.NewJSONEncoder(cfg)}, sink, zapcore.InfoLevel)
 	return zapr.NewLogger(uberzap.New(core, uberzap.ErrorOutput(sink)))
 }
@@ -687,7 +687,7 @@ func hclogJSONLogger(w io.Writer) logr.Logger {
 // all but every 100th identical line past 100 per second (the per-request lines).
 func newLogger(o *zap.Options, w io.Writer) logr.Logger {
 	if o.Development {
-		return zap.New(zap.UseFlagOptions(o), zap.WriteTo(w))
+		return zap.New(zap.UseFlagOptions(o), zap.WriteTo(zapcore.Lock(zapcore.AddSync(w))))
 	}
 	var level zapcore.LevelEnabler = zapcore.InfoLevel
 	if o.Level != nil {
@@ -702,7 +702,7 @@ func newLogger(o *zap.Options, w io.Writer) logr.Logger {
 		setTime(&cfg)
 		enc = zapcore.NewJSONEncoder(cfg)
 	}
-	sink := zapcore.AddSync(w)
+	sink := zapcore.Lock(zapcore.AddSync(w)) // one line at a time from every goroutine
 	core := zapcore.NewCore(&zap.KubeAwareEncoder{Encoder: enc}, sink, level)
 	return zapr.NewLogger(uberzap.New(core, uberzap.ErrorOutput(sink), uberzap.AddStacktrace(zapcore.ErrorLevel)))
 }

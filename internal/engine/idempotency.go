@@ -34,8 +34,9 @@ func (e *NotIdempotentError) Error() string {
 // for a GVK (none: the chain is not checked). A chain that fails on a sample (it refuses it,
 // say) is not judged on that sample.
 //
-// Without an undo key yet (a vcluster plugin v2 reads its key at Initialize, after this
-// check), the runs seal with a throwaway key, so that chains that record undo are checked too.
+// The runs seal with a throwaway key, never the Registry's: the samples are not objects of the
+// cluster (nothing may note their kinds as sealed, undo.Keeper.NoteSealed), and a vcluster
+// plugin v2 reads its key at Initialize, after this check.
 func (r *Registry) CheckIdempotent(ctx context.Context, samples func(schema.GroupVersionKind) [][]byte) error {
 	r, err := r.withSealingKey()
 	if err != nil {
@@ -69,10 +70,10 @@ func (r *Registry) CheckIdempotent(ctx context.Context, samples func(schema.Grou
 	return nil
 }
 
-// withSealingKey returns r, or, when r holds no undo key, a copy of r (same chains) that seals
-// with a throwaway key.
+// withSealingKey returns r without undo, else a copy of r (same chains) that seals with a
+// throwaway key of its own.
 func (r *Registry) withSealingKey() (*Registry, error) {
-	if r.ring() != nil || !r.opts.Undo {
+	if !r.opts.Undo {
 		return r, nil
 	}
 	ring, err := undo.GenerateRing()

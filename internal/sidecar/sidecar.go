@@ -314,7 +314,13 @@ func Serve(ctx context.Context, opts Options) error {
 		}
 	}()
 	keys.Remember(kinds...)
-	go logSealedKinds(ctx, keys, secret != nil, log.WithName("undo"))
+	logCtx, stopLog := context.WithCancel(ctx)
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		logSealedKinds(logCtx, keys, secret != nil, log.WithName("undo"))
+	}()
+	defer func() { stopLog(); <-logDone }() // no line after Serve returns
 	reg, err := BuildRegistry(ctx, RegistryConfig{
 		ConfigFile: opts.ConfigFile, NoDefaultConfig: opts.NoDefaultConfig, Getenv: opts.Getenv, Register: opts.Register,
 		SkipIdempotencyCheck: opts.SkipIdempotencyCheck, Log: log,
