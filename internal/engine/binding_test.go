@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
@@ -124,5 +125,20 @@ func TestReplayingAnOlderSealOfTheSameObjectChangesOnlyWhatItsHooksStillHold(t *
 	moved, _ := json.Marshal(p)
 	if view := decodePod(t, mutatedOK(t, reg, hooks.GetPhysical, moved)); view.Labels["team"] != "tenant" {
 		t.Errorf("team = %q: a replayed entry applied where the object holds another value", view.Labels["team"])
+	}
+}
+
+// The idempotency check runs chains on sample objects, not objects of the cluster: it seals
+// with a throwaway key and notes no kind as sealed on the registry's keeper (a noted kind is
+// logged and stored in the key Secret, and its reads stay announced until cleanup).
+func TestTheIdempotencyCheckNotesNoSealedKind(t *testing.T) {
+	keys := testKeeper(t)
+	reg := labelsRegistry(keys, "a")
+	samples := func(gvk schema.GroupVersionKind) [][]byte { return [][]byte{podJSON(t, map[string]string{"app": "web"})} }
+	if err := reg.CheckIdempotent(t.Context(), samples); err != nil {
+		t.Fatal(err)
+	}
+	if kinds := keys.SealedKinds(); len(kinds) != 0 {
+		t.Errorf("the check noted %v as sealed", kinds)
 	}
 }
