@@ -134,7 +134,7 @@ func TestReplayingAnOlderSealOfTheSameObjectChangesOnlyWhatItsHooksStillHold(t *
 func TestTheIdempotencyCheckNotesNoSealedKind(t *testing.T) {
 	keys := testKeeper(t)
 	reg := labelsRegistry(keys, "a")
-	samples := func(gvk schema.GroupVersionKind) [][]byte { return [][]byte{podJSON(t, map[string]string{"app": "web"})} }
+	samples := func(schema.GroupVersionKind) [][]byte { return [][]byte{podJSON(t, map[string]string{"app": "web"})} }
 	if err := reg.CheckIdempotent(t.Context(), samples); err != nil {
 		t.Fatal(err)
 	}
