@@ -599,23 +599,12 @@ func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metad
 // is bound to, as objectIdentity finds it in the bytes, without scanning them again.
 func (doc *metadataDoc) identity(key Key) undo.Identity {
 	apiVersion, kind := key.GVK.ToAPIVersionAndKind()
+	generateName, _ := jsonscan.String(doc.generateName)
+	uid, _ := jsonscan.String(doc.uid)
 	return undo.Identity{
 		APIVersion: apiVersion, Kind: kind, Namespace: doc.namespace, Name: doc.name,
-		GenerateName: stringOf(doc.generateName), UID: uidOf(sideOf(key.Type), stringOf(doc.uid), doc.maps[1].value[ObjectUIDAnnotation]),
+		GenerateName: generateName, UID: uidOf(sideOf(key.Type), uid, doc.maps[1].value[ObjectUIDAnnotation]),
 	}
-}
-
-// stringOf returns the JSON string literal lit as a string, "" when it is absent or not a
-// string (jsonscan.String without its cost for the absent and plain cases).
-func stringOf(lit []byte) string {
-	if len(lit) < 2 || lit[0] != '"' {
-		return ""
-	}
-	if text, plain := jsonscan.PlainText(lit); plain {
-		return string(text)
-	}
-	s, _ := jsonscan.String(lit)
-	return s
 }
 
 func jsonString(s string) json.RawMessage {

@@ -23,7 +23,6 @@ package engine
 // synchook's seal: what it brings is the tenant's).
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -222,10 +221,7 @@ var undoMarker = []byte(`"` + UndoAnnotation + `"`)
 // it is given: the undo synchook itself wrote there, which the write applies first. ok is false
 // when raw carries none (on a Create, always): whatever is there is the tenant's.
 func (r *Registry) ownUndo(c *chain, raw []byte) (steps []undo.Step, carry []UndoEntry, ok bool) {
-	if !bytes.Contains(raw, undoMarker) {
-		return nil, nil, false
-	}
-	value, had := undoAnnotation(raw)
+	value, had := undoAnnotation(raw) // runChain's caller gate (mayCarryUndo) looked for the marker
 	if !had {
 		return nil, nil, false
 	}

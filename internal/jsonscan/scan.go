@@ -234,6 +234,13 @@ func String(lit []byte) (s string, ok bool) {
 	if text, plain := PlainText(lit); plain {
 		return string(text), true
 	}
+	return decodeString(lit)
+}
+
+// decodeString is String's decode of a literal with escapes or non-ASCII text, apart so that
+// the plain path allocates only the string (the target of Unmarshal escapes to the heap).
+func decodeString(lit []byte) (string, bool) {
+	var s string
 	if err := json.Unmarshal(lit, &s); err != nil {
 		return "", false
 	}

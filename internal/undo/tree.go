@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+
+	"github.com/synchook/synchook/internal/jsonscan"
 )
 
 // Tree is a JSON document decoded into maps, slices, strings, json.Number, bools and nil
@@ -20,11 +22,11 @@ func DecodeTree(doc []byte) (Tree, error) {
 	return Tree{V: v}, err
 }
 
-// decodeJSON decodes one JSON value (numbers as json.Number); a plain string without escapes
-// is read without a decoder (most undo values are label values).
+// decodeJSON decodes one JSON value (numbers as json.Number); a plain string literal
+// (jsonscan.PlainText) is read without a decoder (most undo values are label values).
 func decodeJSON(doc []byte) (any, error) {
-	if n := len(doc); n >= 2 && doc[0] == '"' && doc[n-1] == '"' && bytes.IndexByte(doc[1:n-1], '"') < 0 && bytes.IndexByte(doc[1:n-1], '\\') < 0 && plainASCII(doc[1:n-1]) {
-		return string(doc[1 : n-1]), nil
+	if text, plain := jsonscan.PlainText(doc); plain {
+		return string(text), nil
 	}
 	var v any
 	d := json.NewDecoder(bytes.NewReader(doc))
@@ -36,16 +38,6 @@ func decodeJSON(doc []byte) (any, error) {
 		return nil, errors.New("data after the JSON value")
 	}
 	return v, nil
-}
-
-// plainASCII reports whether b is printable ASCII, which encoding/json reads as it stands.
-func plainASCII(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c >= 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // Lookup returns the value at the reference tokens of a JSON Pointer.
