@@ -330,9 +330,6 @@ func replayFlags() (*flag.FlagSet, *replayOptions) {
 	return fs, o
 }
 
-// replayTally counts outcomes.
-type replayTally struct{ equal, different, failed, unverifiable int }
-
 // replayResult is the outcome of one replayed request.
 type replayResult int
 
@@ -343,20 +340,16 @@ const (
 	// resultUnverifiable: a read of an object carrying a sealed undo, replayed without the
 	// capture's key (capture.Outcome.Unverifiable). Not a difference, not a failure.
 	resultUnverifiable
+	resultCount // the number of results
 )
 
-func (t *replayTally) add(r replayResult) {
-	switch r {
-	case resultFailed:
-		t.failed++
-	case resultEqual:
-		t.equal++
-	case resultUnverifiable:
-		t.unverifiable++
-	default:
-		t.different++
-	}
-}
+// resultNames are the results' names in the summary and its per-hook table.
+var resultNames = [resultCount]string{"equal", "different", "failed", "unverifiable"}
+
+// replayTally counts outcomes, by result.
+type replayTally [resultCount]int
+
+func (t *replayTally) add(r replayResult) { t[r]++ }
 
 // offlineKeys returns a Keeper with the ring of the key file at path or, without one, a
 // throwaway ring made for this run: mutate and replay seal as serve does, which never writes
@@ -442,7 +435,7 @@ func (p *Plugin) replay(args []string, stdout, stderr io.Writer) int {
 	}
 	progress.done(len(files))
 	totals.print(stdout, len(files), len(skipped))
-	if totals.total.different > 0 || totals.total.failed > 0 || len(skipped) > 0 {
+	if totals.total[resultDifferent] > 0 || totals.total[resultFailed] > 0 || len(skipped) > 0 {
 		return exitFailed
 	}
 	return exitOK
@@ -513,9 +506,11 @@ func (s *replayTotals) replayFile(stdout io.Writer, replayer *capture.Replayer, 
 // print writes the summary of n requests and skipped files on stdout: the counts, then a
 // table per hook.
 func (s *replayTotals) print(stdout io.Writer, n, skipped int) {
-	fmt.Fprintf(stdout, "\n%d requests: %d equal, %d different, %d failed", n, s.total.equal, s.total.different, s.total.failed)
-	if s.total.unverifiable > 0 {
-		fmt.Fprintf(stdout, ", %d unverifiable (reads of sealed undos: replay with the capture's --undo-key-file)", s.total.unverifiable)
+	fmt.Fprintf(stdout, "\n%d requests: %d equal, %d different, %d failed", n, s.total[resultEqual], s.total[resultDifferent], s.total[resultFailed])
+	shown := resultUnverifiable // the results shown per hook: unverifiable only when there are any
+	if s.total[resultUnverifiable] > 0 {
+		shown = resultCount
+		fmt.Fprintf(stdout, ", %d unverifiable (reads of sealed undos: replay with the capture's --undo-key-file)", s.total[resultUnverifiable])
 	}
 	fmt.Fprintln(stdout)
 	if skipped > 0 {
@@ -523,18 +518,13 @@ func (s *replayTotals) print(stdout io.Writer, n, skipped int) {
 	}
 	if len(s.order) > 0 {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		if s.total.unverifiable > 0 {
-			fmt.Fprintln(tw, "hook\tequal\tdifferent\tfailed\tunverifiable")
-		} else {
-			fmt.Fprintln(tw, "hook\tequal\tdifferent\tfailed")
-		}
+		fmt.Fprintln(tw, "hook\t"+strings.Join(resultNames[:shown], "\t"))
 		for _, h := range s.order {
-			t := s.perHook[h]
-			if s.total.unverifiable > 0 {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", h, t.equal, t.different, t.failed, t.unverifiable)
-			} else {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", h, t.equal, t.different, t.failed)
+			fmt.Fprint(tw, h)
+			for _, n := range s.perHook[h][:shown] {
+				fmt.Fprintf(tw, "\t%d", n)
 			}
+			fmt.Fprintln(tw)
 		}
 		_ = tw.Flush()
 	}

@@ -353,7 +353,7 @@ func (r *runner) clean(ctx context.Context, obj *unstructured.Unstructured, n, t
 	}
 	if res.Dropped != "" {
 		r.sum.NotApplied++
-		r.printf("  undo not applied (%s): %s; the hooks' changes stay", quoteIfOdd(res.Dropped), droppedText(res.Dropped))
+		r.printf("  undo not applied (%s): %s; the hooks' changes stay", plainName(res.Dropped), droppedText(res.Dropped))
 	}
 	r.sum.Unrestored += len(res.Unrestored)
 	for _, p := range res.Unrestored {
@@ -507,12 +507,12 @@ func describeError(err error) string {
 	if reason == "" {
 		reason = "error"
 	}
-	out := fmt.Sprintf("%s (%d)", quoteIfOdd(reason), st.Code)
+	out := fmt.Sprintf("%s (%d)", plainName(reason), st.Code)
 	if st.Details != nil {
 		var causes []string
 		for _, c := range st.Details.Causes {
 			if c.Field != "" {
-				causes = append(causes, quote(c.Field)+": "+quoteIfOdd(string(c.Type)))
+				causes = append(causes, quote(c.Field)+": "+plainName(string(c.Type)))
 			}
 		}
 		if len(causes) > 0 {
@@ -539,17 +539,15 @@ func nameChar(c rune) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == ':'
 }
 
-// plainName returns name as it is when it holds only the characters of a Kubernetes name
-// (letters, digits, '-', '.', '_', ':'), else quoted (quote).
+// plainName returns name (an object's name, a reason or a type name) as it is when it holds
+// only the characters of a Kubernetes name (letters, digits, '-', '.', '_', ':'), else quoted
+// (quote).
 func plainName(name string) string {
 	if name == "" || strings.IndexFunc(name, func(c rune) bool { return !nameChar(c) }) >= 0 {
 		return quote(name)
 	}
 	return name
 }
-
-// quoteIfOdd returns s (a reason or type name) as it is when plainName would, else quoted.
-func quoteIfOdd(s string) string { return plainName(s) }
 
 // escapeControls returns s, an error text, with every control character, every other
 // non-printable rune (strconv.IsPrint) and every invalid byte escaped as strconv.Quote writes
