@@ -132,29 +132,17 @@ func carriesSealedUndo(object []byte) bool {
 	if err != nil {
 		return false
 	}
-	obj, _ := v.(map[string]any)
-	if items, ok := obj["items"].([]any); ok {
-		for _, it := range items {
-			if m, ok := it.(map[string]any); ok && sealedUndoOf(m) {
-				return true
-			}
-		}
-		return false
-	}
-	return sealedUndoOf(obj)
+	found := false
+	eachAnnotations(v, func(ann map[string]any) {
+		u, _ := ann[engine.UndoAnnotation].(string)
+		found = found || u == SealedUndo || undo.IsSealed(u)
+	})
+	return found
 }
 
-// sealedUndoOf reports whether the decoded object obj has a sealed undo annotation.
-func sealedUndoOf(obj map[string]any) bool {
-	meta, _ := obj["metadata"].(map[string]any)
-	ann, _ := meta["annotations"].(map[string]any)
-	u, _ := ann[engine.UndoAnnotation].(string)
-	return u == SealedUndo || undo.IsSealed(u)
-}
-
-// maskSeals replaces a sealed undo annotation value of the decoded object v (and of the items
-// of a list) by SealedUndo: sealed under two keys, equal records have different texts.
-func maskSeals(v any) {
+// eachAnnotations calls fn with the annotations map of the decoded object v, or of each item
+// when v is a list (nil where an object has none).
+func eachAnnotations(v any, fn func(ann map[string]any)) {
 	obj, _ := v.(map[string]any)
 	objs := []any{obj}
 	if items, ok := obj["items"].([]any); ok {
@@ -164,10 +152,18 @@ func maskSeals(v any) {
 		m, _ := o.(map[string]any)
 		meta, _ := m["metadata"].(map[string]any)
 		ann, _ := meta["annotations"].(map[string]any)
+		fn(ann)
+	}
+}
+
+// maskSeals replaces a sealed undo annotation value of the decoded object v (and of the items
+// of a list) by SealedUndo: sealed under two keys, equal records have different texts.
+func maskSeals(v any) {
+	eachAnnotations(v, func(ann map[string]any) {
 		if u, ok := ann[engine.UndoAnnotation].(string); ok && undo.IsSealed(u) {
 			ann[engine.UndoAnnotation] = SealedUndo
 		}
-	}
+	})
 }
 
 // redactedRun is a scrubbed Secret value and what follows it up to a delimiter: the capture

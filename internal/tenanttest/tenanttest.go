@@ -27,6 +27,7 @@ import (
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
@@ -442,19 +443,21 @@ func renamed(t testing.TB, doc []byte, name string) []byte {
 	return b
 }
 
-// field returns the JSON of the value at the JSON Pointer path of doc ("" when absent).
+// field returns the JSON of the value at the JSON Pointer path of doc, keys sorted ("" when
+// absent).
 func field(t testing.TB, doc []byte, path string) string {
 	t.Helper()
-	var o any
-	if err := json.Unmarshal(doc, &o); err != nil {
+	tokens, err := patch.ParsePointer(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tok := range strings.Split(path, "/")[1:] {
-		m, ok := o.(map[string]any)
-		if !ok {
-			return ""
-		}
-		o = m[strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")]
+	v, ok := jsonscan.Lookup(doc, tokens)
+	if !ok {
+		return ""
+	}
+	var o any
+	if err := json.Unmarshal(v, &o); err != nil {
+		t.Fatal(err)
 	}
 	b, _ := json.Marshal(o)
 	return string(b)
