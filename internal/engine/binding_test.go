@@ -6,10 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/undo"
@@ -42,17 +40,9 @@ func legacyPod(t *testing.T, side string) []byte {
 		`"spec":{"containers":[{"name":"c","image":"nginx"}]}}`)
 }
 
-// bothSidesLabels is labelsRegistry with its hook on the virtual side's writes too.
-func bothSidesLabels(keys *undo.Keeper, value string) *engine.Registry {
-	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys})
-	l := builtin.Labels{Labels: map[string]string{"team": value}}
-	reg.MustRegister(hooks.NewMetadataFunc("labels", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical, hooks.CreateVirtual, hooks.UpdateVirtual}, builtin.LabelsFunc(l), builtin.LabelsMetadataFunc(l)))
-	return reg
-}
-
 func TestAnS1UndoOfTheLastBuildOpensOnTheHostOnlyAndIsResealedWithTheUIDAtTheNextWrite(t *testing.T) {
 	keys := legacyRing(t)
-	reg := bothSidesLabels(keys, "a")
+	reg := labelsRegistryOn(keys, "a", hooks.CreatePhysical, hooks.UpdatePhysical, hooks.CreateVirtual, hooks.UpdateVirtual)
 	want := `{"app":"web"}`
 
 	view := mutatedOK(t, reg, hooks.GetPhysical, legacyPod(t, "physical"))

@@ -8,7 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/undo"
 )
 
@@ -53,10 +52,7 @@ func (r *Registry) Cleanup(ctx context.Context, gvk schema.GroupVersionKind, sid
 	}
 	var res CleanupResult
 	if value, ok := annotations[UndoAnnotation].(string); ok {
-		key := Key{GVK: gvk, Type: hooks.GetPhysical}
-		if side == undo.Virtual {
-			key.Type = hooks.GetVirtual
-		}
+		key := Key{GVK: gvk, Type: readTypeOf(side)}
 		s := subject(key, raw)
 		s.Doc = func() (undo.Doc, error) { return tree, nil } // read before anything is applied
 		steps, unrestored, dropped := r.rule(key).PlanCleanup(s, value)

@@ -24,9 +24,14 @@ import (
 // labelsRegistry is a registry with a labels hook team=value on Pods' CreatePhysical and
 // UpdatePhysical, keyed by keys (nil: no key).
 func labelsRegistry(keys *undo.Keeper, value string) *engine.Registry {
+	return labelsRegistryOn(keys, value, hooks.CreatePhysical, hooks.UpdatePhysical)
+}
+
+// labelsRegistryOn is labelsRegistry with the hook on the hook types types.
+func labelsRegistryOn(keys *undo.Keeper, value string, types ...hooks.HookType) *engine.Registry {
 	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys})
 	l := builtin.Labels{Labels: map[string]string{"team": value}}
-	reg.MustRegister(hooks.NewMetadataFunc("labels", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical}, builtin.LabelsFunc(l), builtin.LabelsMetadataFunc(l)))
+	reg.MustRegister(hooks.NewMetadataFunc("labels", &corev1.Pod{}, types, builtin.LabelsFunc(l), builtin.LabelsMetadataFunc(l)))
 	return reg
 }
 

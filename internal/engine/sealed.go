@@ -199,8 +199,11 @@ func (r *Registry) rewrites(key Key, writers []string) bool {
 }
 
 // readType returns the read hook type of the side of t.
-func readType(t hooks.HookType) hooks.HookType {
-	if sideOf(t) == undo.Virtual {
+func readType(t hooks.HookType) hooks.HookType { return readTypeOf(sideOf(t)) }
+
+// readTypeOf returns the read hook type of side.
+func readTypeOf(side undo.Side) hooks.HookType {
+	if side == undo.Virtual {
 		return hooks.GetVirtual
 	}
 	return hooks.GetPhysical
