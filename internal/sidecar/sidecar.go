@@ -301,26 +301,27 @@ func Serve(ctx context.Context, opts Options) error {
 		}
 		kinds = append(kinds, k)
 	}
+	// keyCtx ends when Serve returns: the key Secret's manager and the sealed-kinds logger
+	// stop, and Serve waits for both (no write or line after it returns).
 	keyCtx, stopKeys := context.WithCancel(ctx)
 	keys, secret, err := serveKeys(keyCtx, &opts)
 	if err != nil {
 		stopKeys()
 		return err
 	}
+	keys.Remember(kinds...)
+	logDone := make(chan struct{})
 	defer func() {
 		stopKeys()
+		<-logDone
 		if secret != nil {
 			<-secret.Done()
 		}
 	}()
-	keys.Remember(kinds...)
-	logCtx, stopLog := context.WithCancel(ctx)
-	logDone := make(chan struct{})
 	go func() {
 		defer close(logDone)
-		logSealedKinds(logCtx, keys, secret != nil, log.WithName("undo"))
+		logSealedKinds(keyCtx, keys, secret != nil, log.WithName("undo"))
 	}()
-	defer func() { stopLog(); <-logDone }() // no line after Serve returns
 	reg, err := BuildRegistry(ctx, RegistryConfig{
 		ConfigFile: opts.ConfigFile, NoDefaultConfig: opts.NoDefaultConfig, Getenv: opts.Getenv, Register: opts.Register,
 		SkipIdempotencyCheck: opts.SkipIdempotencyCheck, Log: log,

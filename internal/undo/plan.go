@@ -57,8 +57,9 @@ type Rule struct {
 	Ring     *Ring
 	MaxBytes int
 	// Rewrites reports whether the kind's Update chain of the Subject's side would put back,
-	// on its next write, the change of a chain with these writer fingerprints (Record.Writers):
-	// then a read may take every entry off; otherwise only the Restorable ones. Nil: never.
+	// on its next write, the change of a chain with these writer fingerprints (Record.Writers;
+	// none: it cannot know, so false): then a read may take every entry off; otherwise only
+	// the Restorable ones. Nil: never.
 	Rewrites func(writers []string) bool
 }
 
@@ -103,21 +104,22 @@ func (r Rule) PlanRead(s Subject, value string) Plan {
 	if reason != "" {
 		return Plan{Reason: reason}
 	}
-	all := r.Rewrites != nil && len(rec.Writers) > 0 && r.Rewrites(rec.Writers)
+	all := r.Rewrites != nil && r.Rewrites(rec.Writers)
 	var (
-		p   Plan
-		doc Doc
+		p      Plan
+		doc    Doc
+		docErr error // s.Doc is asked once
 	)
 	for _, st := range steps {
 		if all && !st.Kept || restorableOn(s, st.Tokens) {
 			p.Steps = append(p.Steps, st)
 			continue
 		}
-		if doc == nil {
-			var err error
-			if doc, err = s.Doc(); err != nil {
-				continue
-			}
+		if doc == nil && docErr == nil {
+			doc, docErr = s.Doc()
+		}
+		if docErr != nil {
+			continue
 		}
 		if st.Op == OpInsert || Holds(doc, st.Tokens, st.Hooked) {
 			e := st.Entry
