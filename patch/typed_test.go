@@ -1,0 +1,113 @@
+package patch_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/synchook/synchook/internal/fixtures"
+	"github.com/synchook/synchook/patch"
+)
+
+// checkTyped asserts that DiffTyped(a, b) gives exactly the operations of its oracle,
+// DiffMarshaled of the two encodings.
+func checkTyped(t *testing.T, a, b *corev1.Pod) {
+	t.Helper()
+	ea, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := patch.DiffMarshaled(ea, eb)
+	got, err := patch.DiffTyped(a, b)
+	if err != nil {
+		t.Fatalf("DiffTyped: %v", err)
+	}
+	gj, _ := patch.Marshal(got)
+	wj, _ := patch.Marshal(want)
+	if string(gj) != string(wj) {
+		t.Fatalf("DiffTyped gives\n%s\nencode + DiffMarshaled gives\n%s", gj, wj)
+	}
+}
+
+func TestDiffTypedIsDiffMarshaledOfTheEncodings(t *testing.T) {
+	base := fixtures.Pod("ns", "web")
+	ts := metav1.Date(2027, 1, 2, 3, 4, 5, 0, base.CreationTimestamp.Location())
+	for name, change := range map[string]func(p *corev1.Pod){
+		"nothing":                      func(*corev1.Pod) {},
+		"a nodeSelector":               func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "tenants"} },
+		"an empty nodeSelector":        func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{} },
+		"a label":                      func(p *corev1.Pod) { p.Labels["team"] = "a" },
+		"a label removed":              func(p *corev1.Pod) { delete(p.Labels, "app.example.com/label-3") },
+		"labels nil":                   func(p *corev1.Pod) { p.Labels = nil },
+		"labels empty":                 func(p *corev1.Pod) { p.Labels = map[string]string{} },
+		"an image":                     func(p *corev1.Pod) { p.Spec.Containers[1].Image = "mirror.example/x:1" },
+		"a container added":            func(p *corev1.Pod) { p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "x"}) },
+		"a container removed":          func(p *corev1.Pod) { p.Spec.Containers = p.Spec.Containers[1:] },
+		"an env var's value":           func(p *corev1.Pod) { p.Spec.Containers[0].Env[2].Value = "text" },
+		"a quantity":                   func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("2") },
+		"a probe port":                 func(p *corev1.Pod) { p.Spec.Containers[0].LivenessProbe.HTTPGet.Port = intstr.FromString("http") },
+		"a probe removed":              func(p *corev1.Pod) { p.Spec.Containers[0].ReadinessProbe = nil },
+		"the creation timestamp":       func(p *corev1.Pod) { p.CreationTimestamp = ts },
+		"the creation timestamp zeroed": func(p *corev1.Pod) { p.CreationTimestamp = metav1.Time{} },
+		"the status":                   func(p *corev1.Pod) { p.Status = corev1.PodStatus{} },
+		"a scalar to zero":             func(p *corev1.Pod) { p.Spec.SchedulerName = "" },
+		"a pointer scalar":             func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = new(int64(30)) },
+		"affinity":                     func(p *corev1.Pod) { p.Spec.Affinity = &corev1.Affinity{} },
+		"a toleration's key":           func(p *corev1.Pod) { p.Spec.Tolerations[0].Key = "k/~x" },
+		"tolerations nil":              func(p *corev1.Pod) { p.Spec.Tolerations = nil },
+		"an owner reference":           func(p *corev1.Pod) { p.OwnerReferences[0].Controller = new(true) },
+		"name and kind":                func(p *corev1.Pod) { p.Name, p.Kind = "other", "" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			after := base.DeepCopy()
+			change(after)
+			checkTyped(t, base, after)
+			checkTyped(t, after, base)
+		})
+	}
+}
+
+func TestDiffTypedRefusesOtherValues(t *testing.T) {
+	for _, pair := range [][2]any{{&corev1.Pod{}, &corev1.Service{}}, {corev1.Pod{}, corev1.Pod{}}, {(*corev1.Pod)(nil), &corev1.Pod{}}, {&metav1.Time{}, &metav1.Time{}}} {
+		if _, err := patch.DiffTyped(pair[0], pair[1]); err == nil {
+			t.Errorf("DiffTyped(%T, %T): no error", pair[0], pair[1])
+		}
+	}
+}
+
+// FuzzDiffTyped decodes two Pods from the fuzzer's JSON and checks DiffTyped against its oracle,
+// DiffMarshaled of their encodings.
+func FuzzDiffTyped(f *testing.F) {
+	pod := fixtures.JSON(fixtures.Pod("ns", "web"))
+	f.Add(pod, pod)
+	f.Add(pod, []byte(`{"metadata":{"name":"web","labels":{"a":"b"}},"spec":{"nodeSelector":{"x":"y"},"containers":[{"name":"c","image":"i"}]}}`))
+	f.Add([]byte(`{"spec":{"containers":[{"name":"a","resources":{"limits":{"cpu":"1"}}}],"affinity":{}}}`), []byte(`{"spec":{"containers":[{"name":"a","resources":{"limits":{"cpu":"1000m"}}},{"name":"b"}]}}`))
+	f.Add([]byte(`{"metadata":{"creationTimestamp":"2026-01-01T00:00:00Z","annotations":{}}}`), []byte(`{"metadata":{"annotations":null},"status":{"startTime":null}}`))
+	f.Fuzz(func(t *testing.T, x, y []byte) {
+		a, b := &corev1.Pod{}, &corev1.Pod{}
+		if kjson.UnmarshalCaseSensitivePreserveInts(x, a) != nil || kjson.UnmarshalCaseSensitivePreserveInts(y, b) != nil {
+			t.Skip()
+		}
+		if _, err := json.Marshal(a); err != nil {
+			t.Skip()
+		}
+		if _, err := json.Marshal(b); err != nil {
+			t.Skip()
+		}
+		checkTyped(t, a, b)
+		if !reflect.DeepEqual(a, a.DeepCopy()) {
+			t.Skip()
+		}
+		checkTyped(t, a, a.DeepCopy())
+	})
+}
