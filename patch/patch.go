@@ -177,10 +177,10 @@ var ErrForbiddenPath = errors.New("patch touches a protected path")
 // Is makes errors.Is(err, ErrForbiddenPath) true.
 func (e *ForbiddenPathError) Is(target error) bool { return target == ErrForbiddenPath }
 
-// guard returns a *ForbiddenPathError for the first operation that targets a protected path,
+// Guard returns a *ForbiddenPathError for the first operation that targets a protected path,
 // one of their parents (e.g. "replace /metadata") or the whole document, and nil when there is
 // none. hook is put in the error to name who made the change; it may be empty.
-func guard(hook string, ops []Operation) error {
+func Guard(hook string, ops []Operation) error {
 	for _, op := range ops {
 		if field := ProtectedField(op.Path); field != "" {
 			return &ForbiddenPathError{Hook: hook, Op: op.Operation, Path: op.Path, Field: field}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/synchook/synchook/internal/jsonscan"
 )
 
 // DiffTyped returns the operations that DiffMarshaled gives for json.Marshal(before) and
@@ -75,35 +77,43 @@ func (d *typedDiffer) structs(path []byte, a, b reflect.Value) error {
 	return nil
 }
 
-// value diffs two values of one type found at path, both encoded there.
+// value diffs two values of one type found at path, both encoded there: a struct field by
+// field; anything else nothing when reflect.DeepEqual finds them equal, else per the type's
+// descent (descentOf). So each unchanged field is compared once.
 func (d *typedDiffer) value(path []byte, a, b reflect.Value) error {
-	t := a.Type()
-	if !marshalsItself(t) {
-		switch t.Kind() {
-		case reflect.Struct:
-			return d.structs(path, a, b)
-		case reflect.Pointer:
-			if !a.IsNil() && !b.IsNil() && t.Elem().Kind() == reflect.Struct && !marshalsItself(t.Elem()) {
-				return d.structs(path, a.Elem(), b.Elem())
-			}
-		case reflect.Slice:
-			if t.Elem().Kind() != reflect.Uint8 && !a.IsNil() && !b.IsNil() && a.Len() == b.Len() {
-				// DiffMarshaled diffs arrays of one length element by element
-				for i := range a.Len() {
-					if err := d.value(strconv.AppendInt(append(path[:len(path):len(path)], '/'), int64(i), 10), a.Index(i), b.Index(i)); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-		case reflect.Map:
-			if t.Key().Kind() == reflect.String && !a.IsNil() && !b.IsNil() && !marshalsItself(t.Key()) {
-				return d.maps(path, a, b)
-			}
+	desc := descentOf(a.Type())
+	switch {
+	case desc == descendStruct:
+		return d.structs(path, a, b)
+	case desc == descendPointer && !a.IsNil() && !b.IsNil():
+		return d.structs(path, a.Elem(), b.Elem())
+	case a.CanAddr() && b.CanAddr(): // compare through pointers: no copy of a large value
+		if reflect.DeepEqual(a.Addr().Interface(), b.Addr().Interface()) {
+			return nil
 		}
-	}
-	if reflect.DeepEqual(a.Interface(), b.Interface()) {
+	case reflect.DeepEqual(a.Interface(), b.Interface()):
 		return nil
+	}
+	switch desc {
+	case descendSlice:
+		if !a.IsNil() && !b.IsNil() && a.Len() == b.Len() {
+			// DiffMarshaled diffs arrays of one length element by element
+			for i := range a.Len() {
+				if err := d.value(strconv.AppendInt(append(path[:len(path):len(path)], '/'), int64(i), 10), a.Index(i), b.Index(i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	case descendStringMap:
+		if !a.IsNil() && !b.IsNil() {
+			d.stringMaps(path, a, b)
+			return nil
+		}
+	case descendMap:
+		if !a.IsNil() && !b.IsNil() {
+			return d.maps(path, a, b)
+		}
 	}
 	ea, err := encodeValue(a)
 	if err != nil {
@@ -117,6 +127,100 @@ func (d *typedDiffer) value(path []byte, a, b reflect.Value) error {
 	sub.value(path, ea, eb)
 	d.ops = append(d.ops, sub.ops...)
 	return nil
+}
+
+// descent is how DiffTyped goes into two unequal values of a type.
+type descent int
+
+const (
+	// encodeWhole: encode both and diff the encodings (scalars, types that encode themselves,
+	// interfaces, byte slices).
+	encodeWhole descent = iota
+	// descendStruct: field by field.
+	descendStruct
+	// descendPointer: field by field of the pointed-to structs, when neither is nil.
+	descendPointer
+	// descendSlice: element by element, when neither is nil and their lengths are equal.
+	descendSlice
+	// descendStringMap: a map[string]string (or of string kinds) compared without reflection.
+	descendStringMap
+	// descendMap: key by key, when neither is nil (string keys).
+	descendMap
+)
+
+var descents sync.Map // reflect.Type → descent
+
+// descentOf returns the descent of type t, worked out once per type.
+func descentOf(t reflect.Type) descent {
+	if d, ok := descents.Load(t); ok {
+		return d.(descent)
+	}
+	d := encodeWhole
+	if !marshalsItself(t) {
+		switch t.Kind() {
+		case reflect.Struct:
+			d = descendStruct
+		case reflect.Pointer:
+			if t.Elem().Kind() == reflect.Struct && !marshalsItself(t.Elem()) {
+				d = descendPointer
+			}
+		case reflect.Slice:
+			if t.Elem().Kind() != reflect.Uint8 {
+				d = descendSlice
+			}
+		case reflect.Map:
+			if t.Key().Kind() == reflect.String && !marshalsItself(t.Key()) {
+				d = descendMap
+				if t.Elem().Kind() == reflect.String && !marshalsItself(t.Elem()) {
+					d = descendStringMap
+				}
+			}
+		}
+	}
+	descents.Store(t, d)
+	return d
+}
+
+// stringMaps is maps for two non-nil maps of string kinds to string kinds.
+func (d *typedDiffer) stringMaps(path []byte, a, b reflect.Value) {
+	am, bm := stringMap(a), stringMap(b)
+	keys := make([]string, 0, max(len(am), len(bm)))
+	for k := range am {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		bv, ok := bm[k]
+		switch {
+		case !ok:
+			d.ops = append(d.ops, Operation{Operation: "remove", Path: string(appendToken(path, k))})
+		case bv != am[k]:
+			d.ops = append(d.ops, Operation{Operation: "replace", Path: string(appendToken(path, k)), Value: json.RawMessage(jsonscan.AppendString(nil, bv))})
+		}
+	}
+	keys = keys[:0]
+	for k := range bm {
+		if _, ok := am[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		d.ops = append(d.ops, Operation{Operation: "add", Path: string(appendToken(path, k)), Value: json.RawMessage(jsonscan.AppendString(nil, bm[k]))})
+	}
+}
+
+// stringMap returns the map of string kinds v as a map[string]string: v itself when it is
+// one, else a copy.
+func stringMap(v reflect.Value) map[string]string {
+	if m, ok := v.Interface().(map[string]string); ok {
+		return m
+	}
+	m := make(map[string]string, v.Len())
+	for it := v.MapRange(); it.Next(); {
+		m[it.Key().String()] = it.Value().String()
+	}
+	return m
 }
 
 // maps diffs two non-nil maps with string keys as DiffMarshaled diffs their encodings, whose

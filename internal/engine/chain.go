@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"runtime/debug"
 	"strings"
@@ -217,6 +216,9 @@ type outcome struct {
 	ops   []patch.Operation
 	hooks int
 	merge []byte
+	// sealed says ops end with the operation that records the undo and merge holds it too
+	// (runTyped sealed it onto the hooked object).
+	sealed bool
 }
 
 // runOps is Run for one object: it returns the operations of the patch from raw to the hooked
@@ -268,11 +270,11 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 			return outcome{ops: ops, hooks: len(c.hooks), merge: merge}, nil
 		}
 	}
-	o, err := runTyped(ctx, rn, c, raw)
+	o, err := runTyped(ctx, rn, c, raw, records)
 	if err != nil || len(o.ops) == 0 {
 		return outcome{ops: o.ops, hooks: o.hooks}, err
 	}
-	if records {
+	if records && !o.sealed {
 		if err := stepBoundary(ctx, c); err != nil {
 			return outcome{}, err
 		}
@@ -371,7 +373,6 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, carry [
 		return ops, nil
 	}
 	annotations, _ := doc.Lookup("/metadata/annotations")
-	isMap := len(annotations) > 0 && annotations[0] == '{'
 	if len(annotations) == 0 || string(annotations) == "null" {
 		entries = append([]UndoEntry{undo.EmptyMapEntry("/metadata/annotations")}, entries...)
 	}
@@ -379,13 +380,8 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, carry [
 	if err != nil {
 		return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 	}
-	if isMap {
-		return append(ops, patch.Operation{Operation: "add", Path: "/metadata/annotations/synchook.io~1undo", Value: value}), nil
-	}
-	if v, ok := doc.Lookup("/metadata"); !ok || len(v) == 0 || v[0] != '{' {
-		return append(ops, patch.Operation{Operation: "add", Path: "/metadata", Value: map[string]any{"annotations": map[string]string{UndoAnnotation: value}}}), nil
-	}
-	return append(ops, patch.Operation{Operation: "add", Path: "/metadata/annotations", Value: map[string]string{UndoAnnotation: value}}), nil
+	meta, hasMeta := doc.Lookup("/metadata")
+	return append(ops, undoOperation(meta, hasMeta, annotations, value)), nil
 }
 
 // runUndoRead is runOps for a read chain that first applies the undo recorded by its kind's
@@ -493,10 +489,15 @@ func mergeSafe(ops []patch.Operation) bool {
 	return true
 }
 
-// runTyped is runOps on the typed (or Unstructured) object; the outcome's merge is the JSON of
-// the hooked object, a merge answer only where mergeSafe says so.
-func runTyped(ctx context.Context, rn *call, c *chain, raw []byte) (outcome, error) {
-	gvk, t := c.key.GVK, c.key.Type
+// runTyped is runOps on the typed (or Unstructured) object: one decode of raw, the hooks, one
+// compare and one encode. For a typed object the compare is patch.DiffTyped of a deep copy of
+// the decoded object and the hooked one (no encoding of either whole); when records is set it
+// also seals the undo onto the hooked object before its one encoding, so that the outcome's
+// merge is that encoding with the undo in it (outcome.sealed). An Unstructured object is
+// encoded before and after and the encodings diffed. The merge is a merge answer only where
+// mergeSafe says so (runChain checks).
+func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool) (outcome, error) {
+	gvk := c.key.GVK
 	obj := c.newObject()
 	if err := decode(raw, obj); err != nil {
 		return outcome{}, &DecodeError{GVK: gvk, Err: err}
@@ -504,35 +505,61 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte) (outcome, err
 	if err := stepBoundary(ctx, c); err != nil {
 		return outcome{}, err
 	}
-	// The object before the hooks, for a typed object: its labels and annotations alone while
-	// the chain's last run changed nothing else (metadataOps needs no more), else a deep copy
-	// (cheaper than an encoding); an unstructured object: its encoding.
-	var (
-		snapshot client.Object
-		light    bool // snapshot holds only labels and annotations
-		before   []byte
-		err      error
-	)
-	if _, ok := obj.(runtime.Unstructured); !ok {
-		if light = !c.changedMore.Load(); light {
-			snapshot = c.newObject()
-			snapshot.SetLabels(maps.Clone(obj.GetLabels()))
-			snapshot.SetAnnotations(maps.Clone(obj.GetAnnotations()))
-		} else {
-			snapshot, _ = obj.DeepCopyObject().(client.Object)
-		}
+	if _, ok := obj.(runtime.Unstructured); ok {
+		return runUnstructured(ctx, rn, c, raw, obj)
 	}
-	if snapshot == nil {
-		if before, err = json.Marshal(obj); err != nil {
-			return outcome{}, fmt.Errorf("encode %s: %w", gvk.Kind, err)
-		}
-	}
+	before, _ := obj.DeepCopyObject().(client.Object) // the typed round trip of raw
 	if _, write := undoPair[c.key.Type]; write {
-		if ann := obj.GetAnnotations(); dropReserved(ann) { // after the snapshot: the removal is a change
+		if ann := obj.GetAnnotations(); dropReserved(ann) { // after the copy: the removal is a change
 			obj.SetAnnotations(ann)
 		}
 	}
 	out, err := c.exec(ctx, rn, obj) // a hook's error on a Secret is withheld already (hookFailure)
+	if err != nil {
+		return outcome{}, err
+	}
+	ops, err := patch.DiffTyped(before, out)
+	if err != nil {
+		return outcome{}, fmt.Errorf("%s: compare the hooked object: %w", c.key, err)
+	}
+	if len(ops) == 0 {
+		return outcome{hooks: len(c.hooks)}, nil
+	}
+	if err := patch.Guard(c.names(), ops); err != nil {
+		return outcome{}, &HookError{Hook: c.names(), Type: c.key.Type, GVK: gvk, Err: err}
+	}
+	if err := stepBoundary(ctx, c); err != nil {
+		return outcome{}, err
+	}
+	if ops, err = patch.Rebase(raw, ops); err != nil {
+		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
+	}
+	o := outcome{ops: ops, hooks: len(c.hooks)}
+	if records {
+		if o.sealed, err = rn.sealOnto(c, raw, before, out, &o.ops); err != nil {
+			return outcome{}, err
+		}
+	}
+	if o.merge, err = json.Marshal(out); err != nil {
+		return outcome{}, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
+	}
+	return o, nil
+}
+
+// runUnstructured is runTyped for an object of a kind the scheme does not know, decoded into
+// obj: its encodings before and after the hooks are diffed.
+func runUnstructured(ctx context.Context, rn *call, c *chain, raw []byte, obj client.Object) (outcome, error) {
+	gvk := c.key.GVK
+	before, err := json.Marshal(obj)
+	if err != nil {
+		return outcome{}, fmt.Errorf("encode %s: %w", gvk.Kind, err)
+	}
+	if _, write := undoPair[c.key.Type]; write {
+		if ann := obj.GetAnnotations(); dropReserved(ann) { // after the encoding: the removal is a change
+			obj.SetAnnotations(ann)
+		}
+	}
+	out, err := c.exec(ctx, rn, obj)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -543,39 +570,15 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte) (outcome, err
 	if err := stepBoundary(ctx, c); err != nil {
 		return outcome{}, err
 	}
-	if light {
-		// The chain's last run changed only labels and annotations: try the diff of the two
-		// maps (its own diff of raw and after) before encoding the whole object before.
-		ops, ok := metadataOps(raw, after, snapshot, out)
-		if !ok {
-			c.changedMore.Store(true)
-		} else {
-			return outcome{ops: ops, hooks: len(c.hooks), merge: after}, nil
-		}
-	}
-	if snapshot != nil {
-		if light { // the whole object before the hooks is the typed round trip of raw
-			snapshot = c.newObject()
-			if err := decode(raw, snapshot); err != nil {
-				return outcome{}, fmt.Errorf("decode %s again: %w", gvk.Kind, err)
-			}
-		}
-		if before, err = json.Marshal(snapshot); err != nil {
-			return outcome{}, fmt.Errorf("encode %s: %w", gvk.Kind, err)
-		}
-	}
 	var ops []patch.Operation
 	if !bytes.Equal(before, after) {
 		ops = patch.DiffMarshaled(before, after)
-	}
-	if snapshot != nil && !light && onlyMetadataMaps(ops) {
-		c.changedMore.Store(false) // flips back: the next run tries the two maps first
 	}
 	if len(ops) == 0 {
 		return outcome{hooks: len(c.hooks)}, nil
 	}
 	if err := patch.GuardDocuments(c.names(), ops, before, after); err != nil {
-		return outcome{}, &HookError{Hook: c.names(), Type: t, GVK: gvk, Err: err}
+		return outcome{}, &HookError{Hook: c.names(), Type: c.key.Type, GVK: gvk, Err: err}
 	}
 	if err := stepBoundary(ctx, c); err != nil {
 		return outcome{}, err

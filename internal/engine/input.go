@@ -93,6 +93,9 @@ func (r *Registry) checkItem(gvk schema.GroupVersionKind, item []byte) error {
 type topLevel struct {
 	raw                        []byte
 	apiVersion, kind, metadata []byte
+	// members are all members of the top level, each key once (the request's index starts
+	// from them: call.indexOf).
+	members []jsonscan.Member
 }
 
 // inputShape is what checkInput knows of one kind: the JSON names of its Go type's fields at
@@ -244,6 +247,7 @@ func (s *inputShape) check(raw []byte, gvk schema.GroupVersionKind, subject, exp
 		if n < 0 {
 			n = jsonscan.SkipValue(rest, 0)
 		}
+		found.members = append(found.members, jsonscan.Member{Key: string(name), Value: rest[:n]})
 		switch string(name) {
 		case "apiVersion":
 			found.apiVersion = rest[:n]

@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/jsonscan"
 )
 
 // Observer is told about every hook call, for metrics and for noticing a hook that keeps
@@ -121,6 +122,8 @@ type call struct {
 	carry []UndoEntry
 	// top is what checkInput found at the top level of the request's object (topOf).
 	top topLevel
+	// index is the index of the request's object (indexOf), built on first use.
+	index *jsonscan.Index
 }
 
 // mayCarryUndo reports whether raw may carry an UndoAnnotation: whether its metadata contains
@@ -370,4 +373,26 @@ func (r *Runner) hookLoggers(c *chain) []logr.Logger {
 	}
 	r.loggers.Store(c, loggers)
 	return loggers
+}
+
+// indexOf returns an index of raw: the call's one index of the request's object when raw is it
+// (built on first use), else a new one.
+func (r *call) indexOf(raw []byte) *jsonscan.Index {
+	if r.topOf(raw) == nil {
+		return jsonscan.NewIndex(raw)
+	}
+	if r.index == nil {
+		r.index = jsonscan.NewIndexOf(raw, r.top.members)
+	}
+	return r.index
+}
+
+// metadataOf returns the metadata member of the JSON object raw: from checkInput's scan when raw
+// is the request's object, else found.
+func (r *call) metadataOf(raw []byte) ([]byte, bool) {
+	if top := r.topOf(raw); top != nil {
+		return top.metadata, top.metadata != nil
+	}
+	m, _, ok := jsonscan.Find(raw, "metadata")
+	return m.Value, ok
 }

@@ -27,14 +27,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
+	"github.com/synchook/synchook/patch"
 )
 
 // ErrUndoNeedsKey is the cause of a HookError when synchook holds no undo key (a vcluster
@@ -232,4 +235,70 @@ func (r *Registry) ownUndo(c *chain, raw []byte) (steps []undo.Step, carry []Und
 	update := c.key.Type == hooks.UpdatePhysical || c.key.Type == hooks.UpdateVirtual
 	p, ok := r.rule(readKey).PlanWrite(update, subject(readKey, raw), value)
 	return p.Steps, p.Carry, ok
+}
+
+// sealOnto records the undo of ops — the patch of raw that the write chain c's hooks made, out
+// being the hooked typed object and before the typed round trip of raw — on out itself, sealed
+// (after the carried entries of the call), and appends to ops the operation that writes it: so
+// out's one encoding is the hooked object with its undo. It reports false, changing nothing,
+// where the entries need the hooked document (an operation on metadata or its annotations as
+// a whole, or one undo.EntriesOf cannot read on raw alone): runChain then records it on the
+// patch (withUndo).
+func (r *call) sealOnto(c *chain, raw []byte, before, out client.Object, ops *[]patch.Operation) (bool, error) {
+	for _, op := range *ops {
+		if op.Path == "/metadata" || op.Path == "/metadata/annotations" {
+			return false, nil
+		}
+	}
+	entries, ok := undo.EntriesOf(*ops, r.indexOf(raw))
+	if !ok {
+		return false, nil
+	}
+	if len(entries) == 0 {
+		return true, nil
+	}
+	meta, hasMeta := r.metadataOf(raw)
+	annotations := []byte(nil)
+	if hasMeta {
+		if m, _, ok := jsonscan.Find(meta, "annotations"); ok {
+			annotations = m.Value
+		}
+	}
+	if len(annotations) == 0 || string(annotations) == "null" {
+		entries = append([]UndoEntry{undo.EmptyMapEntry("/metadata/annotations")}, entries...)
+	}
+	value, err := r.reg.sealUndoFor(c, typedIdentity(c.key, before), entries, r.carry)
+	if err != nil {
+		return false, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+	}
+	ann := maps.Clone(out.GetAnnotations()) // never the hook's own map
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[UndoAnnotation] = value
+	out.SetAnnotations(ann)
+	*ops = append(*ops, undoOperation(meta, hasMeta, annotations, value))
+	return true, nil
+}
+
+// undoOperation returns the operation that writes the UndoAnnotation value on an object whose
+// metadata (hasMeta: present) holds annotations (nil: none): an add to the map where there is
+// one, else an add of the map, else of metadata.
+func undoOperation(meta []byte, hasMeta bool, annotations []byte, value string) patch.Operation {
+	switch {
+	case len(annotations) > 0 && annotations[0] == '{':
+		return patch.Operation{Operation: "add", Path: "/metadata/annotations/synchook.io~1undo", Value: value}
+	case hasMeta && len(meta) > 0 && meta[0] == '{':
+		return patch.Operation{Operation: "add", Path: "/metadata/annotations", Value: map[string]string{UndoAnnotation: value}}
+	}
+	return patch.Operation{Operation: "add", Path: "/metadata", Value: map[string]any{"annotations": map[string]string{UndoAnnotation: value}}}
+}
+
+// typedIdentity is objectIdentity read from the typed object obj of the chain key's kind.
+func typedIdentity(key Key, obj client.Object) undo.Identity {
+	apiVersion, kind := key.GVK.ToAPIVersionAndKind()
+	return undo.Identity{
+		APIVersion: apiVersion, Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), GenerateName: obj.GetGenerateName(),
+		UID: uidOf(sideOf(key.Type), string(obj.GetUID()), obj.GetAnnotations()[ObjectUIDAnnotation]),
+	}
 }

@@ -35,6 +35,18 @@ func NewIndex(doc []byte) *Index {
 	return &Index{doc: bytes.TrimSpace(doc), containers: map[string]*container{}}
 }
 
+// NewIndexOf is NewIndex for an object doc whose members a scan has read already: top, in any
+// order, each key once. Lookups start from them and never split doc's top level again.
+func NewIndexOf(doc []byte, top []Member) *Index {
+	x := NewIndex(doc)
+	c := &container{members: make(map[string]indexed, len(top))}
+	for _, m := range top {
+		c.members[m.Key] = indexed{value: m.Value, count: c.members[m.Key].count + 1}
+	}
+	x.containers[""] = c
+	return x
+}
+
 // Lookup returns the trimmed value at the JSON Pointer pointer ("" is the whole document; else
 // "/"-separated reference tokens, "~1" for "/" and "~0" for "~"), through an object by the last
 // member of that key, through an array by a decimal index without leading zeros. ok is false

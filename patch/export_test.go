@@ -1,4 +1,0 @@
-package patch
-
-// Guard is guard, for the tests of the patch package.
-var Guard = guard
