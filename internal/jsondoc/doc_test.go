@@ -3,8 +3,8 @@ package jsondoc_test
 import (
 	"encoding/json"
 	"maps"
-	"slices"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -95,16 +95,16 @@ func copyValue(v any) any {
 func TestDocEditsAsTheTreeDoes(t *testing.T) {
 	pod := fixtures.JSON(fixtures.Pod("ns", "web"))
 	for name, edits := range map[string][]edit{
-		"undo of a label":         {{tokens: []string{"metadata", "annotations", "synchook.io/undo"}, remove: true}, {tokens: []string{"metadata", "labels", "team"}, remove: true}},
-		"a nodeSelector removed":  {{tokens: []string{"spec", "nodeSelector"}, value: map[string]any{"pool": "x"}}, {tokens: []string{"spec", "nodeSelector"}, remove: true}},
-		"an image set back":       {{tokens: []string{"spec", "containers", "1", "image"}, value: "nginx"}},
-		"an element inserted":     {{tokens: []string{"spec", "tolerations", "0"}, value: map[string]any{"key": "k"}}, {tokens: []string{"spec", "tolerations", "-"}, value: "x"}},
-		"an element removed":      {{tokens: []string{"spec", "containers", "0"}, remove: true}, {tokens: []string{"spec", "containers", "0", "name"}, value: "only"}},
-		"inside a set value":      {{tokens: []string{"spec", "affinity"}, value: map[string]any{"a": []any{"x"}}}, {tokens: []string{"spec", "affinity", "a", "1"}, value: "y"}, {tokens: []string{"spec", "affinity", "a", "0"}, remove: true}},
-		"removed and set again":   {{tokens: []string{"spec", "schedulerName"}, remove: true}, {tokens: []string{"spec", "schedulerName"}, value: "s"}},
-		"missing parents":         {{tokens: []string{"spec", "nope", "x"}, value: "v"}, {tokens: []string{"spec", "containers", "9"}, remove: true}, {tokens: []string{"spec", "containers", "01"}, value: "v"}, {tokens: []string{"status", "hostIP", "x"}, remove: true}},
-		"the root":                {{tokens: nil, value: "x"}, {tokens: nil, remove: true}},
-		"an index past the end":   {{tokens: []string{"spec", "containers", "3"}, value: "v"}, {tokens: []string{"spec", "containers", "2"}, value: "v"}},
+		"undo of a label":        {{tokens: []string{"metadata", "annotations", "synchook.io/undo"}, remove: true}, {tokens: []string{"metadata", "labels", "team"}, remove: true}},
+		"a nodeSelector removed": {{tokens: []string{"spec", "nodeSelector"}, value: map[string]any{"pool": "x"}}, {tokens: []string{"spec", "nodeSelector"}, remove: true}},
+		"an image set back":      {{tokens: []string{"spec", "containers", "1", "image"}, value: "nginx"}},
+		"an element inserted":    {{tokens: []string{"spec", "tolerations", "0"}, value: map[string]any{"key": "k"}}, {tokens: []string{"spec", "tolerations", "-"}, value: "x"}},
+		"an element removed":     {{tokens: []string{"spec", "containers", "0"}, remove: true}, {tokens: []string{"spec", "containers", "0", "name"}, value: "only"}},
+		"inside a set value":     {{tokens: []string{"spec", "affinity"}, value: map[string]any{"a": []any{"x"}}}, {tokens: []string{"spec", "affinity", "a", "1"}, value: "y"}, {tokens: []string{"spec", "affinity", "a", "0"}, remove: true}},
+		"removed and set again":  {{tokens: []string{"spec", "schedulerName"}, remove: true}, {tokens: []string{"spec", "schedulerName"}, value: "s"}},
+		"missing parents":        {{tokens: []string{"spec", "nope", "x"}, value: "v"}, {tokens: []string{"spec", "containers", "9"}, remove: true}, {tokens: []string{"spec", "containers", "01"}, value: "v"}, {tokens: []string{"status", "hostIP", "x"}, remove: true}},
+		"the root":               {{tokens: nil, value: "x"}, {tokens: nil, remove: true}},
+		"an index past the end":  {{tokens: []string{"spec", "containers", "3"}, value: "v"}, {tokens: []string{"spec", "containers", "2"}, value: "v"}},
 	} {
 		t.Run(name, func(t *testing.T) { checkAgainstTree(t, pod, edits) })
 	}
