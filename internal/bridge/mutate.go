@@ -59,9 +59,6 @@ type Mutator struct {
 	opts   MutatorOptions
 	runner *engine.Runner
 	hooks  []ClientHook
-	// objects maps each hooked GVK to an object of the Go type vcluster decodes it into (the
-	// registry's object type), for Answer; only their types are used.
-	objects map[schema.GroupVersionKind]any
 }
 
 // NewMutator returns a Mutator that runs calls with runner, with opts (defaults applied). It
@@ -83,29 +80,24 @@ func NewMutator(runner *engine.Runner, opts MutatorOptions) (*Mutator, error) {
 	return m, nil
 }
 
-// Refresh reads the registry's hooked GVKs again (ClientHooks and the objects Mutate answers
-// with), after chains were added to it, e.g. by engine.Registry.CoverUndoReads. Like those
+// Refresh reads the registry's hooked GVKs again (ClientHooks), after chains were added to it, e.g. by engine.Registry.CoverUndoReads. Like those
 // additions it must happen before the Mutator serves: it is not safe to call concurrently with
 // Mutate or ClientHooks. It fails when the registry holds an apiVersion that does not parse,
 // and then leaves the Mutator as it was.
 func (m *Mutator) Refresh() error {
 	reg := m.runner.Registry()
 	var clientHooks []ClientHook
-	objects := map[schema.GroupVersionKind]any{}
 	for _, rc := range reg.Capabilities().Resources {
 		ch := ClientHook{APIVersion: rc.APIVersion, Kind: rc.Kind}
 		for _, ht := range rc.HookTypes {
 			ch.Types = append(ch.Types, string(ht.Type))
 		}
 		clientHooks = append(clientHooks, ch)
-		gv, err := schema.ParseGroupVersion(rc.APIVersion)
-		if err != nil {
+		if _, err := schema.ParseGroupVersion(rc.APIVersion); err != nil {
 			return fmt.Errorf("apiVersion %q: %w", rc.APIVersion, err)
 		}
-		gvk := gv.WithKind(rc.Kind)
-		objects[gvk] = reg.NewObject(gvk)
 	}
-	m.hooks, m.objects = clientHooks, objects
+	m.hooks = clientHooks
 	return nil
 }
 
@@ -118,8 +110,8 @@ func (m *Mutator) ClientHooks() []ClientHook { return m.hooks }
 //
 //	mutated=false, no object  no hook for (apiVersion, kind, type), a type this project does not
 //	                          implement (e.g. ApplyPhysical), or hooks that changed nothing
-//	mutated=true, object      the whole hooked object, encoded by Answer so that vcluster's
-//	                          json.Unmarshal into its existing object gives exactly that object
+//	mutated=true, object      the whole hooked object, encoded (engine.Result.Answer) so that
+//	                          vcluster's json.Unmarshal into its existing object gives exactly it
 //	gRPC status error         see StatusCode; the message names the hook, type and kind
 func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, object string) (answer string, mutated bool, err error) {
 	start := time.Now()
@@ -167,15 +159,9 @@ func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, ob
 		}
 		return "", false, nil
 	}
-	encoded := res.MergeObject() // the one-pass answer, when the chain could make it
-	if encoded == nil {
-		hooked, err := res.Object()
-		if err != nil {
-			return "", false, status.Errorf(codes.Internal, "%s %s: apply the hooks' patch: %v", hookType, gvk.Kind, err)
-		}
-		if encoded, err = Answer(m.objects[gvk], raw, hooked); err != nil {
-			return "", false, status.Errorf(codes.Internal, "%s %s: encode the answer: %v", hookType, gvk.Kind, err)
-		}
+	encoded, err := res.Answer() // the chain's own answer: the object is not decoded again here
+	if err != nil {
+		return "", false, status.Errorf(codes.Internal, "%s %s: encode the answer: %v", hookType, gvk.Kind, err)
 	}
 	if logged {
 		logAt(0, "mutated", "hooks", res.Hooks, "patchOperations", res.Operations, "duration", time.Since(start).String())

@@ -21,6 +21,8 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/answer"
+	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/metamap"
 	"github.com/synchook/synchook/internal/undo"
@@ -37,25 +39,63 @@ type Result struct {
 	// Hooks is the number of hooks that ran.
 	Hooks int
 
-	raw, merge []byte
+	raw []byte
+	ops []patch.Operation
+	// answer is the answer when the chain made it in passing (the request with the label and
+	// annotation maps replaced; a typed object's one encoding, where mergeSafe); doc the
+	// request's object as the chain edited it, when it kept one (an undo read); goType the Go
+	// type of the kind, which answer.Of encodes along.
+	answer []byte
+	doc    *jsondoc.Doc
+	goType reflect.Type
 }
 
-// MergeObject returns JSON that, decoded with encoding/json's Unmarshal INTO the object the
-// request was decoded from (the way vcluster reads a plugin's answer), and also into a new one,
-// gives exactly the hooked object; nil when the chain could not make it cheaply (then use
-// Object and bridge.Answer) or when nothing changed. The label/annotation fast path always
-// makes it (the request's bytes with the two maps replaced); the typed path makes it when every
-// operation only adds object members or replaces scalars, which a merging decoder applies as
-// they are.
-func (r Result) MergeObject() []byte { return r.merge }
+// Answer returns the JSON that answers a vcluster plugin's Mutate: decoded with encoding/json's
+// Unmarshal INTO the object the request was decoded from (the way vcluster reads it), and also
+// into a new one, it gives exactly the hooked object (package answer). nil when nothing changed.
+// It never decodes the whole object: it is the chain's own encoding where the chain made one
+// that a merging decoder reads right, else the request's bytes with the chain's edits, encoded
+// along the kind's Go type (answer.Of). Errors: an edit that does not apply (a bug) or a value
+// that does not encode.
+func (r Result) Answer() ([]byte, error) {
+	if r.Patch == nil {
+		return nil, nil
+	}
+	if r.answer != nil {
+		return r.answer, nil
+	}
+	doc, err := r.edited()
+	if err != nil {
+		return nil, err
+	}
+	return answer.Of(r.goType, doc)
+}
 
 // Object returns the request object with Patch applied: the request bytes themselves when
-// nothing changed. It is computed on each call; the admission transport never needs it.
+// nothing changed, else those bytes with the chain's edits (computed on each call; the
+// admission transport never needs it).
 func (r Result) Object() ([]byte, error) {
 	if r.Patch == nil {
 		return r.raw, nil
 	}
-	return patch.Apply(r.raw, r.Patch)
+	doc, err := r.edited()
+	if err != nil {
+		return nil, err
+	}
+	return doc.Bytes()
+}
+
+// edited returns the request's object with the chain's edits: the chain's own Doc, else a Doc
+// of the request with the operations applied.
+func (r Result) edited() (*jsondoc.Doc, error) {
+	if r.doc != nil {
+		return r.doc, nil
+	}
+	doc := jsondoc.New(r.raw)
+	if err := doc.ApplyOps(r.ops); err != nil {
+		return nil, fmt.Errorf("apply the hooks' patch: %w", err)
+	}
+	return doc, nil
 }
 
 // HookError is returned by Run when a hook fails: it returned an error, panicked, outlived the
@@ -202,7 +242,10 @@ func (rn *call) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.Ho
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{raw: raw, Hooks: o.hooks, Operations: len(o.ops), merge: o.merge}
+	res := Result{raw: raw, ops: o.ops, Hooks: o.hooks, Operations: len(o.ops), answer: o.merge, doc: o.doc}
+	if c := rn.reg.chains[Key{GVK: gvk, Type: t}]; c != nil {
+		res.goType = c.objectType
+	}
 	if res.Patch, err = patch.Marshal(o.ops); err != nil {
 		return Result{}, err
 	}
@@ -211,7 +254,7 @@ func (rn *call) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.Ho
 
 // outcome is what one chain run gives: the operations of the patch from the request object to
 // the hooked one (nil: no change), the number of hooks that ran, and the merge answer when it
-// was cheap to make (Result.MergeObject).
+// was cheap to make (Result.Answer).
 type outcome struct {
 	ops   []patch.Operation
 	hooks int
@@ -219,11 +262,14 @@ type outcome struct {
 	// sealed says ops end with the operation that records the undo and merge holds it too
 	// (runTyped sealed it onto the hooked object).
 	sealed bool
+	// doc is the request's object with ops made on it, when the chain edited one (an undo
+	// read): the answer is encoded from it.
+	doc *jsondoc.Doc
 }
 
 // runOps is Run for one object: it returns the operations of the patch from raw to the hooked
 // object (nil when nothing changed), the number of hooks that ran and, when it could make it
-// cheaply, the merge answer (Result.MergeObject).
+// cheaply, the merge answer (Result.Answer).
 func (rn *call) runOps(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (outcome, error) {
 	c := rn.reg.chains[Key{GVK: gvk, Type: t}]
 	if c == nil {

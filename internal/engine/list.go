@@ -153,7 +153,7 @@ func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	if res.Patch, err = patch.Marshal(ops); err != nil {
 		return Result{}, fmt.Errorf("%s: %w", gvk.Kind, err)
 	}
-	res.Operations = len(ops)
+	res.Operations, res.ops = len(ops), ops
 	return res, nil
 }
 

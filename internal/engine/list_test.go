@@ -431,9 +431,11 @@ func TestMutateValidJSONAnswersAsMutate(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: MutateValidJSON: %v", name, req.gvk.Kind, err)
 			}
-			if string(got.Patch) != string(want.Patch) || string(got.MergeObject()) != string(want.MergeObject()) || want.Patch == nil {
-				t.Errorf("%s %s: MutateValidJSON patch %s merge %s, Mutate patch %s merge %s", name, req.gvk.Kind,
-					got.Patch, got.MergeObject(), want.Patch, want.MergeObject())
+			gotAnswer, gotErr := got.Answer()
+			wantAnswer, wantErr := want.Answer()
+			if string(got.Patch) != string(want.Patch) || string(gotAnswer) != string(wantAnswer) || gotErr != nil || wantErr != nil || want.Patch == nil {
+				t.Errorf("%s %s: MutateValidJSON patch %s answer %s (%v), Mutate patch %s answer %s (%v)", name, req.gvk.Kind,
+					got.Patch, gotAnswer, gotErr, want.Patch, wantAnswer, wantErr)
 			}
 		}
 	}

@@ -261,7 +261,7 @@ func offset(doc, sub []byte) int {
 }
 
 // runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
-// operations on raw, the merge answer (see Result.MergeObject) and the number of hooks run.
+// operations on raw, the merge answer (see Result.Answer) and the number of hooks run.
 func (c *chain) runMetadata(ctx context.Context, rn *call, raw []byte, undo bool) ([]patch.Operation, []byte, error) {
 	doc, err := c.parseMetadata(raw, rn.validJSON, rn.topOf(raw))
 	if err != nil {
@@ -315,7 +315,7 @@ func (c *chain) metadataHooked(ctx context.Context, rn *call, namespace string, 
 }
 
 // answer returns the operations of the patch that gives doc's object the labels and
-// annotations after (nil: none), and the merge answer (see Result.MergeObject).
+// annotations after (nil: none), and the merge answer (see Result.Answer).
 func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, []byte, error) {
 	var a metadataAnswer
 	// Members to add to metadata (absent before); a local slice, which can stay on the stack.

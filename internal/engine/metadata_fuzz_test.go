@@ -109,7 +109,10 @@ func FuzzMetadataPath(f *testing.F) {
 			if err != nil {
 				t.Fatalf("%s: canonical %s: %v", ht, canonical, err)
 			}
-			merge := res.MergeObject()
+			merge, err := res.Answer()
+			if err != nil {
+				t.Fatalf("%s: answer: %v", ht, err)
+			}
 			if merge == nil {
 				if res.Patch != nil {
 					t.Fatalf("%s: a patch without a merge answer", ht)

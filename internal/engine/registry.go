@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -66,18 +66,23 @@ type chain struct {
 	// unstructured says newObject returns an *unstructured.Unstructured (a kind the scheme
 	// does not know).
 	unstructured bool
-	// changedMore says the typed path's last run of this chain changed more than labels and
-	// annotations: the next run keeps a deep copy of the object before the hooks, not only
-	// its labels and annotations. Only the cost of a run depends on it, never its result.
-	changedMore atomic.Bool
+	// objectType is the Go type newObject returns (the answer is encoded along it).
+	objectType reflect.Type
 	// writers are the fingerprints of the hooks (hookDigest), which a sealed undo this chain
 	// records carries.
 	writers []string
 }
 
+// setObjectType sets objectType and unstructured from newObject.
+func (c *chain) setObjectType() {
+	obj := c.newObject()
+	c.objectType = reflect.TypeOf(obj)
+	_, c.unstructured = obj.(*unstructured.Unstructured)
+}
+
 // of returns a chain of c's kind (the same object to decode into) for key with hooks hs.
 func (c *chain) of(key Key, hs []namedFunc) *chain {
-	return &chain{key: key, hooks: hs, newObject: c.newObject, unstructured: c.unstructured}
+	return &chain{key: key, hooks: hs, newObject: c.newObject, unstructured: c.unstructured, objectType: c.objectType}
 }
 
 // recordsUndo reports whether the write chain c records an undo: the registry has Undo on,
@@ -237,7 +242,7 @@ func (r *Registry) register(h hooks.ClientHook, revision string, builtin bool) e
 		c := r.chains[key]
 		if c == nil {
 			c = &chain{key: key, newObject: func() client.Object { return r.NewObject(gvk) }}
-			_, c.unstructured = c.newObject().(*unstructured.Unstructured)
+			c.setObjectType()
 			r.chains[key] = c
 		}
 		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn, meta: meta, noUndo: !undo, revision: revision, builtin: builtin})
@@ -279,7 +284,7 @@ func (r *Registry) CoverUndoReads(kinds []undo.Kind) []Key {
 		}
 		gvk := k.GVK
 		c := &chain{key: key, undoRead: true, newObject: func() client.Object { return r.NewObject(gvk) }}
-		_, c.unstructured = c.newObject().(*unstructured.Unstructured)
+		c.setObjectType()
 		r.chains[key] = c
 		if !slices.Contains(r.gvks, gvk) {
 			r.gvks = append(r.gvks, gvk)

@@ -1,4 +1,4 @@
-package bridge_test
+package answer_test
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/internal/bridge"
+	"github.com/synchook/synchook/internal/answer"
 	"github.com/synchook/synchook/internal/engine"
 )
 
@@ -193,7 +193,7 @@ func TestAnswerDecodedIntoTheRequestObjectGivesTheHookedObject(t *testing.T) {
 			want := fresh(t, tc.object, hooked)
 
 			// vcluster: json.Unmarshal(answer, obj) into the object it encoded as request.
-			answer, err := bridge.Answer(tc.object(), request, hooked)
+			answer, err := answer.For(tc.object(), request, hooked)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -294,7 +294,7 @@ func compare(got, want client.Object) string {
 
 func TestAnswerOfAnUnchangedObjectIsTheObject(t *testing.T) {
 	request, _ := json.Marshal(examplePod())
-	answer, err := bridge.Answer(&corev1.Pod{}, request, request)
+	answer, err := answer.For(&corev1.Pod{}, request, request)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestAnswerOfAnUnchangedObjectIsTheObject(t *testing.T) {
 func TestAnswerForATypeThatDecodesItselfIsTheHookedJSON(t *testing.T) {
 	request := []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"hostOnly":"x"}}`)
 	hooked := []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{}}`)
-	answer, err := bridge.Answer(&unstructured.Unstructured{}, request, hooked)
+	answer, err := answer.For(&unstructured.Unstructured{}, request, hooked)
 	if err != nil || !bytes.Equal(answer, hooked) {
 		t.Fatalf("Answer = %s, %v; want the hooked JSON itself", answer, err)
 	}
@@ -331,14 +331,14 @@ func TestAnswerRejectsMalformedJSON(t *testing.T) {
 		{"a hooked array", string(good), `[]`},
 	} {
 		t.Run(tc.name+" is an error", func(t *testing.T) {
-			if _, err := bridge.Answer(&corev1.Pod{}, []byte(tc.request), []byte(tc.hooked)); err == nil {
+			if _, err := answer.For(&corev1.Pod{}, []byte(tc.request), []byte(tc.hooked)); err == nil {
 				t.Error("no error")
 			}
 		})
 	}
 }
 
-// BenchmarkAnswer measures Answer for a pod that lost a label and its nodeName.
+// BenchmarkAnswer measures For for a pod that lost a label and its nodeName.
 func BenchmarkAnswer(b *testing.B) {
 	request, _ := json.Marshal(examplePod())
 	hookedPod := examplePod()
@@ -347,7 +347,7 @@ func BenchmarkAnswer(b *testing.B) {
 	hooked, _ := json.Marshal(hookedPod)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := bridge.Answer(&corev1.Pod{}, request, hooked); err != nil {
+		if _, err := answer.For(&corev1.Pod{}, request, hooked); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,16 @@
-package bridge
+// Package answer encodes the hooked object the way vcluster reads a plugin's answer: decoded
+// with encoding/json's Unmarshal INTO the object it encoded as the request, which merges (it
+// keeps map keys the answer lacks, struct fields the answer lacks, ignores null for strings,
+// numbers, bools and structs, decodes array elements into the existing ones, reuses the
+// target of a non-nil pointer). See internal/bridge's package documentation for the rules and
+// the tests that prove them.
+//
+// Of encodes an edited jsondoc.Doc — the request's object with the chain's edits — along the
+// Go type of the kind: values no edit touched are copied as the request's bytes, and only at
+// the edited members does it emit the values that reset or zero what the merging decoder would
+// keep (set, zeroing). For answers the same as the whole-document walk this package used
+// before (kept as the oracle of its tests) without decoding the whole object twice.
+package answer
 
 import (
 	"bytes"
@@ -7,56 +19,195 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/synchook/synchook/internal/jsondoc"
+	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/patch"
 )
 
-// Answer returns the JSON to send back as MutateResult.object so that vcluster, which decodes
-// it with encoding/json's Unmarshal INTO the object it encoded as request, ends up with exactly
-// the object that hooked describes — removed labels, annotations, omitempty fields, pointers and
-// slice elements included. See the package documentation for the rules and their proof.
-//
-// obj is any value of the Go type vcluster decodes into (e.g. &corev1.Pod{}; only its type is
-// used). request is the JSON vcluster sent, hooked the JSON of the hooked object. For types
-// that decode themselves (json.Unmarshaler, e.g. *unstructured.Unstructured) and for a nil obj
-// the answer is hooked itself. The answer may repeat an object key; encoding/json and
-// sigs.k8s.io/json decode repeated keys in order, so a fresh decode gives hooked too.
+// For returns the answer for the request object request and the hooked object hooked, where obj
+// is any value of the Go type vcluster decodes into (e.g. &corev1.Pod{}; only its type is used):
+// Of the request's Doc with the patch from request to hooked applied. For types that decode
+// themselves (json.Unmarshaler, e.g. *unstructured.Unstructured) and for a nil obj the answer
+// is hooked itself. The answer may repeat an object key; encoding/json and sigs.k8s.io/json
+// decode repeated keys in order, so a fresh decode gives hooked too.
 //
 // Errors: request or hooked is not valid JSON, or hooked is not a JSON object.
-func Answer(obj any, request, hooked []byte) ([]byte, error) {
-	t := reflect.TypeOf(obj)
+func For(obj any, request, hooked []byte) ([]byte, error) {
+	t := structType(reflect.TypeOf(obj))
+	if t == nil {
+		if !json.Valid(hooked) {
+			return nil, fmt.Errorf("hooked object is not valid JSON")
+		}
+		return hooked, nil
+	}
+	if h := bytes.TrimSpace(hooked); len(h) == 0 || h[0] != '{' {
+		return nil, fmt.Errorf("hooked object is not a JSON object")
+	}
+	ops, err := patch.Diff(request, hooked)
+	if err != nil {
+		return nil, err
+	}
+	doc := jsondoc.New(request)
+	if err := doc.ApplyOps(ops); err != nil {
+		return nil, fmt.Errorf("apply the hooks' patch: %w", err)
+	}
+	return Of(t, doc)
+}
+
+// structType returns the struct type behind t (pointers followed) that the answer is encoded
+// along, nil when t is none or decodes itself: then the answer is the hooked object itself.
+func structType(t reflect.Type) reflect.Type {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t == nil || t.Kind() != reflect.Struct || decodesItself(t) {
 		// Only a struct merges; a type that decodes itself replaces its content, and a
 		// top-level map or slice cannot be reset by a document that is one value.
-		return hooked, nil
+		return nil
 	}
-	before, err := decodeGeneric(request)
+	return t
+}
+
+// Of returns the answer for the object of Go type t (any type: pointers are followed; a type
+// that is no struct, or decodes itself, gets the edited document itself) that doc holds with
+// its edits: decoded with encoding/json INTO the object the original document encodes, and
+// also into a new object, it gives exactly the edited document. Unedited values are the
+// original bytes. Errors: a value that does not decode or encode as JSON.
+func Of(t reflect.Type, doc *jsondoc.Doc) ([]byte, error) {
+	root := doc.Root()
+	t = structType(t)
+	if t == nil || !root.Changed {
+		return doc.Bytes()
+	}
+	b := make([]byte, 0, len(root.Raw)+len(root.Raw)/8)
+	if object, _ := root.IsSplit(); object {
+		return appendStruct(b, t, root)
+	}
+	// the whole document replaced: the rules on the whole of both
+	before, err := decodeGeneric(root.Orig)
 	if err != nil {
 		return nil, fmt.Errorf("decode request object: %w", err)
 	}
-	after, err := decodeGeneric(hooked)
+	after, err := root.Decoded()
 	if err != nil {
-		return nil, fmt.Errorf("decode hooked object: %w", err)
+		return nil, err
 	}
 	beforeObj, _ := before.(map[string]any)
 	afterObj, ok := after.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("hooked object is %T, want a JSON object", after)
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(hooked) + len(hooked)/8)
-	if err := write(&buf, structObject(t, beforeObj, afterObj)); err != nil {
-		return nil, fmt.Errorf("encode answer: %w", err)
+	return appendValue(b, structObject(t, beforeObj, afterObj))
+}
+
+// appendStruct appends the answer for the split object n (edited) that decodes into a struct of
+// type t which holds n's original: the members that zero the removed fields, then n's members
+// (unedited ones as they were).
+func appendStruct(b []byte, t reflect.Type, n *jsondoc.Node) ([]byte, error) {
+	fields := jsonFields(t)
+	b = append(b, '{')
+	first := true
+	emit := func(key string, v any) error {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = jsonscan.AppendString(b, key)
+		b = append(b, ':')
+		var err error
+		b, err = appendValue(b, v)
+		return err
 	}
-	return buf.Bytes(), nil
+	for _, r := range n.Removed {
+		before, err := decodeGeneric(r.Node.Orig)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range zeroing(fields.lookup(r.Key), before) {
+			if err := emit(r.Key, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, m := range n.Members {
+		ft := fields.lookup(m.Key)
+		c := m.Node
+		if !c.Changed || ft == nil { // as it was, or a key the decoder ignores
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = jsonscan.AppendString(b, m.Key)
+			b = append(b, ':')
+			var err error
+			if b, err = c.Append(b); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if st, ok := reusedStruct(ft, c); ok { // the decoder decodes into the struct it holds
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = jsonscan.AppendString(b, m.Key)
+			b = append(b, ':')
+			var err error
+			if b, err = appendStruct(b, st, c); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		after, err := c.Decoded()
+		if err != nil {
+			return nil, err
+		}
+		var before any
+		had := c.Orig != nil
+		if had {
+			if before, err = decodeGeneric(c.Orig); err != nil {
+				return nil, err
+			}
+		}
+		for _, v := range set(ft, before, had, after) {
+			if err := emit(m.Key, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// reusedStruct returns the struct type that a merging decoder decodes the split object c into
+// in place — a struct field, or a pointer to a struct that the original set — when the rules
+// for it are the rules of its fields one by one.
+func reusedStruct(t reflect.Type, c *jsondoc.Node) (reflect.Type, bool) {
+	if object, _ := c.IsSplit(); !object {
+		return nil, false
+	}
+	pointer := false
+	for t.Kind() == reflect.Pointer {
+		t, pointer = t.Elem(), true
+	}
+	if t.Kind() != reflect.Struct || t == intOrString || decodesItself(t) {
+		return nil, false
+	}
+	if pointer && (c.Orig == nil || string(c.Orig) == "null") {
+		return nil, false // a new pointer: a fresh decode
+	}
+	return t, true
 }
 
 // decodeGeneric decodes JSON into maps, slices, strings, bools, json.Number and nil; numbers
 // keep their text.
 func decodeGeneric(data []byte) (any, error) {
+	if text, plain := jsonscan.PlainText(data); plain {
+		return string(text), nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
@@ -262,6 +413,18 @@ func (f fieldTypes) lookup(key string) reflect.Type {
 // `json:"-"` and unexported fields are skipped, the fields of embedded structs without a JSON
 // name (`json:",inline"`) are promoted, and a shallower field wins over a deeper one.
 func jsonFields(t reflect.Type) fieldTypes {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.(fieldTypes)
+	}
+	f := collectJSONFields(t)
+	fieldCache.Store(t, f)
+	return f
+}
+
+// fieldCache holds jsonFields' answers: reflect.Type → fieldTypes (read only once stored).
+var fieldCache sync.Map
+
+func collectJSONFields(t reflect.Type) fieldTypes {
 	fields := fieldTypes{}
 	seen := map[reflect.Type]bool{}
 	for level := []reflect.Type{t}; len(level) > 0; {
@@ -308,37 +471,32 @@ func jsonFields(t reflect.Type) fieldTypes {
 	return fields
 }
 
-// write encodes v: an object with its repeated keys in order, anything else with
-// encoding/json (maps with sorted keys).
-func write(buf *bytes.Buffer, v any) error {
+// appendValue appends the encoding of v: an object with its repeated keys in order, anything
+// else with encoding/json (maps with sorted keys).
+func appendValue(b []byte, v any) ([]byte, error) {
 	obj, ok := v.(object)
 	if !ok {
-		b, err := json.Marshal(v)
+		enc, err := json.Marshal(v)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		buf.Write(b)
-		return nil
+		return append(b, enc...), nil
 	}
-	buf.WriteByte('{')
+	b = append(b, '{')
 	first := true
 	for _, m := range obj {
 		for _, value := range m.values {
 			if !first {
-				buf.WriteByte(',')
+				b = append(b, ',')
 			}
 			first = false
-			key, err := json.Marshal(m.key)
-			if err != nil {
-				return err
-			}
-			buf.Write(key)
-			buf.WriteByte(':')
-			if err := write(buf, value); err != nil {
-				return err
+			b = jsonscan.AppendString(b, m.key)
+			b = append(b, ':')
+			var err error
+			if b, err = appendValue(b, value); err != nil {
+				return nil, err
 			}
 		}
 	}
-	buf.WriteByte('}')
-	return nil
+	return append(b, '}'), nil
 }

@@ -1,4 +1,4 @@
-package bridge_test
+package answer_test
 
 import (
 	"encoding/json"
@@ -6,16 +6,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/synchook/synchook/internal/bridge"
+	"github.com/synchook/synchook/internal/answer"
 )
 
 // A hook removed the label "host" and the pod's nodeName. vcluster decodes the answer into the
 // pod it sent, so the answer resets the labels map before giving the new one, and sets
 // nodeName to "" explicitly.
-func ExampleAnswer() {
+func ExampleFor() {
 	request := []byte(`{"metadata":{"name":"web","labels":{"app":"web","host":"blue"}},"spec":{"nodeName":"node-7","containers":null}}`)
 	hooked := []byte(`{"metadata":{"name":"web","labels":{"app":"web"}},"spec":{"containers":null}}`)
-	answer, err := bridge.Answer(&corev1.Pod{}, request, hooked)
+	answer, err := answer.For(&corev1.Pod{}, request, hooked)
 	if err != nil {
 		panic(err)
 	}
@@ -26,6 +26,6 @@ func ExampleAnswer() {
 	_ = json.Unmarshal(answer, &pod)
 	fmt.Printf("labels %v, nodeName %q\n", pod.Labels, pod.Spec.NodeName)
 	// Output:
-	// {"metadata":{"labels":null,"labels":{"app":"web"},"name":"web"},"spec":{"containers":null,"nodeName":""}}
+	// {"metadata":{"name":"web","labels":null,"labels":{"app":"web"}},"spec":{"nodeName":"","containers":null}}
 	// labels map[app:web], nodeName ""
 }
