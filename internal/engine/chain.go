@@ -434,10 +434,12 @@ func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, carry [
 // write chains (RegistryOptions.Undo), then runs its own hooks on the restored view. The
 // patch goes from raw to the final object. An undo that is not synchook's (sealed.go) is dropped and
 // counted, never an error. The undo and the hooks run under one concurrency slot;
-// an undo of labels and annotations only works on the two maps alone (undoMetadata).
+// an undo of labels and annotations only works on the two maps alone (undoMetadata), any other
+// on the request's object as a jsondoc.Doc (undoView): its edits are the patch and the answer
+// is encoded from it, so the object is neither decoded whole nor encoded again.
 // An object without the annotation goes to the hooks as it is, which validate it.
 func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome, error) {
-	value, had := undoAnnotation(raw)
+	value, had := rn.undoAnnotationOf(raw)
 	if !had {
 		if len(c.hooks) == 0 {
 			if !rn.validJSON && !jsonscan.Valid(raw) {
@@ -453,7 +455,12 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 		return outcome{}, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
 	}
 	defer done()
-	plan := rn.reg.planUndo(c, raw, value)
+	if !rn.validJSON && !jsonscan.Valid(raw) { // the Doc splits only what it reads
+		var v any
+		return outcome{}, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
+	}
+	doc := jsondoc.New(raw)
+	plan := rn.reg.rule(c.key).PlanRead(rn.subjectOf(c.key, raw, doc), value)
 	reason := plan.Reason
 	if reason == "" && rn.reg.undoOnMetadata(c, plan) {
 		o, dropped, err := inner.undoMetadata(ctx, c, raw, plan)
@@ -464,47 +471,36 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 			return o, err
 		}
 	}
-	var view []byte
 	if reason == "" {
-		var err error
-		if view, reason, err = inner.undoView(ctx, c, raw, plan); err != nil {
-			return outcome{}, err
-		}
+		reason = inner.undoView(ctx, c, raw, doc, plan)
 	}
-	changed := reason == ""
-	if !changed {
+	if reason != "" {
 		rn.observeUndoRejected(c.key, reason)
-		view = raw
+		doc = jsondoc.New(raw) // whatever was half-applied is dropped
 	}
-	final, n := view, 0
+	n := 0
 	if len(c.hooks) > 0 {
 		// The same hooks without the undo step: runChain, not runChainOps.
+		view, err := doc.Bytes()
+		if err != nil {
+			return outcome{}, fmt.Errorf("%s: %w", c.key, err)
+		}
 		o, err := inner.runChain(ctx, c, view)
 		if err != nil {
 			return outcome{}, err
 		}
 		n = o.hooks
-		if len(o.ops) > 0 {
-			changed = true
-			if final, err = applyOps(view, o.ops...); err != nil {
-				return outcome{}, fmt.Errorf("%s: %w", c.key, err)
-			}
+		if err := doc.ApplyOps(o.ops); err != nil { // a patch of view: it goes on after the undo's edits
+			return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 		}
 	}
-	if !changed {
+	if !doc.Changed() {
 		return outcome{hooks: n}, nil // the undo dropped and no change by the hooks
 	}
 	if err := stepBoundary(ctx, c); err != nil {
 		return outcome{}, err
 	}
-	if reason == "" && (rn.validJSON || jsonscan.Valid(raw)) { // final: encoded by json.Marshal, or applied to that
-		return outcome{ops: patch.DiffMarshaled(raw, final), hooks: n}, nil
-	}
-	ops, err := patch.Diff(raw, final)
-	if err != nil {
-		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
-	}
-	return outcome{ops: ops, hooks: n}, nil
+	return outcome{ops: doc.Ops(), hooks: n, doc: doc}, nil
 }
 
 // mergeSafe reports whether a merging decoder (encoding/json into an existing object) applies

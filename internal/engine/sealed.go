@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
@@ -84,14 +85,22 @@ const ObjectUIDAnnotation = "vcluster.loft.sh/object-uid"
 // is bound to: gvk's apiVersion and kind (checkInput made sure the object says the same), its
 // namespace, name, generateName and uid (uidOf).
 func objectIdentity(gvk schema.GroupVersionKind, side undo.Side, raw []byte) undo.Identity {
-	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	id := undo.Identity{APIVersion: apiVersion, Kind: kind}
 	meta, _, ok := jsonscan.Find(raw, "metadata")
 	if !ok {
+		return identityIn(gvk, side, nil)
+	}
+	return identityIn(gvk, side, meta.Value)
+}
+
+// identityIn is objectIdentity from the object's metadata member meta (nil: none).
+func identityIn(gvk schema.GroupVersionKind, side undo.Side, meta []byte) undo.Identity {
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	id := undo.Identity{APIVersion: apiVersion, Kind: kind}
+	if meta == nil {
 		return id
 	}
 	var uid, objectUID string
-	jsonscan.EachMember(meta.Value, func(key, v []byte) bool {
+	jsonscan.EachMember(meta, func(key, v []byte) bool {
 		switch string(memberName(key)) {
 		case "namespace":
 			id.Namespace, _ = jsonscan.String(v)
@@ -177,6 +186,31 @@ func subject(key Key, raw []byte) undo.Subject {
 		GVK: key.GVK, ID: objectIdentity(key.GVK, side, raw), Side: side, Immutable: isImmutable(raw),
 		Doc: func() (undo.Doc, error) { t, err := undo.DecodeTree(raw); return t, err },
 	}
+}
+
+// subjectOf is subject for the object raw of the call, read from what checkInput found when raw
+// is the request's object (no scan of the whole object), with doc as its Doc.
+func (r *call) subjectOf(key Key, raw []byte, doc *jsondoc.Doc) undo.Subject {
+	side := sideOf(key.Type)
+	meta, _ := r.metadataOf(raw)
+	immutable := false
+	if v, ok := r.indexOf(raw).Lookup("/immutable"); ok {
+		immutable = string(v) == "true"
+	}
+	return undo.Subject{
+		GVK: key.GVK, ID: identityIn(key.GVK, side, meta), Side: side, Immutable: immutable,
+		Doc: func() (undo.Doc, error) { return doc, nil },
+	}
+}
+
+// undoAnnotationOf is undoAnnotation for the object raw of the call, read in its metadata
+// (metadataOf).
+func (r *call) undoAnnotationOf(raw []byte) (string, bool) {
+	meta, ok := r.metadataOf(raw)
+	if !ok {
+		return "", false
+	}
+	return undoAnnotationIn(meta)
 }
 
 // planUndo is undo's read plan (undo.Rule.PlanRead) for the UndoAnnotation value found on raw

@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
@@ -110,37 +111,47 @@ func isReservedPath(p string) bool {
 	return isUndoPath(p) || p == "/metadata/annotations/synchook.io~1mutated-by"
 }
 
-// undoView returns the view of the stored object raw that the read chain c hands on: raw with
-// the plan's steps applied (undo.Apply), UndoAnnotation removed and the carried entries sealed
-// on it again, when that leaves identity alone. Otherwise view is nil and reason says why the
-// annotation was dropped. err is a *DecodeError when raw is not valid JSON.
-func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, p undo.Plan) (view []byte, reason string, err error) {
-	tree, err := undo.DecodeTree(raw)
-	if err != nil {
-		return nil, "", &DecodeError{GVK: c.key.GVK, Err: err}
+// undoView applies the plan p (steps that open, carried entries) to doc, the stored object raw
+// that the read chain c hands on: its edits take the undo off, and the carried entries stay
+// recorded on it, sealed as the kind's Update chain seals them alone (so that a view of an
+// object that holds only these entries is the object itself). It returns why the undo is
+// dropped ("" when it was applied); doc is then half-edited and must be dropped.
+func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, doc *jsondoc.Doc, p undo.Plan) string {
+	if reason := undo.Apply(ctx, doc, p.Steps); reason != "" {
+		return reason
 	}
-	id := tree.Identity()
-	if reason := undo.Apply(ctx, tree, p.Steps); reason != "" {
-		return nil, reason, nil
+	if patch.Guard("", doc.Ops()) != nil { // cannot happen: undo's plans refuse identity paths
+		return UndoIdentity
 	}
-	if tree.Identity() != id { // cannot happen: undo's plans refuse identity paths
-		return nil, UndoIdentity, nil
-	}
-	if len(p.Carry) > 0 { // what the view cannot leave out stays recorded on it
-		// Sealed as the kind's Update chain seals them alone, so that a view of an object
-		// that holds only these entries is the object itself.
+	if len(p.Carry) > 0 {
 		wc := rn.reg.chains[Key{GVK: c.key.GVK, Type: updateType(c.key.Type)}]
 		if wc == nil {
 			wc = &chain{key: c.key}
 		}
 		if value, err := rn.reg.sealUndo(wc, raw, nil, p.Carry); err == nil {
-			tree.SetAnnotation(UndoAnnotation, value)
+			if !setAnnotation(doc, UndoAnnotation, value) {
+				return UndoMalformed
+			}
 		}
 	}
-	if view, err = json.Marshal(tree.V); err != nil {
-		return nil, UndoMalformed, nil
+	return ""
+}
+
+// setAnnotation sets the annotation key to value on doc, making the annotations map when it is
+// absent (or not a map); false when metadata is not an object (undo.Tree.SetAnnotation).
+func setAnnotation(doc *jsondoc.Doc, key, value string) bool {
+	meta, _ := doc.Lookup([]string{"metadata"})
+	if _, ok := meta.(map[string]any); !ok {
+		return false
 	}
-	return view, "", nil
+	if ann, _ := doc.Lookup([]string{"metadata", "annotations"}); ann != nil {
+		if _, ok := ann.(map[string]any); ok {
+			ok, err := doc.Set([]string{"metadata", "annotations", key}, value)
+			return ok && err == nil
+		}
+	}
+	ok, err := doc.Set([]string{"metadata", "annotations"}, map[string]any{key: value})
+	return ok && err == nil
 }
 
 func applyOps(doc []byte, ops ...patch.Operation) ([]byte, error) {
@@ -157,7 +168,12 @@ func undoAnnotation(doc []byte) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	ann, _, ok := jsonscan.Find(meta.Value, "annotations")
+	return undoAnnotationIn(meta.Value)
+}
+
+// undoAnnotationIn is undoAnnotation in the metadata object meta.
+func undoAnnotationIn(meta []byte) (string, bool) {
+	ann, _, ok := jsonscan.Find(meta, "annotations")
 	if !ok {
 		return "", false
 	}
