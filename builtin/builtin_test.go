@@ -221,14 +221,11 @@ func TestStripFuncTyped(t *testing.T) {
 				}
 				return
 			}
-			if out == in {
-				t.Errorf("strip returned the same pointer; want a new object for a typed one")
+			if out != in {
+				t.Errorf("strip returned a new object; want the typed object changed in place")
 			}
 			if pod.Name != "web" || pod.Namespace != "team-a" || pod.UID != "1234" || pod.Kind != "Pod" || pod.APIVersion != "v1" {
 				t.Errorf("identity changed: %+v %+v", pod.TypeMeta, pod.ObjectMeta)
-			}
-			if !reflect.DeepEqual(in, newPod()) {
-				t.Errorf("strip changed its input; want the input untouched")
 			}
 			tt.check(t, pod)
 		})

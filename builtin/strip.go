@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/jsonfield"
 )
 
 // Strip are the settings of the strip hook: the fields to remove from every object.
@@ -25,9 +27,13 @@ type Strip struct {
 // Pointer or points to a protected field (see CheckStripPath); the errors of all bad paths are
 // joined.
 //
-// An *unstructured.Unstructured is changed in place. A typed object is converted to its
-// unstructured form, stripped, and converted back into a new object of the same Go type, which
-// is returned; when no path matched, the object is returned untouched.
+// An *unstructured.Unstructured is changed in place. A typed object is changed in place along
+// its Go type (the fields named as encoding/json names them): a removed field is set to its
+// zero value, a map entry deleted, a slice element cut out — what converting it to its
+// unstructured form, removing the path and converting back gives. A path through a value that
+// encodes itself (resource.Quantity, metav1.Time, runtime.RawExtension, …) or an interface is
+// taken that way: the object is converted, stripped and converted back into a new object,
+// which is returned.
 func StripFunc(s Strip) (hooks.MutateFunc, error) {
 	var (
 		paths [][]string
@@ -52,8 +58,96 @@ func StripFunc(s Strip) (hooks.MutateFunc, error) {
 			}
 			return obj, nil
 		}
-		return stripTyped(obj, paths)
+		for i, tokens := range paths {
+			if !stripValue(reflect.ValueOf(obj), tokens) {
+				return stripTyped(obj, paths[i:])
+			}
+		}
+		return obj, nil
 	}, nil
+}
+
+// stripValue removes the value at tokens below v (a pointer to a struct, or a value inside one)
+// along its Go type. It reports false, having changed nothing, where the path goes through a
+// value that only its unstructured form can address (a type that encodes itself, an interface):
+// stripTyped takes those.
+func stripValue(v reflect.Value, tokens []string) bool {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return true // nothing there
+		}
+		v = v.Elem()
+	}
+	if selfEncoding(v.Type()) {
+		return false
+	}
+	tok, rest := tokens[0], tokens[1:]
+	switch v.Kind() {
+	case reflect.Struct:
+		f, ok := jsonfield.Named(v.Type(), tok)
+		if !ok {
+			return true
+		}
+		fv := f.Value(v)
+		if !fv.IsValid() {
+			return true // behind a nil embedded pointer: absent
+		}
+		if len(rest) == 0 {
+			fv.SetZero()
+			return true
+		}
+		return stripValue(fv, rest)
+	case reflect.Map:
+		if v.Type().Key().Kind() != reflect.String || selfEncoding(v.Type().Key()) {
+			return false
+		}
+		key := reflect.ValueOf(tok).Convert(v.Type().Key())
+		ev := v.MapIndex(key)
+		if !ev.IsValid() {
+			return true
+		}
+		if len(rest) == 0 {
+			v.SetMapIndex(key, reflect.Value{})
+			return true
+		}
+		c := reflect.New(ev.Type()).Elem() // map values cannot be changed in place
+		c.Set(ev)
+		if !stripValue(c, rest) {
+			return false
+		}
+		v.SetMapIndex(key, c)
+		return true
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return true // []byte is a string in JSON: nothing below it
+		}
+		i, ok := arrayIndex(tok, v.Len())
+		if !ok {
+			return true
+		}
+		if len(rest) == 0 {
+			out := reflect.MakeSlice(v.Type(), 0, v.Len()-1)
+			out = reflect.AppendSlice(out, v.Slice(0, i))
+			v.Set(reflect.AppendSlice(out, v.Slice(i+1, v.Len())))
+			return true
+		}
+		return stripValue(v.Index(i), rest)
+	case reflect.Interface:
+		return false
+	}
+	return true // a scalar: nothing below it
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	jsonMarshaler   = reflect.TypeFor[json.Marshaler]()
+)
+
+// selfEncoding reports whether values of t encode or decode themselves in JSON (their
+// unstructured form is not their fields).
+func selfEncoding(t reflect.Type) bool {
+	pt := reflect.PointerTo(t)
+	return t.Implements(jsonMarshaler) || pt.Implements(jsonMarshaler) || t.Implements(jsonUnmarshaler) || pt.Implements(jsonUnmarshaler)
 }
 
 // stripTyped removes paths from a typed object through its unstructured form.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/synchook/synchook/internal/jsonfield"
 	"github.com/synchook/synchook/internal/jsonscan"
 )
 
@@ -50,29 +51,29 @@ type typedDiffer struct {
 // structs diffs two struct values of one type found at path (both present in their encodings).
 func (d *typedDiffer) structs(path []byte, a, b reflect.Value) error {
 	var added []int // fields only b encodes, emitted after the rest as DiffMarshaled does
-	fields := fieldsOf(a.Type())
+	fields := jsonfield.Of(a.Type())
 	for i := range fields {
 		f := &fields[i]
-		av, bv := fieldValue(a, f.index), fieldValue(b, f.index)
-		inA, inB := f.encoded(av), f.encoded(bv)
+		av, bv := f.Value(a), f.Value(b)
+		inA, inB := f.Encoded(av), f.Encoded(bv)
 		switch {
 		case !inA && !inB:
 		case inA && !inB:
-			d.ops = append(d.ops, Operation{Operation: "remove", Path: string(appendToken(path, f.name))})
+			d.ops = append(d.ops, Operation{Operation: "remove", Path: string(appendToken(path, f.Name))})
 		case !inA && inB:
 			added = append(added, i)
 		default:
-			if err := d.value(appendToken(path, f.name), av, bv); err != nil {
+			if err := d.value(appendToken(path, f.Name), av, bv); err != nil {
 				return err
 			}
 		}
 	}
 	for _, i := range added {
-		v, err := encodeValue(fieldValue(b, fields[i].index))
+		v, err := encodeValue(fields[i].Value(b))
 		if err != nil {
 			return err
 		}
-		d.ops = append(d.ops, Operation{Operation: "add", Path: string(appendToken(path, fields[i].name)), Value: json.RawMessage(v)})
+		d.ops = append(d.ops, Operation{Operation: "add", Path: string(appendToken(path, fields[i].Name)), Value: json.RawMessage(v)})
 	}
 	return nil
 }
@@ -264,59 +265,9 @@ func encodeValue(v reflect.Value) ([]byte, error) {
 	return json.Marshal(v.Interface())
 }
 
-// fieldValue returns the field at index of the struct v, the zero Value when an embedded
-// pointer on the way is nil (encoding/json then leaves its fields out).
-func fieldValue(v reflect.Value, index []int) reflect.Value {
-	for i, x := range index {
-		if i > 0 && v.Kind() == reflect.Pointer {
-			if v.IsNil() {
-				return reflect.Value{}
-			}
-			v = v.Elem()
-		}
-		v = v.Field(x)
-	}
-	return v
-}
-
-// typedField is one member encoding/json writes for a struct: its name, where it is
-// (reflect's index path through embedded structs) and how it is left out.
-type typedField struct {
-	name                string
-	index               []int
-	omitEmpty, omitZero bool
-	isZero              func(reflect.Value) bool
-}
-
-// encoded reports whether encoding/json writes the field with value v.
-func (f *typedField) encoded(v reflect.Value) bool {
-	if !v.IsValid() {
-		return false
-	}
-	if f.omitEmpty && isEmptyValue(v) {
-		return false
-	}
-	return !f.omitZero || !f.isZero(v)
-}
-
-// isEmptyValue is encoding/json's emptiness for omitempty.
-func isEmptyValue(v reflect.Value) bool {
-	switch v.Kind() {
-	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
-		return v.Len() == 0
-	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64, reflect.Interface, reflect.Pointer:
-		return v.IsZero()
-	}
-	return false
-}
-
 var (
 	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
 	textMarshaler = reflect.TypeFor[interface{ MarshalText() ([]byte, error) }]()
-	isZeroer      = reflect.TypeFor[interface{ IsZero() bool }]()
-	typedFields   sync.Map // reflect.Type → []typedField
 )
 
 // marshalsItself reports whether encoding/json hands a value of type t (addressable, as in an
@@ -324,106 +275,4 @@ var (
 func marshalsItself(t reflect.Type) bool {
 	pt := reflect.PointerTo(t)
 	return t.Implements(jsonMarshaler) || pt.Implements(jsonMarshaler) || t.Implements(textMarshaler) || pt.Implements(textMarshaler)
-}
-
-// fieldsOf returns the members encoding/json writes for the struct type t, in its order.
-// Embedded structs without a name are flattened; where two embedded fields at the same depth
-// give one name, encoding/json drops both and so does this (fields of k8s.io/api types never
-// clash).
-func fieldsOf(t reflect.Type) []typedField {
-	if fs, ok := typedFields.Load(t); ok {
-		return fs.([]typedField)
-	}
-	var fs []typedField
-	collectFields(t, nil, &fs)
-	fs = dominantFields(fs)
-	typedFields.Store(t, fs)
-	return fs
-}
-
-// collectFields appends the fields of t at the index path prefix to fs.
-func collectFields(t reflect.Type, prefix []int, fs *[]typedField) {
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		tag := sf.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		ft := sf.Type
-		if sf.Anonymous {
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if !sf.IsExported() && ft.Kind() != reflect.Struct {
-				continue
-			}
-		} else if !sf.IsExported() {
-			continue
-		}
-		index := append(append([]int(nil), prefix...), i)
-		if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
-			collectFields(ft, index, fs)
-			continue
-		}
-		if name == "" {
-			name = sf.Name
-		}
-		f := typedField{name: name, index: index}
-		for opt := range strings.SplitSeq(opts, ",") {
-			switch opt {
-			case "omitempty":
-				f.omitEmpty = true
-			case "omitzero":
-				f.omitZero = true
-				f.isZero = zeroFunc(sf.Type)
-			}
-		}
-		*fs = append(*fs, f)
-	}
-}
-
-// zeroFunc is encoding/json's omitzero test for type t: its IsZero method when it has one,
-// else reflect's zero.
-func zeroFunc(t reflect.Type) func(reflect.Value) bool {
-	switch {
-	case t.Kind() == reflect.Pointer && t.Implements(isZeroer):
-		return func(v reflect.Value) bool {
-			return v.IsNil() || v.Interface().(interface{ IsZero() bool }).IsZero()
-		}
-	case t.Implements(isZeroer):
-		return func(v reflect.Value) bool { return v.Interface().(interface{ IsZero() bool }).IsZero() }
-	case reflect.PointerTo(t).Implements(isZeroer):
-		return func(v reflect.Value) bool {
-			if !v.CanAddr() {
-				c := reflect.New(t).Elem()
-				c.Set(v)
-				v = c
-			}
-			return v.Addr().Interface().(interface{ IsZero() bool }).IsZero()
-		}
-	}
-	return reflect.Value.IsZero
-}
-
-// dominantFields keeps, per name, the field encoding/json writes: the shallowest, when it is
-// the only one at its depth (Go's ambiguity rule; encoding/json lets a json tag break a tie,
-// which the fields of k8s.io/api types never need: such a tie is dropped here).
-func dominantFields(fs []typedField) []typedField {
-	minDepth, atMin := map[string]int{}, map[string]int{}
-	for _, f := range fs {
-		switch d, ok := minDepth[f.name]; {
-		case !ok || len(f.index) < d:
-			minDepth[f.name], atMin[f.name] = len(f.index), 1
-		case len(f.index) == d:
-			atMin[f.name]++
-		}
-	}
-	out := fs[:0:0]
-	for _, f := range fs {
-		if len(f.index) == minDepth[f.name] && atMin[f.name] == 1 {
-			out = append(out, f)
-		}
-	}
-	return out
 }
