@@ -3,6 +3,7 @@ package patch
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -33,11 +34,11 @@ func DiffTyped(before, after any) ([]Operation, error) {
 	if a.Kind() != reflect.Pointer || b.Kind() != reflect.Pointer || a.Type() != b.Type() || a.IsNil() || b.IsNil() || a.Elem().Kind() != reflect.Struct {
 		return nil, fmt.Errorf("diff typed: want two non-nil pointers to structs of one type, got %T and %T", before, after)
 	}
-	if marshalsItself(a.Type()) || marshalsItself(a.Type().Elem()) {
+	if descentOf(a.Type()) != descendPointer {
 		return nil, fmt.Errorf("diff typed: %T encodes itself", before)
 	}
-	var d typedDiffer
-	if err := d.structs(nil, a.Elem(), b.Elem()); err != nil {
+	d := typedDiffer{path: make([]byte, 0, 128)}
+	if err := d.structs(a.Elem(), b.Elem()); err != nil {
 		return nil, err
 	}
 	return d.ops, nil
@@ -46,12 +47,15 @@ func DiffTyped(before, after any) ([]Operation, error) {
 // typedDiffer collects the operations of DiffTyped.
 type typedDiffer struct {
 	ops []Operation
+	// path is the JSON Pointer of the values being compared (shared: copied into operations).
+	path []byte
 }
 
 // structs diffs two struct values of one type found at path (both present in their encodings).
-func (d *typedDiffer) structs(path []byte, a, b reflect.Value) error {
+func (d *typedDiffer) structs(a, b reflect.Value) error {
 	var added []int // fields only b encodes, emitted after the rest as DiffMarshaled does
-	fields := jsonfield.Of(a.Type())
+	fields := planOf(a.Type())
+	at := len(d.path)
 	for i := range fields {
 		f := &fields[i]
 		av, bv := f.Value(a), f.Value(b)
@@ -59,61 +63,67 @@ func (d *typedDiffer) structs(path []byte, a, b reflect.Value) error {
 		switch {
 		case !inA && !inB:
 		case inA && !inB:
-			d.ops = append(d.ops, Operation{Operation: "remove", Path: string(appendToken(path, f.Name))})
+			d.path = append(append(d.path, '/'), f.token...)
+			d.ops = append(d.ops, Operation{Operation: "remove", Path: string(d.path)})
 		case !inA && inB:
 			added = append(added, i)
+		case f.descent > descendSlice && equal(av, bv, f.descent): // a leaf: no path needed
 		default:
-			if err := d.value(appendToken(path, f.Name), av, bv); err != nil {
+			d.path = append(append(d.path, '/'), f.token...)
+			if err := d.value(av, bv, f.descent); err != nil {
 				return err
 			}
 		}
+		d.path = d.path[:at]
 	}
 	for _, i := range added {
 		v, err := encodeValue(fields[i].Value(b))
 		if err != nil {
 			return err
 		}
-		d.ops = append(d.ops, Operation{Operation: "add", Path: string(appendToken(path, fields[i].Name)), Value: json.RawMessage(v)})
+		d.ops = append(d.ops, Operation{Operation: "add", Path: string(append(append(d.path, '/'), fields[i].token...)), Value: json.RawMessage(v)})
+		d.path = d.path[:at]
 	}
 	return nil
 }
 
-// value diffs two values of one type found at path, both encoded there: a struct field by
-// field; anything else nothing when reflect.DeepEqual finds them equal, else per the type's
-// descent (descentOf). So each unchanged field is compared once.
-func (d *typedDiffer) value(path []byte, a, b reflect.Value) error {
-	desc := descentOf(a.Type())
+// value diffs two values of one type found at d.path, both encoded there: a struct field by
+// field, a slice of one length element by element; anything else nothing when equal finds them
+// equal, else per the type's descent (descentOf). So each unchanged field is compared once.
+func (d *typedDiffer) value(a, b reflect.Value, desc descent) error {
 	switch {
 	case desc == descendStruct:
-		return d.structs(path, a, b)
+		return d.structs(a, b)
 	case desc == descendPointer && !a.IsNil() && !b.IsNil():
-		return d.structs(path, a.Elem(), b.Elem())
-	case a.CanAddr() && b.CanAddr(): // compare through pointers: no copy of a large value
-		if reflect.DeepEqual(a.Addr().Interface(), b.Addr().Interface()) {
-			return nil
+		return d.structs(a.Elem(), b.Elem())
+	case desc == descendSlice && !a.IsNil() && !b.IsNil() && a.Len() == b.Len():
+		// DiffMarshaled diffs arrays of one length element by element
+		at := len(d.path)
+		elem := descentOf(a.Type().Elem())
+		for i := range a.Len() {
+			ai, bi := a.Index(i), b.Index(i)
+			if elem > descendSlice && equal(ai, bi, elem) { // a leaf: no path needed
+				continue
+			}
+			d.path = strconv.AppendInt(append(d.path, '/'), int64(i), 10)
+			if err := d.value(ai, bi, elem); err != nil {
+				return err
+			}
+			d.path = d.path[:at]
 		}
-	case reflect.DeepEqual(a.Interface(), b.Interface()):
+		return nil
+	case equal(a, b, desc):
 		return nil
 	}
 	switch desc {
-	case descendSlice:
-		if !a.IsNil() && !b.IsNil() && a.Len() == b.Len() {
-			// DiffMarshaled diffs arrays of one length element by element
-			for i := range a.Len() {
-				if err := d.value(strconv.AppendInt(append(path[:len(path):len(path)], '/'), int64(i), 10), a.Index(i), b.Index(i)); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
 	case descendStringMap:
 		if !a.IsNil() && !b.IsNil() {
-			d.stringMaps(path, a, b)
+			d.stringMaps(a, b)
 			return nil
 		}
 	case descendMap:
 		if !a.IsNil() && !b.IsNil() {
-			return d.maps(path, a, b)
+			return d.maps(a, b)
 		}
 	}
 	ea, err := encodeValue(a)
@@ -125,24 +135,100 @@ func (d *typedDiffer) value(path []byte, a, b reflect.Value) error {
 		return err
 	}
 	var sub differ
-	sub.value(path, ea, eb)
+	sub.value(slices.Clone(d.path), ea, eb)
 	d.ops = append(d.ops, sub.ops...)
 	return nil
+}
+
+// appendEscaped appends the reference token tok escaped (RFC 6901: ~ → ~0, / → ~1).
+func appendEscaped(b []byte, tok string) []byte {
+	if !strings.ContainsAny(tok, "~/") {
+		return append(b, tok...)
+	}
+	for i := range len(tok) {
+		switch tok[i] {
+		case '~':
+			b = append(b, '~', '0')
+		case '/':
+			b = append(b, '~', '1')
+		default:
+			b = append(b, tok[i])
+		}
+	}
+	return b
+}
+
+// equal reports whether two values of one type (not structs: DiffTyped walks those) are equal
+// as reflect.DeepEqual says, comparing scalars, pointers to them and maps of strings directly.
+func equal(a, b reflect.Value, desc descent) bool {
+	switch a.Kind() {
+	case reflect.String:
+		return a.String() == b.String()
+	case reflect.Bool:
+		return a.Bool() == b.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() == b.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return a.Uint() == b.Uint()
+	case reflect.Pointer:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() && b.IsNil()
+		}
+		if k := a.Elem().Kind(); k != reflect.Struct && k != reflect.Pointer && k != reflect.Map {
+			return equal(a.Elem(), b.Elem(), encodeWhole)
+		}
+	case reflect.Map:
+		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+			return false
+		}
+		if desc == descendStringMap {
+			return maps.Equal(stringMap(a), stringMap(b))
+		}
+	}
+	if a.CanAddr() && b.CanAddr() { // through pointers: no copy of a large value
+		return reflect.DeepEqual(a.Addr().Interface(), b.Addr().Interface())
+	}
+	return reflect.DeepEqual(a.Interface(), b.Interface())
+}
+
+// planField is a member of a struct with the descent of its type.
+type planField struct {
+	*jsonfield.Field
+	descent descent
+	token   []byte // the name as a reference token (escaped)
+}
+
+var plans sync.Map // reflect.Type → []planField
+
+// planOf returns the members of the struct type t (jsonfield.Of) with their descents, worked
+// out once per type.
+func planOf(t reflect.Type) []planField {
+	if p, ok := plans.Load(t); ok {
+		return p.([]planField)
+	}
+	fs := jsonfield.Of(t)
+	p := make([]planField, len(fs))
+	for i := range fs {
+		p[i] = planField{Field: &fs[i], descent: descentOf(fs[i].Type), token: appendEscaped(nil, fs[i].Name)}
+	}
+	plans.Store(t, p)
+	return p
 }
 
 // descent is how DiffTyped goes into two unequal values of a type.
 type descent int
 
 const (
-	// encodeWhole: encode both and diff the encodings (scalars, types that encode themselves,
-	// interfaces, byte slices).
-	encodeWhole descent = iota
 	// descendStruct: field by field.
-	descendStruct
+	descendStruct descent = iota
 	// descendPointer: field by field of the pointed-to structs, when neither is nil.
 	descendPointer
 	// descendSlice: element by element, when neither is nil and their lengths are equal.
 	descendSlice
+	// encodeWhole: encode both and diff the encodings (scalars, types that encode themselves,
+	// interfaces, byte slices). This and the descents below are leaves: compared (equal)
+	// before anything else.
+	encodeWhole
 	// descendStringMap: a map[string]string (or of string kinds) compared without reflection.
 	descendStringMap
 	// descendMap: key by key, when neither is nil (string keys).
@@ -183,7 +269,13 @@ func descentOf(t reflect.Type) descent {
 }
 
 // stringMaps is maps for two non-nil maps of string kinds to string kinds.
-func (d *typedDiffer) stringMaps(path []byte, a, b reflect.Value) {
+func (d *typedDiffer) stringMaps(a, b reflect.Value) {
+	at := len(d.path)
+	child := func(k string) string {
+		s := string(appendEscaped(append(d.path, '/'), k))
+		d.path = d.path[:at]
+		return s
+	}
 	am, bm := stringMap(a), stringMap(b)
 	keys := make([]string, 0, max(len(am), len(bm)))
 	for k := range am {
@@ -194,9 +286,9 @@ func (d *typedDiffer) stringMaps(path []byte, a, b reflect.Value) {
 		bv, ok := bm[k]
 		switch {
 		case !ok:
-			d.ops = append(d.ops, Operation{Operation: "remove", Path: string(appendToken(path, k))})
+			d.ops = append(d.ops, Operation{Operation: "remove", Path: child(k)})
 		case bv != am[k]:
-			d.ops = append(d.ops, Operation{Operation: "replace", Path: string(appendToken(path, k)), Value: json.RawMessage(jsonscan.AppendString(nil, bv))})
+			d.ops = append(d.ops, Operation{Operation: "replace", Path: child(k), Value: json.RawMessage(jsonscan.AppendString(nil, bv))})
 		}
 	}
 	keys = keys[:0]
@@ -207,7 +299,7 @@ func (d *typedDiffer) stringMaps(path []byte, a, b reflect.Value) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		d.ops = append(d.ops, Operation{Operation: "add", Path: string(appendToken(path, k)), Value: json.RawMessage(jsonscan.AppendString(nil, bm[k]))})
+		d.ops = append(d.ops, Operation{Operation: "add", Path: child(k), Value: json.RawMessage(jsonscan.AppendString(nil, bm[k]))})
 	}
 }
 
@@ -226,7 +318,9 @@ func stringMap(v reflect.Value) map[string]string {
 
 // maps diffs two non-nil maps with string keys as DiffMarshaled diffs their encodings, whose
 // keys encoding/json sorts: the keys of a in order (removed or diffed), then those only b has.
-func (d *typedDiffer) maps(path []byte, a, b reflect.Value) error {
+func (d *typedDiffer) maps(a, b reflect.Value) error {
+	at := len(d.path)
+	elem := descentOf(a.Type().Elem())
 	keys := func(m reflect.Value) []reflect.Value {
 		ks := m.MapKeys()
 		slices.SortFunc(ks, func(x, y reflect.Value) int { return strings.Compare(x.String(), y.String()) })
@@ -234,14 +328,13 @@ func (d *typedDiffer) maps(path []byte, a, b reflect.Value) error {
 	}
 	for _, k := range keys(a) {
 		bv := b.MapIndex(k)
-		child := appendToken(path, k.String())
+		d.path = appendEscaped(append(d.path, '/'), k.String())
 		if !bv.IsValid() {
-			d.ops = append(d.ops, Operation{Operation: "remove", Path: string(child)})
-			continue
-		}
-		if err := d.value(child, a.MapIndex(k), bv); err != nil {
+			d.ops = append(d.ops, Operation{Operation: "remove", Path: string(d.path)})
+		} else if err := d.value(a.MapIndex(k), bv, elem); err != nil {
 			return err
 		}
+		d.path = d.path[:at]
 	}
 	for _, k := range keys(b) {
 		if a.MapIndex(k).IsValid() {
@@ -251,7 +344,8 @@ func (d *typedDiffer) maps(path []byte, a, b reflect.Value) error {
 		if err != nil {
 			return err
 		}
-		d.ops = append(d.ops, Operation{Operation: "add", Path: string(appendToken(path, k.String())), Value: json.RawMessage(v)})
+		d.ops = append(d.ops, Operation{Operation: "add", Path: string(appendEscaped(append(d.path, '/'), k.String())), Value: json.RawMessage(v)})
+		d.path = d.path[:at]
 	}
 	return nil
 }

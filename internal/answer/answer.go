@@ -134,52 +134,111 @@ func appendStruct(b []byte, t reflect.Type, n *jsondoc.Node) ([]byte, error) {
 		}
 	}
 	for _, m := range n.Members {
-		ft := fields.lookup(m.Key)
-		c := m.Node
-		if !c.Changed || ft == nil { // as it was, or a key the decoder ignores
-			if !first {
-				b = append(b, ',')
-			}
-			first = false
-			b = jsonscan.AppendString(b, m.Key)
-			b = append(b, ':')
-			var err error
-			if b, err = c.Append(b); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if st, ok := reusedStruct(ft, c); ok { // the decoder decodes into the struct it holds
-			if !first {
-				b = append(b, ',')
-			}
-			first = false
-			b = jsonscan.AppendString(b, m.Key)
-			b = append(b, ':')
-			var err error
-			if b, err = appendStruct(b, st, c); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		after, err := c.Decoded()
-		if err != nil {
+		var err error
+		if b, first, err = appendMember(b, first, m.Key, fields.lookup(m.Key), m.Node); err != nil {
 			return nil, err
-		}
-		var before any
-		had := c.Orig != nil
-		if had {
-			if before, err = decodeGeneric(c.Orig); err != nil {
-				return nil, err
-			}
-		}
-		for _, v := range set(ft, before, had, after) {
-			if err := emit(m.Key, v); err != nil {
-				return nil, err
-			}
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// appendMember appends, after a comma unless first, the members under key that make a field of
+// type ft (nil: no field) hold what the node c holds: set's rules, read off c's bytes where they
+// need no decoding (a map that lost no key, a slice, a scalar, a new pointer), else decoded.
+func appendMember(b []byte, first bool, key string, ft reflect.Type, c *jsondoc.Node) ([]byte, bool, error) {
+	put := func(v []byte) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = jsonscan.AppendString(b, key)
+		b = append(b, ':')
+		b = append(b, v...)
+	}
+	if !c.Changed || ft == nil { // as it was, or a key the decoder ignores
+		v, err := c.Append(nil)
+		if err != nil {
+			return nil, first, err
+		}
+		put(v)
+		return b, first, nil
+	}
+	if st, ok := reusedStruct(ft, c); ok { // the decoder decodes into the struct it holds
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = jsonscan.AppendString(b, key)
+		b = append(b, ':')
+		var err error
+		b, err = appendStruct(b, st, c)
+		return b, first, err
+	}
+	if v, ok := plainSet(ft, c); ok {
+		after, err := c.Append(nil)
+		if err != nil {
+			return nil, first, err
+		}
+		for _, x := range v {
+			if x == nil {
+				put(after)
+			} else {
+				put(x)
+			}
+		}
+		return b, first, nil
+	}
+	after, err := c.Decoded()
+	if err != nil {
+		return nil, first, err
+	}
+	var before any
+	had := c.Orig != nil
+	if had {
+		if before, err = decodeGeneric(c.Orig); err != nil {
+			return nil, first, err
+		}
+	}
+	for _, v := range set(ft, before, had, after) {
+		enc, err := appendValue(nil, v)
+		if err != nil {
+			return nil, first, err
+		}
+		put(enc)
+	}
+	return b, first, nil
+}
+
+// null is the JSON literal null.
+var null = []byte("null")
+
+// plainSet is set for the cases it can answer from the node's bytes alone: the values to emit
+// in order, nil standing for c's own encoding; false when set needs the decoded values.
+func plainSet(t reflect.Type, c *jsondoc.Node) ([][]byte, bool) {
+	object, _ := c.IsSplit()
+	isNull := c.IsSet && c.Value == nil
+	switch {
+	case t.Kind() == reflect.Pointer || t == intOrString || t.Kind() == reflect.Struct || t.Kind() == reflect.Array:
+		return nil, false
+	case decodesItself(t), t.Kind() == reflect.Interface:
+		return [][]byte{nil}, true // replaced as a whole
+	case t.Kind() == reflect.Map:
+		switch {
+		case isNull:
+			return [][]byte{null}, true
+		case object && len(c.Removed) == 0: // no key lost: the decoder adds and replaces
+			return [][]byte{nil}, true
+		case object:
+			return [][]byte{null, nil}, true
+		}
+		return nil, false
+	case t.Kind() == reflect.Slice:
+		if isNull {
+			return [][]byte{null}, true
+		}
+		return [][]byte{null, nil}, true // every element decoded fresh
+	}
+	return [][]byte{nil}, true // string, bool, number: replaced
 }
 
 // reusedStruct returns the struct type that a merging decoder decodes the split object c into

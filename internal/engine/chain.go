@@ -532,12 +532,12 @@ func mergeSafe(ops []patch.Operation) bool {
 }
 
 // runTyped is runOps on the typed (or Unstructured) object: one decode of raw, the hooks, one
-// compare and one encode. For a typed object the compare is patch.DiffTyped of a deep copy of
-// the decoded object and the hooked one (no encoding of either whole); when records is set it
-// also seals the undo onto the hooked object before its one encoding, so that the outcome's
-// merge is that encoding with the undo in it (outcome.sealed). An Unstructured object is
-// encoded before and after and the encodings diffed. The merge is a merge answer only where
-// mergeSafe says so (runChain checks).
+// compare and at most one encode. For a typed object the compare is patch.DiffTyped of a deep
+// copy of the decoded object and the hooked one (no encoding of either whole); when records is
+// set it also seals the undo onto the hooked object (outcome.sealed); the hooked object is
+// encoded, as the answer (outcome.merge), only where a merging decoder reads that encoding
+// right (mergeSafe), else the answer is made from the request's bytes and the patch. An
+// Unstructured object is encoded before and after and the encodings diffed.
 func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool) (outcome, error) {
 	gvk := c.key.GVK
 	obj := c.newObject()
@@ -581,6 +581,9 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 		if o.sealed, err = rn.sealOnto(c, raw, before, out, &o.ops); err != nil {
 			return outcome{}, err
 		}
+	}
+	if records && !o.sealed || !mergeSafe(o.ops) {
+		return o, nil // the answer is encoded from the request and the patch (Result.Answer)
 	}
 	if o.merge, err = json.Marshal(out); err != nil {
 		return outcome{}, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
