@@ -196,12 +196,17 @@ func DiffMarshaled(original, mutated []byte) []Operation {
 // doc's bytes without decoding them, in one jsonscan.Index (each object or array split once).
 // false means "not sure", not "does not apply".
 func appliesTo(doc []byte, ops []Operation) bool {
-	x := jsonscan.NewIndex(doc)
+	return appliesVia(jsonscan.NewIndex(doc).LookupUnique, ops)
+}
+
+// appliesVia is appliesTo with lookup answering, for the document, what an Index's
+// LookupUnique answers.
+func appliesVia(lookup func(pointer string) ([]byte, bool), ops []Operation) bool {
 	length := map[string]int{} // of each array added to, counting the adds so far
 	for _, op := range ops {
 		switch op.Operation {
 		case "replace", "remove":
-			if _, ok := x.LookupUnique(op.Path); !ok {
+			if _, ok := lookup(op.Path); !ok {
 				return false
 			}
 		case "add":
@@ -210,7 +215,7 @@ func appliesTo(doc []byte, ops []Operation) bool {
 				return false
 			}
 			parentPath, last := op.Path[:cut], op.Path[cut+1:]
-			parent, ok := x.LookupUnique(parentPath)
+			parent, ok := lookup(parentPath)
 			if !ok {
 				return false
 			}

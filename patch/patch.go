@@ -95,7 +95,17 @@ func Apply(doc, patchJSON []byte) ([]byte, error) {
 // removals of missing paths skipped, and the operations are created again between raw and that
 // result, so they still touch only what ops changed. raw must be valid JSON.
 func Rebase(raw []byte, ops []Operation) ([]Operation, error) {
-	if len(ops) == 0 || appliesTo(raw, ops) {
+	return RebaseVia(raw, nil, ops)
+}
+
+// RebaseVia is Rebase for a caller that keeps an index of raw: lookup answers, for a JSON
+// Pointer, the trimmed value at it in raw and false where there is none or an object on the
+// way has the key more than once (nil: Rebase reads raw itself).
+func RebaseVia(raw []byte, lookup func(pointer string) ([]byte, bool), ops []Operation) ([]Operation, error) {
+	if lookup == nil {
+		lookup = jsonscan.NewIndex(raw).LookupUnique
+	}
+	if len(ops) == 0 || appliesVia(lookup, ops) {
 		return ops, nil
 	}
 	patchJSON, err := Marshal(ops)

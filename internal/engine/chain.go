@@ -573,7 +573,7 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 	if err := stepBoundary(ctx, c); err != nil {
 		return outcome{}, err
 	}
-	if ops, err = patch.Rebase(raw, ops); err != nil {
+	if ops, err = patch.RebaseVia(raw, rn.indexOf(raw).LookupUnique, ops); err != nil {
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	}
 	o := outcome{ops: ops, hooks: len(c.hooks)}
