@@ -1,6 +1,7 @@
 package vcluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -33,6 +34,10 @@ type benchPlugin struct {
 	spec func(tb testing.TB) pluginSpec
 	// label is a label the plugin adds to benchPod, checked once before timing.
 	label string
+	// pool is the spec.nodeSelector pool the plugin sets instead (the typed variants).
+	pool string
+	// vs names the plugin its ops/s are compared with (default "sdk-style").
+	vs string
 }
 
 // benchPlugins are synchook (config: synchookConfig, whose pod hook adds a label and an
@@ -42,6 +47,19 @@ var benchPlugins = []benchPlugin{
 	{name: "synchook", spec: func(tb testing.TB) pluginSpec { return synchookPlugin(tb, synchookConfig) }, label: "vcluster.example.com/tenant"},
 	{name: "sdk-style", spec: func(tb testing.TB) pluginSpec { return pluginSpec{Dir: binSDK, Binary: binary(tb, binSDK)} }, label: "vcluster.example.com/tenant"},
 	{name: "echo", spec: func(tb testing.TB) pluginSpec { return pluginSpec{Dir: binEcho, Binary: binary(tb, binEcho)} }},
+}
+
+// typedBenchPlugins are the typed variants TestV2Throughput adds: synchook-typed, a Go hook
+// built on synchook's public SDK (internal/gohook: hooks.Typed on *corev1.Pod) that sets
+// spec.nodeSelector's pool — what a hook ported from vcluster-sdk does — against sdk-typed, the
+// sdk-style plugin making the same change (decode, change, encode).
+var typedBenchPlugins = []benchPlugin{
+	{name: "synchook-typed", spec: func(tb testing.TB) pluginSpec {
+		return pluginSpec{Dir: "synchook-typed", Binary: goHookBinaryOf(tb, "nodeSelector", "tenants", "bench")}
+	}, pool: "tenants", vs: "sdk-typed"},
+	{name: "sdk-typed", spec: func(tb testing.TB) pluginSpec {
+		return pluginSpec{Dir: "sdk-typed", Binary: binary(tb, binSDK), Config: map[string]any{"nodePool": "tenants"}}
+	}, pool: "tenants"},
 }
 
 // BenchmarkV2MutatePod measures vcluster's plugin v2 manager calling MutateObject
@@ -142,6 +160,9 @@ func checkBenchPlugin(ctx context.Context, tb testing.TB, m *v2.Manager, p bench
 	if p.label != "" && got.Labels[p.label] == "" {
 		tb.Fatalf("%s: label %s not set: %v", p.name, p.label, got.Labels)
 	}
+	if p.pool != "" && got.Spec.NodeSelector["pool"] != p.pool {
+		tb.Fatalf("%s: nodeSelector pool %s not set: %v", p.name, p.pool, got.Spec.NodeSelector)
+	}
 }
 
 // TestV2Throughput runs the benchmark's plugins interleaved in short slices, so that they see
@@ -155,8 +176,12 @@ func checkBenchPlugin(ctx context.Context, tb testing.TB, m *v2.Manager, p bench
 //	SYNCHOOK_BENCH=1 [SYNCHOOK_BENCH_ROUNDS=5] [SYNCHOOK_BENCH_SECONDS=1.5] go test -run TestV2Throughput -v
 //
 // SYNCHOOK_BENCH_SECONDS is the time per plugin, mode and round. SYNCHOOK_BENCH_BASELINE, when
-// set, names another synchook binary (an older build) that runs with the same config as a
-// fourth plugin, "baseline", in the same rounds.
+// set, names another synchook binary (an older build) that runs with the same config as one
+// more plugin, "baseline", in the same rounds; SYNCHOOK_BENCH_BASELINE_REPO, when set, names an
+// older synchook repository that the typed Go hook is also built against, "baseline-typed".
+//
+// Besides the config-labels plugins it runs the typed variants (typedBenchPlugins):
+// synchook-typed against sdk-typed.
 func TestV2Throughput(t *testing.T) {
 	if os.Getenv("SYNCHOOK_BENCH") != "1" {
 		t.Skip("set SYNCHOOK_BENCH=1 to measure throughput")
@@ -185,7 +210,16 @@ func TestV2Throughput(t *testing.T) {
 	pod := benchPod()
 	t.Logf("pod: %d bytes of JSON; GOMAXPROCS %d; %d rounds of %d slices of %s per plugin and mode",
 		len(mustJSON(t, pod)), runtime.GOMAXPROCS(0), rounds, sliceCount, slice)
-	plugins := slices.Clone(benchPlugins)
+	plugins := slices.Concat(benchPlugins, typedBenchPlugins)
+	if repo := os.Getenv("SYNCHOOK_BENCH_BASELINE_REPO"); repo != "" {
+		plugins = append(plugins, benchPlugin{
+			name: "baseline-typed",
+			spec: func(tb testing.TB) pluginSpec {
+				return pluginSpec{Dir: "synchook-typed-baseline", Binary: goHookBinaryIn(tb, repo, "nodeSelector", "tenants", "bench")}
+			},
+			pool: "tenants", vs: "sdk-typed",
+		})
+	}
 	if bin := os.Getenv("SYNCHOOK_BENCH_BASELINE"); bin != "" {
 		plugins = append(plugins, benchPlugin{
 			name: "baseline",
@@ -250,17 +284,20 @@ func TestV2Throughput(t *testing.T) {
 	}
 
 	var report strings.Builder
-	sdk := slices.IndexFunc(plugins, func(p benchPlugin) bool { return p.name == "sdk-style" })
+	reference := func(p benchPlugin) int {
+		vs := cmp.Or(p.vs, "sdk-style")
+		return slices.IndexFunc(plugins, func(q benchPlugin) bool { return q.name == vs })
+	}
 	for m, callers := range modes {
 		fmt.Fprintf(&report, "\n%2d caller(s), median (min-max) of %d rounds:", callers, rounds)
 		for i, p := range plugins {
-			fmt.Fprintf(&report, "\n    %-9s %s ops/s", p.name, spread("%.0f", rates[m][i]))
-			if i != sdk {
-				fmt.Fprintf(&report, "   %s/sdk %s", p.name, spread("%.2f", ratios(rates[m][i], rates[m][sdk])))
+			fmt.Fprintf(&report, "\n    %-14s %s ops/s", p.name, spread("%.0f", rates[m][i]))
+			if ref := reference(p); ref != i && p.name != "sdk-typed" {
+				fmt.Fprintf(&report, "   %s/%s %s", p.name, plugins[ref].name, spread("%.2f", ratios(rates[m][i], rates[m][ref])))
 			}
 		}
 		for i, p := range plugins {
-			fmt.Fprintf(&report, "\n    %-9s CPU per call: plugin %6.1f µs, vcluster's side %6.1f µs (%d calls)",
+			fmt.Fprintf(&report, "\n    %-14s CPU per call: plugin %6.1f µs, vcluster's side %6.1f µs (%d calls)",
 				p.name, perCall(pluginCPU[m][i], ops[m][i]), perCall(managerCPU[m][i], ops[m][i]), ops[m][i])
 		}
 	}

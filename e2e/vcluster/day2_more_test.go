@@ -41,10 +41,22 @@ var goHookBuilds sync.Map // string -> *buildResult
 // fails here and not as a confusing test result.
 func goHookBinary(tb testing.TB, value, version string) string {
 	tb.Helper()
-	repo := repoDir(tb)
-	b, _ := goHookBuilds.LoadOrStore(value+" "+version, &buildResult{})
+	return goHookBinaryOf(tb, "label", value, version)
+}
+
+// goHookBinaryOf is goHookBinary with what the hook sets (-X main.field: "label" or
+// "nodeSelector").
+func goHookBinaryOf(tb testing.TB, field, value, version string) string {
+	tb.Helper()
+	return goHookBinaryIn(tb, repoDir(tb), field, value, version)
+}
+
+// goHookBinaryIn is goHookBinaryOf built against the synchook repository repo.
+func goHookBinaryIn(tb testing.TB, repo, field, value, version string) string {
+	tb.Helper()
+	b, _ := goHookBuilds.LoadOrStore(repo+" "+field+" "+value+" "+version, &buildResult{})
 	r := b.(*buildResult)
-	r.once.Do(func() { r.path, r.err = buildGoHook(repo, value, version) })
+	r.once.Do(func() { r.path, r.err = buildGoHook(repo, field, value, version) })
 	if r.err != nil {
 		tb.Fatalf("build %s (value %s, version %s): %v", goHookDir, value, version, r.err)
 	}
@@ -53,8 +65,12 @@ func goHookBinary(tb testing.TB, value, version string) string {
 
 // buildGoHook copies goHookDir to a fresh directory, points its replace of synchook at repo
 // and builds it there (GOWORK=off: nothing of the caller's workspace applies).
-func buildGoHook(repo, value, version string) (string, error) {
+func buildGoHook(repo, field, value, version string) (string, error) {
 	src, err := os.MkdirTemp(buildDir, "gohook-src-")
+	if err != nil {
+		return "", err
+	}
+	outDir, err := os.MkdirTemp(buildDir, "gohook-bin-") // one per repository built against
 	if err != nil {
 		return "", err
 	}
@@ -67,11 +83,11 @@ func buildGoHook(repo, value, version string) (string, error) {
 			return "", err
 		}
 	}
-	out := filepath.Join(buildDir, "gohook-"+value+"-"+version)
+	out := filepath.Join(outDir, "gohook-"+field+"-"+value+"-"+version)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	env := append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false", "GOWORK=off")
-	ldflags := fmt.Sprintf("-X main.value=%s -X %s/plugin.version=%s", value, goHookSynchookModule, version)
+	ldflags := fmt.Sprintf("-X main.field=%s -X main.value=%s -X %s/plugin.version=%s", field, value, goHookSynchookModule, version)
 	start := time.Now()
 	for _, args := range [][]string{
 		{"go", "mod", "edit", "-replace=" + goHookSynchookModule + "=" + repo},

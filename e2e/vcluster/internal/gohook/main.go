@@ -22,10 +22,21 @@ import (
 // value is the team label's value, set with -ldflags "-X main.value=...".
 var value = "unset"
 
+// field is what the hook sets: "label" (the team label) or "nodeSelector" (spec.nodeSelector's
+// pool, a typed spec change: TestV2Throughput's synchook-typed), set with -X main.field=....
+var field = "label"
+
 func main() {
 	plugin.MustInit()
 	plugin.MustRegister(hooks.Typed("go-team-label", []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical},
 		func(_ context.Context, pod *corev1.Pod) error {
+			if field == "nodeSelector" {
+				if pod.Spec.NodeSelector == nil {
+					pod.Spec.NodeSelector = map[string]string{}
+				}
+				pod.Spec.NodeSelector["pool"] = value
+				return nil
+			}
 			if pod.Labels == nil {
 				pod.Labels = map[string]string{}
 			}

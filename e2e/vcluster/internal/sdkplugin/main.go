@@ -19,6 +19,8 @@
 //	labelValue: x
 //	types: [CreatePhysical, UpdatePhysical]   # the write types that set the label
 //	hideOnGet: true                           # register GetPhysical, which removes it
+//	nodePool: tenants                         # instead of the label, set spec.nodeSelector's
+//	                                          # pool to this (a typed spec change; no hideOnGet)
 package main
 
 import (
@@ -46,6 +48,7 @@ type config struct {
 	LabelValue string   `json:"labelValue"`
 	Types      []string `json:"types"`
 	HideOnGet  bool     `json:"hideOnGet"`
+	NodePool   string   `json:"nodePool"`
 }
 
 func main() {
@@ -67,6 +70,13 @@ func main() {
 	// hook is the plugin's Go hook, as an sdk author writes it: label on the way down, no
 	// label on the way up.
 	hook := func(pod *corev1.Pod, hookType string) {
+		if cfg.NodePool != "" { // the typed variant: a spec change
+			if pod.Spec.NodeSelector == nil {
+				pod.Spec.NodeSelector = map[string]string{}
+			}
+			pod.Spec.NodeSelector["pool"] = cfg.NodePool
+			return
+		}
 		if hookType == getPhysical {
 			delete(pod.Labels, cfg.LabelKey)
 			return
