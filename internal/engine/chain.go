@@ -339,18 +339,18 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 // and the patch goes from raw to the result, so the new undo records only the new change and
 // never the old undo (no nesting).
 func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []undo.Step, carry []UndoEntry) (outcome, error) {
-	tree, err := undo.DecodeTree(raw)
-	if err != nil {
-		return outcome{}, &DecodeError{GVK: c.key.GVK, Err: err}
+	if !rn.validJSON && !jsonscan.Valid(raw) { // the Doc splits only what it reads
+		var v any
+		return outcome{}, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
 	}
-	id := tree.Identity()
-	if reason := undo.Apply(ctx, tree, steps); reason == UndoDeadline {
+	doc := jsondoc.New(raw)
+	if reason := undo.Apply(ctx, doc, steps); reason == UndoDeadline {
 		return outcome{}, fmt.Errorf("%s: restore the earlier undo: %w", c.key, ctx.Err())
 	}
-	if tree.Identity() != id { // undo's plans refuse identity paths: cannot happen
+	if patch.Guard("", doc.Ops()) != nil { // undo's plans refuse identity paths: cannot happen
 		return outcome{}, fmt.Errorf("%s: restoring the earlier undo would change identity", c.key)
 	}
-	restored, err := json.Marshal(tree.V)
+	restored, err := doc.Bytes()
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	}
@@ -360,40 +360,24 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []u
 	if err != nil {
 		return outcome{}, err
 	}
-	final := restored
-	if len(o.ops) > 0 {
-		if final, err = applyOps(restored, o.ops...); err != nil {
-			return outcome{}, fmt.Errorf("%s: %w", c.key, err)
-		}
-	}
-	if len(carry) > 0 && rn.reg.recordsUndo(c) {
-		if _, has := undoAnnotation(final); !has { // the chain changed nothing: record them alone
-			if final, err = rn.reg.withCarried(c, final, carry); err != nil {
-				return outcome{}, err
-			}
-		}
-	}
-	ops, err := patch.Diff(raw, final)
-	if err != nil {
+	if err := doc.ApplyOps(o.ops); err != nil { // a patch of restored: it goes on after the restore
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	}
-	return outcome{ops: ops, hooks: o.hooks}, nil
-}
-
-// withCarried returns the object doc with an UndoAnnotation that holds only carry, sealed.
-func (r *Registry) withCarried(c *chain, doc []byte, carry []UndoEntry) ([]byte, error) {
-	value, err := r.sealUndo(c, doc, nil, carry)
-	if err != nil {
-		return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+	if len(carry) > 0 && rn.reg.recordsUndo(c) {
+		if _, has := doc.Lookup([]string{"metadata", "annotations", UndoAnnotation}); !has {
+			// the chain changed nothing: record them alone
+			meta, _ := rn.metadataOf(raw)
+			value, err := rn.reg.sealUndoFor(c, identityIn(c.key.GVK, sideOf(c.key.Type), meta), nil, carry)
+			if err != nil {
+				return outcome{}, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+			}
+			setAnnotation(doc, UndoAnnotation, value) // false: no metadata object to carry them on
+		}
 	}
-	tree, err := undo.DecodeTree(doc)
-	if err != nil {
-		return nil, &DecodeError{GVK: c.key.GVK, Err: err}
+	if !doc.Changed() {
+		return outcome{hooks: o.hooks}, nil
 	}
-	if !tree.SetAnnotation(UndoAnnotation, value) {
-		return doc, nil // no metadata object to carry them on
-	}
-	return json.Marshal(tree.V)
+	return outcome{ops: doc.Ops(), hooks: o.hooks, doc: doc}, nil
 }
 
 // withUndo returns ops (a patch of raw) followed by the operation that records, in
