@@ -640,8 +640,12 @@ func onlyMetadataMaps(ops []patch.Operation) bool {
 }
 
 // decode unmarshals raw into obj the way the Kubernetes JSON serializer does: case-sensitive
-// field names, integers preserved as int64 in maps.
+// field names, integers preserved as int64 in maps. raw must be a JSON object (null, which
+// encoding/json decodes into a struct as nothing, is refused).
 func decode(raw []byte, obj client.Object) error {
+	if i := jsonscan.SkipSpace(raw, 0); i >= len(raw) || raw[i] != '{' { // null decodes into a struct as nothing
+		return errors.New("the object is not a JSON object")
+	}
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		want := u.GroupVersionKind()
 		if err := u.UnmarshalJSON(raw); err != nil {

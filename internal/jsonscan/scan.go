@@ -216,6 +216,10 @@ func skipString(data []byte, i int) int {
 	return len(data)
 }
 
+// SkipSpace returns the index of the first byte at or after i in data that is not JSON white
+// space (len(data) when there is none).
+func SkipSpace(data []byte, i int) int { return skipSpace(data, i) }
+
 func skipSpace(data []byte, i int) int {
 	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
 		i++
