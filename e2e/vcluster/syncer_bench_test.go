@@ -99,6 +99,38 @@ func benchVariants() []benchVariant {
 	}
 }
 
+// envBenchBaseline, when set, names a synchook binary of an older build: every synchook variant
+// then runs with it too, as its key with a 0 ("c0", "e0", "d0"), in the same rounds.
+const envBenchBaseline = "SYNCHOOK_BENCH_BASELINE"
+
+// withBaseline returns variants and, when envBenchBaseline is set, a copy of each synchook
+// variant that runs the baseline binary.
+func withBaseline(variants []benchVariant) []benchVariant {
+	bin := os.Getenv(envBenchBaseline)
+	if bin == "" {
+		return variants
+	}
+	out := slices.Clone(variants)
+	for _, v := range variants {
+		if !v.synchook {
+			continue
+		}
+		b := v
+		b.key, b.name = v.key+"0", v.name+", baseline build"
+		b.plugins = func(tb testing.TB) []syncerPlugin {
+			ps := v.plugins(tb)
+			for i := range ps {
+				if ps[i].Dir == "synchook" {
+					ps[i].Binary = bin
+				}
+			}
+			return ps
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
 // benchRun is one variant's figures in one round.
 type benchRun struct {
 	pods     int
@@ -147,7 +179,7 @@ func TestVClusterSyncerThroughput(t *testing.T) {
 	requireEnvtest(t)
 	n := positiveEnv(t, envBenchPods, defaultBenchPods)
 	rounds := positiveEnv(t, envBenchRounds, defaultBenchRounds)
-	variants := benchVariants()
+	variants := withBaseline(benchVariants())
 	if keys := os.Getenv(envBenchVariants); keys != "" {
 		variants = slices.DeleteFunc(variants, func(v benchVariant) bool { return !slices.Contains(strings.Split(keys, ","), v.key) })
 	}
@@ -530,6 +562,13 @@ func benchReport(variants []benchVariant, runs map[string][]benchRun) string {
 	ratio("CPU per pod", "b'", "f", cpu)
 	ratio("CPU per pod", "c", "a", cpu)
 	ratio("CPU per pod", "d", "c", cpu)
+	for _, k := range []string{"c", "e", "d"} { // this build against the baseline (envBenchBaseline)
+		if len(runs[k+"0"]) > 0 {
+			ratio("CPU per pod", k, k+"0", cpu)
+			ratio("pods/s", k, k+"0", benchRun.podsPerS)
+			ratio("syncer+plugins CPU per pod", k, k+"0", syncerCPU)
+		}
+	}
 	return b.String()
 }
 
