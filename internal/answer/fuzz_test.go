@@ -21,6 +21,7 @@ func FuzzAnswer(f *testing.F) {
 	f.Add(example, pod)
 	f.Add(example, []byte(`{"metadata":{"name":"web-0","labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i","ports":[{"containerPort":1}]}],"securityContext":{}}}`))
 	f.Add([]byte(`{"spec":{"containers":[{"name":"a","resources":{"limits":{"cpu":"1","memory":"1Mi"}}}],"affinity":{"nodeAffinity":{}}}}`), []byte(`{"spec":{"containers":[{"name":"a","resources":{"limits":{"cpu":"1000m"}}},{"name":"b"}]}}`))
+	f.Add([]byte(`{"spec":{"containers":[{"name":"a","args":["x","y"]}]}}`), []byte(`{"spec":{"containers":[{"name":"a","args":["x","z"]}]}}`)) // an array element replaced
 	f.Fuzz(func(t *testing.T, x, y []byte) {
 		held, hookedPod := &corev1.Pod{}, &corev1.Pod{}
 		if json.Unmarshal(x, held) != nil || json.Unmarshal(y, hookedPod) != nil {

@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/synchook/synchook/internal/jsondoc"
+	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
+	"github.com/synchook/synchook/patch"
 )
 
 // ReservedPrefix starts the annotations that are synchook's own (UndoAnnotation,
@@ -37,11 +42,12 @@ type CleanupResult struct {
 // not open) is tenant data: Dropped says why, and none of it is applied. It never changes
 // identity. Errors: a *DecodeError when raw is not a JSON object.
 func (r *Registry) Cleanup(ctx context.Context, gvk schema.GroupVersionKind, side undo.Side, raw []byte) (CleanupResult, error) {
-	tree, err := undo.DecodeTree(raw)
-	if err != nil {
-		return CleanupResult{}, &DecodeError{GVK: gvk, Err: err}
+	if !jsonscan.Valid(raw) {
+		var v any
+		return CleanupResult{}, &DecodeError{GVK: gvk, Err: json.Unmarshal(raw, &v)}
 	}
-	ann, _ := tree.Lookup([]string{"metadata", "annotations"})
+	doc := jsondoc.New(raw)
+	ann, _ := doc.Lookup([]string{"metadata", "annotations"})
 	annotations, _ := ann.(map[string]any)
 	reserved := false
 	for k := range annotations {
@@ -54,26 +60,26 @@ func (r *Registry) Cleanup(ctx context.Context, gvk schema.GroupVersionKind, sid
 	if value, ok := annotations[UndoAnnotation].(string); ok {
 		key := Key{GVK: gvk, Type: readTypeOf(side)}
 		s := subject(key, raw)
-		s.Doc = func() (undo.Doc, error) { return tree, nil } // read before anything is applied
+		s.Doc = func() (undo.Doc, error) { return doc, nil } // read before anything is applied
 		steps, unrestored, dropped := r.rule(key).PlanCleanup(s, value)
 		res.Unrestored, res.Dropped = unrestored, dropped
-		id := tree.Identity()
-		if reason := undo.Apply(ctx, tree, steps); reason == UndoDeadline {
+		if reason := undo.Apply(ctx, doc, steps); reason == UndoDeadline {
 			return CleanupResult{}, ctx.Err()
 		}
-		if tree.Identity() != id {
+		if patch.Guard("", doc.Ops()) != nil {
 			return CleanupResult{}, errors.New("the undo would change identity") // undo's plans refuse it
 		}
 	}
-	ann, _ = tree.Lookup([]string{"metadata", "annotations"}) // the undo may have put back another map
+	ann, _ = doc.Lookup([]string{"metadata", "annotations"}) // the undo may have put back another map
 	if annotations, ok := ann.(map[string]any); ok {
-		for k := range annotations {
+		for _, k := range slices.Sorted(maps.Keys(annotations)) {
 			if strings.HasPrefix(k, ReservedPrefix) {
-				delete(annotations, k)
+				doc.Remove([]string{"metadata", "annotations", k})
 			}
 		}
 	}
-	if res.Object, err = json.Marshal(tree.V); err != nil {
+	var err error
+	if res.Object, err = doc.Bytes(); err != nil {
 		return CleanupResult{}, err
 	}
 	return res, nil

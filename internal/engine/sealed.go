@@ -184,7 +184,7 @@ func subject(key Key, raw []byte) undo.Subject {
 	side := sideOf(key.Type)
 	return undo.Subject{
 		GVK: key.GVK, ID: objectIdentity(key.GVK, side, raw), Side: side, Immutable: isImmutable(raw),
-		Doc: func() (undo.Doc, error) { t, err := undo.DecodeTree(raw); return t, err },
+		Doc: func() (undo.Doc, error) { return jsondoc.New(raw), nil },
 	}
 }
 

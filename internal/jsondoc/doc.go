@@ -5,7 +5,7 @@
 // (Bytes), and package answer encodes it for a merging decoder from the same tree.
 //
 // A Doc is what undo.Apply edits on a read (it implements undo.Doc with the semantics of
-// undo.Tree, which its tests use as the oracle) and what a patch is applied to (ApplyOps), so
+// undo.Tree, which undo's FuzzDocEdits holds it to) and what a patch is applied to (ApplyOps), so
 // neither decodes the whole object into a map tree nor encodes it again.
 package jsondoc
 
@@ -484,7 +484,8 @@ func (n *Node) IsSplit() (object, array bool) {
 }
 
 // ApplyOps applies the RFC 6902 add, remove and replace operations ops (a patch of the
-// document, in order) and records them. A replace is a Set of an existing value. It fails,
+// document, in order) and records them. A replace is a Set of an existing member, or a Remove
+// and a Set of an existing array element. It fails,
 // naming the operation, on any other operation, a path that does not apply or a value that
 // does not encode; the document is then half-edited and must be dropped.
 func (d *Doc) ApplyOps(ops []patch.Operation) error {
@@ -494,6 +495,16 @@ func (d *Doc) ApplyOps(ops []patch.Operation) error {
 			return fmt.Errorf("operation %s %q: %w", op.Operation, op.Path, err)
 		}
 		var ok bool
+		switch {
+		case len(tokens) == 0 && (op.Operation == "add" || op.Operation == "replace"): // the whole document
+			v, err := decodedValue(op.Value)
+			if err != nil {
+				return fmt.Errorf("operation %s %q: %w", op.Operation, op.Path, err)
+			}
+			d.root = &Node{Orig: d.root.Orig, Value: v, IsSet: true, Changed: true}
+			d.ops = append(d.ops, patch.Operation{Operation: "add", Path: "", Value: v})
+			continue
+		}
 		switch op.Operation {
 		case "remove":
 			ok = d.Remove(tokens)
@@ -501,6 +512,9 @@ func (d *Doc) ApplyOps(ops []patch.Operation) error {
 			if op.Operation == "replace" {
 				if _, has := d.Lookup(tokens); !has {
 					return fmt.Errorf("operation replace %q: no value there", op.Path)
+				}
+				if d.IsArrayIndex(tokens) && !d.Remove(tokens) { // an add at an index inserts
+					return fmt.Errorf("operation replace %q: the path does not apply", op.Path)
 				}
 			}
 			v, err := decodedValue(op.Value)

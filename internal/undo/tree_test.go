@@ -1,17 +1,13 @@
 package undo
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"slices"
 	"strconv"
-
-	"github.com/synchook/synchook/internal/jsonscan"
 )
 
 // Tree is a JSON document decoded into maps, slices, strings, json.Number, bools and nil
-// (DecodeTree): the Doc Apply works on for a whole object.
+// (DecodeTree): the Doc Apply worked on for a whole object before jsondoc.Doc, kept as the
+// oracle of FuzzDocEdits (this package's tests), which holds jsondoc.Doc to it.
 type Tree struct {
 	V any
 }
@@ -20,24 +16,6 @@ type Tree struct {
 func DecodeTree(doc []byte) (Tree, error) {
 	v, err := decodeJSON(doc)
 	return Tree{V: v}, err
-}
-
-// decodeJSON decodes one JSON value (numbers as json.Number); a plain string literal
-// (jsonscan.PlainText) is read without a decoder (most undo values are label values).
-func decodeJSON(doc []byte) (any, error) {
-	if text, plain := jsonscan.PlainText(doc); plain {
-		return string(text), nil
-	}
-	var v any
-	d := json.NewDecoder(bytes.NewReader(doc))
-	d.UseNumber()
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	if d.More() {
-		return nil, errors.New("data after the JSON value")
-	}
-	return v, nil
 }
 
 // Lookup returns the value at the reference tokens of a JSON Pointer.
