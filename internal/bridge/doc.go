@@ -29,9 +29,10 @@
 // deleted label or annotation, an emptied omitempty field, a nil pointer, a removed slice
 // element or a field removed inside one all survive. (The vcluster SDK had that bug.)
 //
-// Answer therefore encodes the hooked object for a merging decoder, from the request object,
-// the hooked object and the Go type of the kind (the registry's type, which is the type
-// vcluster decodes into). It walks both documents along the type:
+// The answer is therefore encoded for a merging decoder (engine.Result.Answer, package answer:
+// the request's bytes with the chain's edits, along the Go type of the kind — the registry's
+// type, which is the type vcluster decodes into; Mutate never decodes the object itself). At
+// each edited member it emits, following the type:
 //
 //   - struct: the keys of the hooked object, and for each key the request had and the hooked
 //     object lacks, the value that zeroes that field: "" for a string, 0 for a number, false

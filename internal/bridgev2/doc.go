@@ -18,7 +18,7 @@
 // Mutate runs the same chain as POST /mutate/{hookType} and the v1 bridge (bridge.Mutator):
 // mutated=false when nothing changed, there are no hooks or the type is not one of the eight
 // (ApplyPhysical); else the whole object, encoded so that vcluster's json.Unmarshal INTO the
-// object it sent yields exactly the hooked object (bridge.Answer); a hook failure is a gRPC
+// object it sent yields exactly the hooked object (engine.Result.Answer); a hook failure is a gRPC
 // error naming the hook (bridge.StatusCode), and vcluster then does not write.
 //
 // Initialize carries the host kubeconfig and namespace (workloadConfig, currentNamespace): with

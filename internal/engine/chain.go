@@ -211,12 +211,17 @@ func Classify(err error) (Failure, int32) {
 // Mutate runs the chain of (gvk, t) on the JSON object raw and returns the JSON Patch from raw to
 // the hooked object.
 //
-// The object is decoded once (into the scheme's type, or Unstructured for unknown kinds), every
-// hook runs in registration order on it, and the result is encoded once. When the hooks only
-// changed labels or annotations, the patch is the diff between raw itself and the result,
-// keeping only the entries the hooks changed; otherwise it is the diff between the typed round
-// trip of raw and the result, moved onto raw (patch.Rebase). Either way, fields the compiled
-// types do not know are never touched. No hooks, or no change, gives a Result with a nil Patch.
+// One object per request: raw is scanned once at intake (checkInput: its top-level members,
+// metadata, identity and undo value, which every later stage reads instead of scanning raw
+// again, and which seed the request's index); a chain of label/annotation hooks works on the
+// two maps alone; any other chain decodes raw once (into the scheme's type, or Unstructured for
+// unknown kinds), runs every hook in registration order on it and compares the result once
+// with a deep copy of the decoded object (patch.DiffTyped: the typed round trip of raw, so
+// fields the compiled types do not know are never touched), moving the operations onto raw
+// (patch.RebaseVia); an undo read or an Update's own-undo step edits raw itself
+// (jsondoc.Doc). The answer a vcluster plugin sends is made from the same work
+// (Result.Answer): no stage decodes the object again. No hooks, or no change, gives a Result
+// with a nil Patch.
 //
 // Errors: *DecodeError for malformed input; *HookError (naming hook, type and kind) when a hook
 // fails, panics, changes apiVersion, kind, name, namespace or uid, returns another kind, or is

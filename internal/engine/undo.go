@@ -19,9 +19,9 @@ package engine
 // skipped, never forced.
 //
 // Work is bounded whatever the annotation holds: its value is at most MaxUndoBytes as stored
-// (which bounds the entries), the entries are applied to one decoded copy of the object (one
-// decode, one encode, whatever their number), under the request's context and a concurrency
-// slot. An annotation that is too large, clear text, unauthentic, malformed or touches
+// (which bounds the entries), the entries are applied as edits on the request's object
+// (jsondoc.Doc: only the members on their paths are read, each once, and the rest of the bytes
+// copied, whatever their number), under the request's context and a concurrency slot. An annotation that is too large, clear text, unauthentic, malformed or touches
 // identity is dropped and counted (UndoObserver; synchook_undo_rejected_total{reason}); the
 // read never fails because of it.
 //

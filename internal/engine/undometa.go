@@ -78,7 +78,7 @@ func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undo.P
 // metadataMaps is a Doc (package undo) of an object's labels and annotations alone, for
 // undo.Apply on the fast path: entries address a key of either map or a whole map
 // (undoOnMetadata admits no other); a nil map is absent. Values are strings; a whole map is a
-// map[string]any of strings, as undo.DecodeTree gives it.
+// map[string]any of strings, as undo.Doc values are.
 type metadataMaps [2]map[string]string
 
 // at returns the map index and key (or "" for the whole map) that tokens address.
