@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"runtime/debug"
 	"strings"
@@ -539,7 +540,16 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 	if _, ok := obj.(runtime.Unstructured); ok {
 		return runUnstructured(ctx, rn, c, raw, obj)
 	}
-	before, _ := obj.DeepCopyObject().(client.Object) // the typed round trip of raw
+	st := rn.statsOf(c)
+	light := !st.changedMore.Load()
+	var before client.Object // the typed round trip of raw; light: its labels and annotations alone
+	if light {
+		before = c.newObject()
+		before.SetLabels(maps.Clone(obj.GetLabels()))
+		before.SetAnnotations(maps.Clone(obj.GetAnnotations()))
+	} else {
+		before, _ = obj.DeepCopyObject().(client.Object)
+	}
 	if _, write := undoPair[c.key.Type]; write {
 		if ann := obj.GetAnnotations(); dropReserved(ann) { // after the copy: the removal is a change
 			obj.SetAnnotations(ann)
@@ -549,9 +559,24 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 	if err != nil {
 		return outcome{}, err
 	}
+	if light {
+		o, ok, err := runLight(ctx, rn, c, raw, before, out, records)
+		if err != nil || ok {
+			return o, err
+		}
+		// the hooks changed more than the two maps: compare with the whole object before them
+		st.changedMore.Store(true)
+		st.mapsOnly.Store(0)
+		if before = c.newObject(); decode(raw, before) != nil {
+			return outcome{}, fmt.Errorf("decode %s again", c.key.GVK.Kind)
+		}
+	}
 	ops, err := patch.DiffTyped(before, out)
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s: compare the hooked object: %w", c.key, err)
+	}
+	if !light {
+		st.observe(onlyMetadataMaps(ops))
 	}
 	if len(ops) == 0 {
 		return outcome{hooks: len(c.hooks)}, nil
@@ -578,6 +603,52 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 		return outcome{}, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
 	}
 	return o, nil
+}
+
+// runLight is runTyped's compare for a chain whose hooks change only labels and annotations
+// (chainStats): before holds the two maps as decoded, out is the hooked object. It encodes out
+// once and diffs that with raw itself (metadataOps: raw is the request's JSON, so no rebase);
+// when more than the two maps differ it reports false and the caller compares the whole object.
+// The undo, when records is set, is sealed into the encoding (spliceAnnotation), which is the
+// answer where a merging decoder reads it right.
+func runLight(ctx context.Context, rn *call, c *chain, raw []byte, before, out client.Object, records bool) (outcome, bool, error) {
+	after, err := json.Marshal(out)
+	if err != nil {
+		return outcome{}, false, fmt.Errorf("encode %s after hooks: %w", c.key.GVK.Kind, err)
+	}
+	if err := stepBoundary(ctx, c); err != nil {
+		return outcome{}, false, err
+	}
+	ops, ok := metadataOps(raw, after, before, out)
+	if !ok {
+		return outcome{}, false, nil
+	}
+	o := outcome{ops: ops, hooks: len(c.hooks), merge: after}
+	if len(ops) == 0 {
+		return outcome{hooks: len(c.hooks)}, true, nil
+	}
+	if records {
+		withID := c.newObject() // identity: out's (the maps alone changed), the uid annotation as it was
+		withID.SetName(out.GetName())
+		withID.SetNamespace(out.GetNamespace())
+		withID.SetGenerateName(out.GetGenerateName())
+		withID.SetUID(out.GetUID())
+		withID.SetAnnotations(before.GetAnnotations())
+		value, sealed, err := rn.sealFor(c, raw, withID, &o.ops)
+		if err != nil || !sealed {
+			return outcome{}, sealed, err // not sealed: the whole compare records it
+		}
+		o.sealed = true
+		if value != "" {
+			if o.merge = spliceAnnotation(after, UndoAnnotation, value); o.merge == nil {
+				return outcome{}, false, nil
+			}
+		}
+	}
+	if !mergeSafe(o.ops) {
+		o.merge = nil
+	}
+	return o, true, nil
 }
 
 // runUnstructured is runTyped for an object of a kind the scheme does not know, decoded into

@@ -94,6 +94,7 @@ type Runner struct {
 	reg         *Registry
 	log         logr.Logger // GetSink() nil: no logger in the hooks' context
 	loggers     sync.Map    // *chain → []logr.Logger: log for each of its hooks (hookLoggers)
+	stats       sync.Map    // *chain → *chainStats: what its typed runs showed (light compare)
 	slots       *slotTable  // nil: unlimited
 	hookTimeout time.Duration
 	observer    Observer
@@ -395,4 +396,38 @@ func (r *call) metadataOf(raw []byte) ([]byte, bool) {
 	}
 	m, _, ok := jsonscan.Find(raw, "metadata")
 	return m.Value, ok
+}
+
+// chainStats is what a Runner learned from one chain's typed runs, which decides how the next
+// run keeps the object before the hooks: while its hooks change only labels and annotations
+// (the typical hook), a copy of the two maps and a compare of them (light); once a run changed
+// more, a deep copy and patch.DiffTyped, until lightAfter runs in a row changed only the maps
+// again. Only the cost of a run depends on it, never its result.
+type chainStats struct {
+	changedMore atomic.Bool
+	mapsOnly    atomic.Int32 // runs in a row, since changedMore was set, that changed only the maps
+}
+
+// lightAfter is how many typed runs in a row must change only labels and annotations before a
+// chain that changed more is tried light again (a light run that finds more pays a decode).
+const lightAfter = 16
+
+// statsOf returns the Runner's chainStats of c.
+func (r *Runner) statsOf(c *chain) *chainStats {
+	if st, ok := r.stats.Load(c); ok {
+		return st.(*chainStats)
+	}
+	st, _ := r.stats.LoadOrStore(c, &chainStats{})
+	return st.(*chainStats)
+}
+
+// observe records what a full (not light) typed run changed.
+func (st *chainStats) observe(mapsOnly bool) {
+	if !mapsOnly {
+		st.mapsOnly.Store(0)
+		return
+	}
+	if st.mapsOnly.Add(1) >= lightAfter {
+		st.changedMore.Store(false)
+	}
 }

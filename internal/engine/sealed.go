@@ -23,6 +23,7 @@ package engine
 // synchook's seal: what it brings is the tenant's).
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -279,17 +280,34 @@ func (r *Registry) ownUndo(c *chain, raw []byte) (steps []undo.Step, carry []Und
 // a whole, or one undo.EntriesOf cannot read on raw alone): runChain then records it on the
 // patch (withUndo).
 func (r *call) sealOnto(c *chain, raw []byte, before, out client.Object, ops *[]patch.Operation) (bool, error) {
+	value, ok, err := r.sealFor(c, raw, before, ops)
+	if err != nil || !ok || value == "" {
+		return ok, err
+	}
+	ann := maps.Clone(out.GetAnnotations()) // never the hook's own map
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[UndoAnnotation] = value
+	out.SetAnnotations(ann)
+	return true, nil
+}
+
+// sealFor is sealOnto without the hooked object: it seals the undo of ops for the object whose
+// identity before holds, appends the operation that writes it to ops and returns the value
+// ("" when ops need no undo).
+func (r *call) sealFor(c *chain, raw []byte, before client.Object, ops *[]patch.Operation) (string, bool, error) {
 	for _, op := range *ops {
 		if op.Path == "/metadata" || op.Path == "/metadata/annotations" {
-			return false, nil
+			return "", false, nil
 		}
 	}
 	entries, ok := undo.EntriesOf(*ops, r.indexOf(raw))
 	if !ok {
-		return false, nil
+		return "", false, nil
 	}
 	if len(entries) == 0 {
-		return true, nil
+		return "", true, nil
 	}
 	meta, hasMeta := r.metadataOf(raw)
 	annotations := []byte(nil)
@@ -303,16 +321,55 @@ func (r *call) sealOnto(c *chain, raw []byte, before, out client.Object, ops *[]
 	}
 	value, err := r.reg.sealUndoFor(c, typedIdentity(c.key, before), entries, r.carry)
 	if err != nil {
-		return false, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+		return "", false, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 	}
-	ann := maps.Clone(out.GetAnnotations()) // never the hook's own map
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[UndoAnnotation] = value
-	out.SetAnnotations(ann)
 	*ops = append(*ops, undoOperation(meta, hasMeta, annotations, value))
-	return true, nil
+	return value, true, nil
+}
+
+// spliceAnnotation returns the JSON object doc (an encoding of a typed object, whose metadata
+// is an object) with the annotation key set to value as its annotations' first member (or a new
+// annotations map), nil when doc's metadata cannot be found as an object or already has the key.
+func spliceAnnotation(doc []byte, key, value string) []byte {
+	var meta []byte
+	metaAt := -1
+	jsonscan.ScanObject(doc, func(k, rest []byte) int {
+		n := jsonscan.SkipValue(rest, 0)
+		if string(k) == `"metadata"` && n > 0 {
+			meta, metaAt = rest[:n], len(doc)-len(rest)
+			return -1 // found: stop
+		}
+		return n
+	})
+	if metaAt < 0 || len(meta) == 0 || meta[0] != '{' {
+		return nil
+	}
+	member := jsonscan.AppendString(nil, key)
+	member = append(member, ':')
+	member = jsonscan.AppendString(member, value)
+	at, insert := metaAt+1, []byte(nil) // where, and what, to insert
+	if m, _, ok := jsonscan.Find(meta, "annotations"); ok && len(m.Value) > 0 && m.Value[0] == '{' {
+		if _, _, has := jsonscan.Find(m.Value, key); has {
+			return nil
+		}
+		at = metaAt + m.End - len(m.Value) + 1 // just past the map's opening brace
+		insert = member
+		if len(bytes.TrimSpace(m.Value[1:len(m.Value)-1])) > 0 {
+			insert = append(insert, ',')
+		}
+	} else if ok {
+		return nil // annotations null or not a map: the whole compare handles it
+	} else {
+		insert = append([]byte(`"annotations":{`), member...)
+		insert = append(insert, '}')
+		if len(bytes.TrimSpace(meta[1:len(meta)-1])) > 0 {
+			insert = append(insert, ',')
+		}
+	}
+	out := make([]byte, 0, len(doc)+len(insert))
+	out = append(out, doc[:at]...)
+	out = append(out, insert...)
+	return append(out, doc[at:]...)
 }
 
 // undoOperation returns the operation that writes the UndoAnnotation value on an object whose
