@@ -141,22 +141,7 @@ func (d *differ) array(path []byte, a, b []byte) {
 // appendToken returns a new pointer: path + "/" + the escaped token (RFC 6901: ~ → ~0, / → ~1).
 func appendToken(path []byte, token string) []byte {
 	out := make([]byte, 0, len(path)+1+len(token)+2)
-	out = append(out, path...)
-	out = append(out, '/')
-	if !strings.ContainsAny(token, "~/") {
-		return append(out, token...)
-	}
-	for i := 0; i < len(token); i++ {
-		switch token[i] {
-		case '~':
-			out = append(out, '~', '0')
-		case '/':
-			out = append(out, '~', '1')
-		default:
-			out = append(out, token[i])
-		}
-	}
-	return out
+	return jsonscan.AppendToken(append(append(out, path...), '/'), token)
 }
 
 func hasDuplicates(ms []jsonscan.Member) bool {

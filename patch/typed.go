@@ -140,24 +140,6 @@ func (d *typedDiffer) value(a, b reflect.Value, desc descent) error {
 	return nil
 }
 
-// appendEscaped appends the reference token tok escaped (RFC 6901: ~ → ~0, / → ~1).
-func appendEscaped(b []byte, tok string) []byte {
-	if !strings.ContainsAny(tok, "~/") {
-		return append(b, tok...)
-	}
-	for i := range len(tok) {
-		switch tok[i] {
-		case '~':
-			b = append(b, '~', '0')
-		case '/':
-			b = append(b, '~', '1')
-		default:
-			b = append(b, tok[i])
-		}
-	}
-	return b
-}
-
 // equal reports whether two values of one type (not structs: DiffTyped walks those) are equal
 // as reflect.DeepEqual says, comparing scalars, pointers to them and maps of strings directly.
 func equal(a, b reflect.Value, desc descent) bool {
@@ -209,7 +191,7 @@ func planOf(t reflect.Type) []planField {
 	fs := jsonfield.Of(t)
 	p := make([]planField, len(fs))
 	for i := range fs {
-		p[i] = planField{Field: &fs[i], descent: descentOf(fs[i].Type), token: appendEscaped(nil, fs[i].Name)}
+		p[i] = planField{Field: &fs[i], descent: descentOf(fs[i].Type), token: jsonscan.AppendToken(nil, fs[i].Name)}
 	}
 	plans.Store(t, p)
 	return p
@@ -272,7 +254,7 @@ func descentOf(t reflect.Type) descent {
 func (d *typedDiffer) stringMaps(a, b reflect.Value) {
 	at := len(d.path)
 	child := func(k string) string {
-		s := string(appendEscaped(append(d.path, '/'), k))
+		s := string(jsonscan.AppendToken(append(d.path, '/'), k))
 		d.path = d.path[:at]
 		return s
 	}
@@ -328,7 +310,7 @@ func (d *typedDiffer) maps(a, b reflect.Value) error {
 	}
 	for _, k := range keys(a) {
 		bv := b.MapIndex(k)
-		d.path = appendEscaped(append(d.path, '/'), k.String())
+		d.path = jsonscan.AppendToken(append(d.path, '/'), k.String())
 		if !bv.IsValid() {
 			d.ops = append(d.ops, Operation{Operation: "remove", Path: string(d.path)})
 		} else if err := d.value(a.MapIndex(k), bv, elem); err != nil {
@@ -344,7 +326,7 @@ func (d *typedDiffer) maps(a, b reflect.Value) error {
 		if err != nil {
 			return err
 		}
-		d.ops = append(d.ops, Operation{Operation: "add", Path: string(appendEscaped(append(d.path, '/'), k.String())), Value: json.RawMessage(v)})
+		d.ops = append(d.ops, Operation{Operation: "add", Path: string(jsonscan.AppendToken(append(d.path, '/'), k.String())), Value: json.RawMessage(v)})
 		d.path = d.path[:at]
 	}
 	return nil

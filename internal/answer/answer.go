@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/synchook/synchook/internal/jsondoc"
+	"github.com/synchook/synchook/internal/jsonfield"
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/patch"
 )
@@ -468,67 +469,22 @@ func (f fieldTypes) lookup(key string) reflect.Type {
 	return nil
 }
 
-// jsonFields returns the JSON names of t's fields with their types, following encoding/json:
-// `json:"-"` and unexported fields are skipped, the fields of embedded structs without a JSON
-// name (`json:",inline"`) are promoted, and a shallower field wins over a deeper one.
+// jsonFields returns the JSON names of struct type t's fields with their types, as
+// encoding/json names them (jsonfield.Of), once per type.
 func jsonFields(t reflect.Type) fieldTypes {
 	if f, ok := fieldCache.Load(t); ok {
 		return f.(fieldTypes)
 	}
-	f := collectJSONFields(t)
-	fieldCache.Store(t, f)
-	return f
+	fields := fieldTypes{}
+	for _, f := range jsonfield.Of(t) {
+		fields[f.Name] = f.Type
+	}
+	fieldCache.Store(t, fields)
+	return fields
 }
 
 // fieldCache holds jsonFields' answers: reflect.Type → fieldTypes (read only once stored).
 var fieldCache sync.Map
-
-func collectJSONFields(t reflect.Type) fieldTypes {
-	fields := fieldTypes{}
-	seen := map[reflect.Type]bool{}
-	for level := []reflect.Type{t}; len(level) > 0; {
-		var next []reflect.Type
-		found := fieldTypes{}
-		for _, st := range level {
-			if seen[st] {
-				continue
-			}
-			seen[st] = true
-			for i := range st.NumField() {
-				f := st.Field(i)
-				tag := f.Tag.Get("json")
-				if tag == "-" {
-					continue
-				}
-				name, _, _ := strings.Cut(tag, ",")
-				if f.Anonymous && name == "" {
-					et := f.Type
-					if et.Kind() == reflect.Pointer {
-						et = et.Elem()
-					}
-					if et.Kind() == reflect.Struct {
-						next = append(next, et)
-						continue
-					}
-				}
-				if !f.IsExported() {
-					continue
-				}
-				if name == "" {
-					name = f.Name
-				}
-				if _, shallower := fields[name]; !shallower {
-					found[name] = f.Type
-				}
-			}
-		}
-		for name, ft := range found {
-			fields[name] = ft
-		}
-		level = next
-	}
-	return fields
-}
 
 // appendValue appends the encoding of v: an object with its repeated keys in order, anything
 // else with encoding/json (maps with sorted keys).

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/jsonfield"
 	"github.com/synchook/synchook/internal/jsonscan"
 )
 
@@ -159,8 +160,7 @@ func newShape(scheme *runtime.Scheme, gvk schema.GroupVersionKind, list bool) *i
 		meta = reflect.TypeFor[metav1.ListMeta]()
 	}
 	if obj, err := scheme.New(gvk); err == nil {
-		fields := map[string]reflect.Type{}
-		jsonFields(reflect.TypeOf(obj), fields, 0)
+		fields := jsonFields(reflect.TypeOf(obj))
 		top = top[:0]
 		for name := range fields {
 			top = append(top, name)
@@ -169,8 +169,7 @@ func newShape(scheme *runtime.Scheme, gvk schema.GroupVersionKind, list bool) *i
 			meta = t
 		}
 	}
-	metaFields := map[string]reflect.Type{}
-	jsonFields(meta, metaFields, 0)
+	metaFields := jsonFields(meta)
 	names := make([]string, 0, len(metaFields))
 	for name := range metaFields {
 		names = append(names, name)
@@ -182,41 +181,24 @@ func newShape(scheme *runtime.Scheme, gvk schema.GroupVersionKind, list bool) *i
 	return &inputShape{top: newFieldSet(top), meta: newFieldSet(names), maps: labels && annotations}
 }
 
-// jsonFields adds the JSON names of struct type t's fields to fields, with their types, as
-// encoding/json names them: the tag's name or the Go name, "-" skipped, the fields of an
-// embedded struct without a tag name promoted.
-func jsonFields(t reflect.Type, fields map[string]reflect.Type, depth int) {
+// jsonFields returns the JSON names of struct type t's fields (pointers followed), with their
+// types, as encoding/json names them (jsonfield.Of); none when t is no struct.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t.Kind() != reflect.Struct || depth > 8 {
-		return
+	fields := map[string]reflect.Type{}
+	if t.Kind() != reflect.Struct {
+		return fields
 	}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
+	for _, f := range jsonfield.Of(t) {
 		ft := f.Type
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
-		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
-			jsonFields(ft, fields, depth+1)
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		if _, ok := fields[name]; !ok {
-			fields[name] = ft
-		}
+		fields[f.Name] = ft
 	}
+	return fields
 }
 
 // check returns an *InputError when raw is an object InputError describes; nil when it is not

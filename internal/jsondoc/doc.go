@@ -288,7 +288,7 @@ func (d *Doc) edit(tokens []string, v any, remove bool) (bool, error) {
 			parent.Members = append(parent.Members, Member{Key: last, Node: &Node{Orig: orig, Value: v, IsSet: true, Changed: true}})
 		}
 	}
-	op := patch.Operation{Operation: "add", Path: pointer(tokens)}
+	op := patch.Operation{Operation: "add", Path: jsonscan.Pointer(tokens)}
 	if remove {
 		op.Operation = "remove"
 	} else {
@@ -563,25 +563,6 @@ func decode(doc []byte) (any, error) {
 		return nil, errors.New("data after the JSON value")
 	}
 	return v, nil
-}
-
-// pointer returns the RFC 6901 JSON Pointer of tokens.
-func pointer(tokens []string) string {
-	var b []byte
-	for _, t := range tokens {
-		b = append(b, '/')
-		for i := range len(t) {
-			switch t[i] {
-			case '~':
-				b = append(b, '~', '0')
-			case '/':
-				b = append(b, '~', '1')
-			default:
-				b = append(b, t[i])
-			}
-		}
-	}
-	return string(b)
 }
 
 // arrayIndex parses an array reference token for an array of n elements: 0..n ("-" is n).

@@ -117,6 +117,34 @@ func (x *Index) container(pointer string) (*container, bool) {
 	return c, c != nil
 }
 
+// AppendToken appends tok to b as one reference token of a JSON Pointer, escaped as RFC 6901
+// says ("~" as "~0", "/" as "~1"): UnescapeToken's inverse.
+func AppendToken(b []byte, tok string) []byte {
+	if !strings.ContainsAny(tok, "~/") {
+		return append(b, tok...)
+	}
+	for i := range len(tok) {
+		switch tok[i] {
+		case '~':
+			b = append(b, '~', '0')
+		case '/':
+			b = append(b, '~', '1')
+		default:
+			b = append(b, tok[i])
+		}
+	}
+	return b
+}
+
+// Pointer returns the JSON Pointer of the reference tokens (each escaped: AppendToken).
+func Pointer(tokens []string) string {
+	var b []byte
+	for _, t := range tokens {
+		b = AppendToken(append(b, '/'), t)
+	}
+	return string(b)
+}
+
 // UnescapeToken undoes RFC 6901's escapes in one reference token of a JSON Pointer, left to
 // right ("~1" is "/", "~0" is "~": "~01" is "~1"); ok is false for a "~" not followed by "0" or
 // "1".
