@@ -6,9 +6,10 @@ import (
 	"slices"
 )
 
-// Doc is a document Apply edits: a Tree (a whole object), or the labels and annotations of an
-// object alone (package engine's label/annotation fast path). Values are JSON decoded as
-// DecodeTree does (strings, json.Number, bools, nil, map[string]any, []any).
+// Doc is a document Apply edits: a jsondoc.Doc (the request's object, split only where the
+// steps go), or the labels and annotations of an object alone (package engine's
+// label/annotation fast path). Values are JSON decoded as encoding/json decodes into any, with
+// numbers as json.Number (strings, json.Number, bools, nil, map[string]any, []any).
 type Doc interface {
 	// Lookup returns the value at the reference tokens.
 	Lookup(tokens []string) (any, bool)
