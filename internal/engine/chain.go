@@ -383,7 +383,18 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []u
 	if !doc.Changed() {
 		return outcome{hooks: o.hooks}, nil
 	}
-	return outcome{ops: doc.Ops(), hooks: o.hooks, doc: doc}, nil
+	// The restore and the hooks' edits often cancel out (the hooks put back what the undo took
+	// off, sealed alike): the patch is what changed between raw and the result, nothing when
+	// nothing did; the answer is made from the Doc.
+	final, err := doc.Bytes()
+	if err != nil {
+		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
+	}
+	ops, err := patch.Diff(raw, final)
+	if err != nil || len(ops) == 0 {
+		return outcome{hooks: o.hooks}, err
+	}
+	return outcome{ops: ops, hooks: o.hooks, doc: doc}, nil
 }
 
 // withUndo returns ops (a patch of raw) followed by the operation that records, in
