@@ -15,9 +15,11 @@ import (
 // both must give the same JSON.
 func FuzzStripTyped(f *testing.F) {
 	pod := fixtures.JSON(fixtures.Pod("ns", "web"))
-	for _, p := range []string{"/spec/schedulerName", "/spec/containers/1", "/spec/containers/0/env/5/valueFrom", "/metadata/labels/app.example.com~1label-3",
+	for _, p := range []string{
+		"/spec/schedulerName", "/spec/containers/1", "/spec/containers/0/env/5/valueFrom", "/metadata/labels/app.example.com~1label-3",
 		"/spec/containers/0/resources/limits/cpu", "/status", "/metadata/creationTimestamp", "/spec/containers/0/ports/0/containerPort", "/spec/containers/0/livenessProbe/httpGet/port",
-		"/metadata/ownerReferences/0/uid", "/spec/tolerations/0/key", "/spec/volumes/0/configMap/name", "/spec/nope", "/spec/containers/9/name"} {
+		"/metadata/ownerReferences/0/uid", "/spec/tolerations/0/key", "/spec/volumes/0/configMap/name", "/spec/nope", "/spec/containers/9/name",
+	} {
 		f.Add(pod, p)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, path string) {

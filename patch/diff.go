@@ -175,17 +175,12 @@ func DiffMarshaled(original, mutated []byte) []Operation {
 	return diffValid(original, mutated)
 }
 
-// appliesTo reports whether every operation of ops surely applies to doc in order: the target
-// of replace and remove exists, the parent of add exists (an object, or an array with the index
-// in range counting earlier adds to it), and no object on the way has the key twice. It reads
-// doc's bytes without decoding them, in one jsonscan.Index (each object or array split once).
-// false means "not sure", not "does not apply".
-func appliesTo(doc []byte, ops []Operation) bool {
-	return appliesVia(jsonscan.NewIndex(doc).LookupUnique, ops)
-}
-
-// appliesVia is appliesTo with lookup answering, for the document, what an Index's
-// LookupUnique answers.
+// appliesVia reports whether every operation of ops surely applies to a document in order,
+// lookup answering for it what a jsonscan.Index's LookupUnique answers: the target of replace
+// and remove exists, the parent of add exists (an object, or an array with the index in range
+// counting earlier adds to it), and no object on the way has the key twice. It reads the
+// document's bytes without decoding them (an Index splits each object or array once). false
+// means "not sure", not "does not apply".
 func appliesVia(lookup func(pointer string) ([]byte, bool), ops []Operation) bool {
 	length := map[string]int{} // of each array added to, counting the adds so far
 	for _, op := range ops {

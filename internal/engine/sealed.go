@@ -214,12 +214,6 @@ func (r *call) undoAnnotationOf(raw []byte) (string, bool) {
 	return undoAnnotationIn(meta)
 }
 
-// planUndo is undo's read plan (undo.Rule.PlanRead) for the UndoAnnotation value found on raw
-// by the read chain c.
-func (r *Registry) planUndo(c *chain, raw []byte, value string) undo.Plan {
-	return r.rule(c.key).PlanRead(subject(c.key, raw), value)
-}
-
 // rewrites reports whether the Update chain of the side of key records undo and has every
 // hook of writers (same name, same revision): its next write puts back whatever the undo takes
 // off.
