@@ -39,20 +39,20 @@ for i in $(seq 1 "$rounds"); do
   run new
 done
 
-# ratio to the floor, per round, for this build
+# ratio to the floor, per round, for this build (POSIX awk: no asort)
 awk '
+  function sortv(a, n,   i, j, t) { for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t } }
   /^BenchmarkRequest\// {
-    split($1, p, "/"); name = p[2]; if (p[3] != "") name = name "/" p[3]; sub(/-[0-9]+$/, "", name)
-    if (name == "floor") { round++; floor[round] = $3 }
+    name = $1; sub(/^BenchmarkRequest\//, "", name); sub(/-[0-9]+$/, "", name)
+    if (name == "floor") { round++; floor[round] = $3; floorAllocs[round] = $7 }
     ns[name, round] = $3; allocs[name, round] = $7; names[name] = 1
   }
   END {
     for (n in names) {
       m = 0
-      for (r = 1; r <= round; r++) { v[++m] = ns[n, r] / floor[r]; a[m] = allocs[n, r] / allocs["floor", r] }
-      asort(v); asort(a)
+      for (r = 1; r <= round; r++) { m++; v[m] = ns[n, r] / floor[r]; a[m] = allocs[n, r] / floorAllocs[r] }
+      sortv(v, m); sortv(a, m)
       printf "%-14s ratio to the floor %.2f (%.2f-%.2f)   allocs %.2fx\n", n, v[int((m+1)/2)], v[1], v[m], a[int((m+1)/2)]
-      delete v; delete a
     }
   }' "$out/new.txt" | sort
 go run golang.org/x/perf/cmd/benchstat@latest "$out/old.txt" "$out/new.txt" | tee "$out/benchstat.txt"
