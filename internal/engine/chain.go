@@ -49,6 +49,8 @@ type Result struct {
 	answer []byte
 	doc    *jsondoc.Doc
 	goType reflect.Type
+	// metadata is the request object's metadata member as intake found it (nil: none).
+	metadata []byte
 }
 
 // Answer returns the JSON that answers a vcluster plugin's Mutate: decoded with encoding/json's
@@ -248,7 +250,7 @@ func (rn *call) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.Ho
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{raw: raw, ops: o.ops, Hooks: o.hooks, Operations: len(o.ops), answer: o.merge, doc: o.doc}
+	res := Result{raw: raw, ops: o.ops, Hooks: o.hooks, Operations: len(o.ops), answer: o.merge, doc: o.doc, metadata: top.metadata}
 	if c := rn.reg.chains[Key{GVK: gvk, Type: t}]; c != nil {
 		res.goType = c.objectType
 	}
@@ -308,7 +310,7 @@ func (rn *call) applyChain(ctx context.Context, c *chain, doc []byte) ([]byte, i
 // runChain is runOps for a chain without an undo to apply first.
 func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, error) {
 	if _, write := undoPair[c.key.Type]; write && rn.reg.opts.Undo && !rn.keepOwnUndo && rn.mayCarryUndo(raw) {
-		if steps, carry, own := rn.reg.ownUndo(c, raw); own {
+		if steps, carry, own := rn.ownUndo(c, raw); own {
 			return rn.runRestored(ctx, c, raw, steps, carry)
 		}
 	}
@@ -330,7 +332,7 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 		if err := stepBoundary(ctx, c); err != nil {
 			return outcome{}, err
 		}
-		o.ops, err = rn.reg.withUndo(c, raw, o.ops, rn.carry)
+		o.ops, err = rn.withUndo(c, raw, o.ops, rn.carry)
 		o.merge = nil
 		return o, err
 	}
@@ -400,11 +402,11 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []u
 // withUndo returns ops (a patch of raw) followed by the operation that records, in
 // UndoAnnotation, how to go back from the hooked object to raw, sealed (sealUndo), after the
 // carried entries carry.
-func (r *Registry) withUndo(c *chain, raw []byte, ops []patch.Operation, carry []UndoEntry) ([]patch.Operation, error) {
+func (r *call) withUndo(c *chain, raw []byte, ops []patch.Operation, carry []UndoEntry) ([]patch.Operation, error) {
 	// The state of metadata and its annotations after ops: raw's, unless an operation is on
 	// either of them or the whole document (then applied, as are patches undoEntriesOf can't
 	// read without the result).
-	doc := jsonscan.NewIndex(raw)
+	doc := r.indexOf(raw)
 	entries, ok := undo.EntriesOf(ops, doc)
 	for _, op := range ops {
 		ok = ok && op.Path != "/metadata" && op.Path != "/metadata/annotations"

@@ -13,6 +13,6 @@ func TakesAsOwnUndo(reg *Registry, gvk schema.GroupVersionKind, t hooks.HookType
 	if c == nil {
 		return false
 	}
-	_, _, own := reg.ownUndo(c, raw)
+	_, _, own := NewRunner(reg, RunnerOptions{}).newCall(false).ownUndo(c, raw)
 	return own
 }

@@ -39,8 +39,8 @@ type loopDetector struct {
 	seen map[loopKey]*loopState
 }
 
-func (d *loopDetector) observe(reg *Registry, gvk schema.GroupVersionKind, t hooks.HookType, raw, p []byte) {
-	uid := objectUID(raw)
+func (d *loopDetector) observe(reg *Registry, gvk schema.GroupVersionKind, t hooks.HookType, meta, p []byte) {
+	uid := metadataUID(meta)
 	if uid == "" || onlyReserved(p) {
 		return
 	}
@@ -75,13 +75,9 @@ func (d *loopDetector) observe(reg *Registry, gvk schema.GroupVersionKind, t hoo
 	}
 }
 
-// objectUID returns metadata.uid of the JSON object raw, or "".
-func objectUID(raw []byte) string {
-	meta, _, ok := jsonscan.Find(raw, "metadata")
-	if !ok {
-		return ""
-	}
-	m, _, ok := jsonscan.Find(meta.Value, "uid")
+// metadataUID returns the uid in the metadata object meta (nil: none), or "".
+func metadataUID(meta []byte) string {
+	m, _, ok := jsonscan.Find(meta, "uid")
 	if !ok {
 		return ""
 	}

@@ -190,7 +190,7 @@ func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t hook
 func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, validJSON bool) (Result, error) {
 	res, err := r.newCall(validJSON).runWhole(ctx, gvk, t, raw)
 	if err == nil && r.loops != nil && res.Patch != nil && (t == hooks.UpdatePhysical || t == hooks.UpdateVirtual) {
-		r.loops.observe(r.reg, gvk, t, raw, res.Patch)
+		r.loops.observe(r.reg, gvk, t, res.metadata, res.Patch)
 	}
 	if r.capture != nil && !errors.Is(err, ErrOverloaded) && !errors.As(err, new(*InputError)) {
 		r.capture(t, gvk, raw, res, err)

@@ -145,8 +145,11 @@ func hookDigest(name, revision string) string {
 // object raw (either side of the change: identity never changes), after the carried entries
 // carry: sealed with the newest key. Errors: ErrUndoNeedsKey without a key, ErrUndoTooLarge
 // past MaxUndoBytes (counted as stored).
-func (r *Registry) sealUndo(c *chain, raw []byte, entries []UndoEntry, carry []UndoEntry) (string, error) {
-	return r.sealUndoAs(c, func() undo.Identity { return objectIdentity(c.key.GVK, sideOf(c.key.Type), raw) }, entries, carry)
+func (r *call) sealUndo(c *chain, raw []byte, entries []UndoEntry, carry []UndoEntry) (string, error) {
+	return r.reg.sealUndoAs(c, func() undo.Identity {
+		meta, _ := r.metadataOf(raw)
+		return identityIn(c.key.GVK, sideOf(c.key.Type), meta)
+	}, entries, carry)
 }
 
 // sealUndoFor is sealUndo for an object whose identity is known (the label/annotation fast
@@ -253,16 +256,16 @@ func isImmutable(raw []byte) bool {
 var undoMarker = []byte(`"` + UndoAnnotation + `"`)
 
 // ownUndo is undo's write plan (undo.Rule.PlanWrite) for the write chain c and the object raw
-// it is given: the undo synchook itself wrote there, which the write applies first. ok is false
+// of the call it is given: the undo synchook itself wrote there, which the write applies first. ok is false
 // when raw carries none (on a Create, always): whatever is there is the tenant's.
-func (r *Registry) ownUndo(c *chain, raw []byte) (steps []undo.Step, carry []UndoEntry, ok bool) {
-	value, had := undoAnnotation(raw) // runChain's caller gate (mayCarryUndo) looked for the marker
+func (r *call) ownUndo(c *chain, raw []byte) (steps []undo.Step, carry []UndoEntry, ok bool) {
+	value, had := r.undoAnnotationOf(raw) // runChain's caller gate (mayCarryUndo) looked for the marker
 	if !had {
 		return nil, nil, false
 	}
 	readKey := Key{GVK: c.key.GVK, Type: readType(c.key.Type)}
 	update := c.key.Type == hooks.UpdatePhysical || c.key.Type == hooks.UpdateVirtual
-	p, ok := r.rule(readKey).PlanWrite(update, subject(readKey, raw), value)
+	p, ok := r.reg.rule(readKey).PlanWrite(update, r.subjectOf(readKey, raw, jsondoc.New(raw)), value)
 	return p.Steps, p.Carry, ok
 }
 

@@ -128,7 +128,7 @@ func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, doc *jsondoc
 		if wc == nil {
 			wc = &chain{key: c.key}
 		}
-		if value, err := rn.reg.sealUndo(wc, raw, nil, p.Carry); err == nil {
+		if value, err := rn.sealUndo(wc, raw, nil, p.Carry); err == nil {
 			if !setAnnotation(doc, UndoAnnotation, value) {
 				return UndoMalformed
 			}
