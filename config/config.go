@@ -201,8 +201,14 @@ func (c *Config) Build(reg *engine.Registry) error {
 				return fmt.Errorf("%w: hooks[%d].resources[%d]: %w", ErrInvalid, i, j, err)
 			}
 			var hook hooks.ClientHook = hooks.NewFunc(names[j], reg.NewObject(gvk), h.Types, fn)
-			if meta != nil {
+			switch {
+			case meta != nil:
 				hook = hooks.NewMetadataFunc(names[j], reg.NewObject(gvk), h.Types, fn, meta)
+			case h.Strip != nil: // may run on the object's JSON (the registry's document path)
+				f := builtin.Filter{Namespaces: h.Namespaces, ObjectSelector: h.ObjectSelector}
+				if hook, err = builtin.NewStripHook(names[j], reg.NewObject(gvk), h.Types, *h.Strip, f); err != nil {
+					return fmt.Errorf("%w: hooks[%d]: %w", ErrInvalid, i, err)
+				}
 			}
 			if h.Undo != nil && !*h.Undo {
 				hook = noUndo{hook}

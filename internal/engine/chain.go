@@ -324,6 +324,12 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 			return outcome{ops: ops, hooks: len(c.hooks), merge: merge}, nil
 		}
 	}
+	if c.stripOnly() && !rn.reg.marksProvenance(c) {
+		o, err := rn.runStripDoc(ctx, c, raw, records)
+		if !errors.Is(err, errNotDocPath) {
+			return o, err
+		}
+	}
 	o, err := runTyped(ctx, rn, c, raw, records)
 	if err != nil || len(o.ops) == 0 {
 		return outcome{ops: o.ops, hooks: o.hooks}, err
@@ -662,6 +668,82 @@ func runLight(ctx context.Context, rn *call, c *chain, raw []byte, before, out c
 		o.merge = nil
 	}
 	return o, true, nil
+}
+
+// errNotDocPath is runStripDoc's answer for a request it does not handle exactly: runChain
+// takes the typed path.
+var errNotDocPath = errors.New("not for the document path")
+
+// runStripDoc is runChain for a chain of strip hooks only (the document path): their paths are
+// removed from the request's object as a jsondoc.Doc — no decode, no compare, no encode: the
+// removals are the patch (and the undo's record) and the answer is encoded from the Doc. Each
+// hook's filter is judged on the namespace and the labels as they are when it runs. Like the
+// label/annotation fast path it checks the JSON and metadata (checkInput), not the rest of the
+// kind's schema: a removal cannot make an object the schema refuses. errNotDocPath where the
+// undo would need the whole object (a removal of metadata's annotations as a whole).
+func (rn *call) runStripDoc(ctx context.Context, c *chain, raw []byte, records bool) (outcome, error) {
+	if !rn.validJSON && !jsonscan.Valid(raw) {
+		var v any
+		return outcome{}, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
+	}
+	if rn.topOf(raw) == nil || rn.top.metadata == nil || rn.top.metadata[0] != '{' {
+		return outcome{}, errNotDocPath // the request's own object, with metadata: what the rest reads
+	}
+	doc := jsondoc.New(raw)
+	if _, write := undoPair[c.key.Type]; write { // the reserved annotations are synchook's (dropReserved)
+		for _, k := range reservedAnnotations {
+			doc.Remove([]string{"metadata", "annotations", k})
+		}
+	}
+	namespace, _ := doc.Lookup([]string{"metadata", "namespace"})
+	ns, _ := namespace.(string)
+	for _, h := range c.hooks {
+		if err := stepBoundary(ctx, c); err != nil {
+			return outcome{}, err
+		}
+		if h.stripMatches != nil && !h.stripMatches(ns, docLabels(doc)) {
+			continue
+		}
+		for _, tokens := range h.strip {
+			doc.Remove(tokens) // an absent path is skipped
+		}
+	}
+	if !doc.Changed() {
+		return outcome{hooks: len(c.hooks)}, nil
+	}
+	ops := doc.Ops()
+	if records {
+		n := len(ops)
+		meta, _ := rn.metadataOf(raw)
+		value, sealed, err := rn.sealWith(c, raw, identityIn(c.key.GVK, sideOf(c.key.Type), meta), &ops)
+		if err != nil {
+			return outcome{}, err
+		}
+		if !sealed {
+			return outcome{}, errNotDocPath
+		}
+		if value != "" {
+			if err := doc.ApplyOps(ops[n:]); err != nil { // the undo's own operation, on the Doc too
+				return outcome{}, fmt.Errorf("%s: %w", c.key, err)
+			}
+		}
+	}
+	return outcome{ops: doc.Ops(), hooks: len(c.hooks), doc: doc}, nil
+}
+
+// docLabels returns the labels of doc's object as they are now (nil: none).
+func docLabels(doc *jsondoc.Doc) map[string]string {
+	v, _ := doc.Lookup([]string{"metadata", "labels"})
+	m, _ := v.(map[string]any)
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		s, _ := x.(string)
+		out[k] = s
+	}
+	return out
 }
 
 // runUnstructured is runTyped for an object of a kind the scheme does not know, decoded into

@@ -51,6 +51,15 @@ type namedFunc struct {
 	revision string
 	// builtin says the hook's functions return promptly (RegisterBuiltin).
 	builtin bool
+	// strip are the paths of a strip hook (builtin.StripHook) and stripMatches its filter (nil:
+	// every object), for the document path; nil for any other hook.
+	strip        [][]string
+	stripMatches func(namespace string, labels map[string]string) bool
+}
+
+// stripper is a hook that removes paths and can say which (builtin.StripHook).
+type stripper interface {
+	StripPaths() (paths [][]string, matches func(namespace string, labels map[string]string) bool)
 }
 
 // chain is the ordered list of hooks for one Key, with what it takes to decode the object once.
@@ -113,6 +122,17 @@ func (c *chain) inline() bool {
 
 // metadataOnly reports whether every hook of c is a MetadataHook: then the chain runs on the
 // request's JSON (runMetadata).
+// stripOnly reports whether every hook of c is a strip hook (namedFunc.strip): then the chain
+// can run on the object's JSON (runStripDoc).
+func (c *chain) stripOnly() bool {
+	for _, h := range c.hooks {
+		if h.strip == nil {
+			return false
+		}
+	}
+	return len(c.hooks) > 0
+}
+
 func (c *chain) metadataOnly() bool {
 	for _, h := range c.hooks {
 		if h.meta == nil {
@@ -245,7 +265,11 @@ func (r *Registry) register(h hooks.ClientHook, revision string, builtin bool) e
 			c.setObjectType()
 			r.chains[key] = c
 		}
-		c.hooks = append(c.hooks, namedFunc{name: name, fn: fn, meta: meta, noUndo: !undo, revision: revision, builtin: builtin})
+		nf := namedFunc{name: name, fn: fn, meta: meta, noUndo: !undo, revision: revision, builtin: builtin}
+		if sh, ok := h.(stripper); ok && builtin {
+			nf.strip, nf.stripMatches = sh.StripPaths()
+		}
+		c.hooks = append(c.hooks, nf)
 		c.writers = append(c.writers, hookDigest(name, revision))
 		if read, ok := undoPair[t]; ok && r.opts.Undo && undo {
 			rk := Key{GVK: gvk, Type: read}

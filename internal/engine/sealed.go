@@ -294,6 +294,11 @@ func (r *call) sealOnto(c *chain, raw []byte, before, out client.Object, ops *[]
 // identity before holds, appends the operation that writes it to ops and returns the value
 // ("" when ops need no undo).
 func (r *call) sealFor(c *chain, raw []byte, before client.Object, ops *[]patch.Operation) (string, bool, error) {
+	return r.sealWith(c, raw, typedIdentity(c.key, before), ops)
+}
+
+// sealWith is sealFor for the object identity id.
+func (r *call) sealWith(c *chain, raw []byte, id undo.Identity, ops *[]patch.Operation) (string, bool, error) {
 	for _, op := range *ops {
 		if op.Path == "/metadata" || op.Path == "/metadata/annotations" {
 			return "", false, nil
@@ -316,7 +321,7 @@ func (r *call) sealFor(c *chain, raw []byte, before client.Object, ops *[]patch.
 	if len(annotations) == 0 || string(annotations) == "null" {
 		entries = append([]UndoEntry{undo.EmptyMapEntry("/metadata/annotations")}, entries...)
 	}
-	value, err := r.reg.sealUndoFor(c, typedIdentity(c.key, before), entries, r.carry)
+	value, err := r.reg.sealUndoFor(c, id, entries, r.carry)
 	if err != nil {
 		return "", false, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 	}
