@@ -99,11 +99,11 @@ func (d *typedDiffer) value(a, b reflect.Value, desc descent) error {
 	case desc == descendSlice && !a.IsNil() && !b.IsNil() && a.Len() == b.Len():
 		// DiffMarshaled diffs arrays of one length element by element
 		at := len(d.path)
-		elem := descentOf(a.Type().Elem())
+		elem, elemEq := descentOf(a.Type().Elem()), equalFuncOf(a.Type().Elem())
 		for i := range a.Len() {
 			ai, bi := a.Index(i), b.Index(i)
-			if elem > descendSlice && equal(ai, bi, elem) { // a leaf: no path needed
-				continue
+			if elem > descendSlice && equal(ai, bi, elem) || elemEq(ai.Addr().UnsafePointer(), bi.Addr().UnsafePointer()) {
+				continue // alike (the quick equality, not a walk: most elements are): no path needed
 			}
 			d.path = strconv.AppendInt(append(d.path, '/'), int64(i), 10)
 			if err := d.value(ai, bi, elem); err != nil {
