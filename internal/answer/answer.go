@@ -113,12 +113,7 @@ func appendStruct(b []byte, t reflect.Type, n *jsondoc.Node) ([]byte, error) {
 	b = append(b, '{')
 	first := true
 	emit := func(key string, v any) error {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = jsonscan.AppendString(b, key)
-		b = append(b, ':')
+		b, first = appendKey(b, first, key)
 		var err error
 		b, err = appendValue(b, v)
 		return err
@@ -148,12 +143,7 @@ func appendStruct(b []byte, t reflect.Type, n *jsondoc.Node) ([]byte, error) {
 // need no decoding (a map that lost no key, a slice, a scalar, a new pointer), else decoded.
 func appendMember(b []byte, first bool, key string, ft reflect.Type, c *jsondoc.Node) ([]byte, bool, error) {
 	put := func(v []byte) {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = jsonscan.AppendString(b, key)
-		b = append(b, ':')
+		b, first = appendKey(b, first, key)
 		b = append(b, v...)
 	}
 	if !c.Changed || ft == nil { // as it was, or a key the decoder ignores
@@ -165,12 +155,7 @@ func appendMember(b []byte, first bool, key string, ft reflect.Type, c *jsondoc.
 		return b, first, nil
 	}
 	if st, ok := reusedStruct(ft, c); ok { // the decoder decodes into the struct it holds
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = jsonscan.AppendString(b, key)
-		b = append(b, ':')
+		b, first = appendKey(b, first, key)
 		var err error
 		b, err = appendStruct(b, st, c)
 		return b, first, err
@@ -208,6 +193,15 @@ func appendMember(b []byte, first bool, key string, ft reflect.Type, c *jsondoc.
 		put(enc)
 	}
 	return b, first, nil
+}
+
+// appendKey appends, after a comma unless first, the member name key and its colon.
+func appendKey(b []byte, first bool, key string) ([]byte, bool) {
+	if !first {
+		b = append(b, ',')
+	}
+	b = jsonscan.AppendString(b, key)
+	return append(b, ':'), false
 }
 
 // null is the JSON literal null.
@@ -501,12 +495,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	first := true
 	for _, m := range obj {
 		for _, value := range m.values {
-			if !first {
-				b = append(b, ',')
-			}
-			first = false
-			b = jsonscan.AppendString(b, m.key)
-			b = append(b, ':')
+			b, first = appendKey(b, first, m.key)
 			var err error
 			if b, err = appendValue(b, value); err != nil {
 				return nil, err

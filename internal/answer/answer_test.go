@@ -77,24 +77,6 @@ func exampleSecret() *corev1.Secret {
 	}
 }
 
-// hookFunc is a hooks.FuncHook that runs fn on typ (default CreatePhysical).
-type hookFunc struct {
-	name string
-	obj  client.Object
-	typ  hooks.HookType
-	fn   hooks.MutateFunc
-}
-
-func (h hookFunc) Name() string            { return h.name }
-func (h hookFunc) Resource() client.Object { return h.obj }
-func (h hookFunc) MutateFuncs() map[hooks.HookType]hooks.MutateFunc {
-	typ := h.typ
-	if typ == "" {
-		typ = hooks.CreatePhysical
-	}
-	return map[hooks.HookType]hooks.MutateFunc{typ: h.fn}
-}
-
 func podCase(fn func(*corev1.Pod)) func(client.Object) {
 	return func(o client.Object) { fn(o.(*corev1.Pod)) }
 }
@@ -236,10 +218,10 @@ func TestAnswerDecodedIntoTheRequestObjectGivesTheHookedObject(t *testing.T) {
 func runHook(t *testing.T, obj client.Object, request []byte, fn func(client.Object)) []byte {
 	t.Helper()
 	reg := engine.NewRegistry(nil)
-	reg.MustRegister(hookFunc{name: "under-test", obj: obj, fn: func(_ context.Context, o client.Object) (client.Object, error) {
+	reg.MustRegister(hooks.NewFunc("under-test", obj, []hooks.HookType{hooks.CreatePhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
 		fn(o)
 		return o, nil
-	}})
+	}))
 	gvk, err := engine.ObjectGVK(request)
 	if err != nil {
 		t.Fatal(err)

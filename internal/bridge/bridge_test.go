@@ -26,13 +26,8 @@ import (
 	"github.com/synchook/synchook/patch"
 )
 
-func podFunc(name string, typ hooks.HookType, fn func(context.Context, *corev1.Pod) error) hookFunc {
-	return hookFunc{name: name, obj: &corev1.Pod{}, typ: typ, fn: func(ctx context.Context, o client.Object) (client.Object, error) {
-		if err := fn(ctx, o.(*corev1.Pod)); err != nil {
-			return nil, err
-		}
-		return o, nil
-	}}
+func podFunc(name string, typ hooks.HookType, fn func(context.Context, *corev1.Pod) error) hooks.FuncHook {
+	return hooks.Typed(name, []hooks.HookType{typ}, fn)
 }
 
 // testRegistry has one hook per outcome, each on its own hook type of v1 Pod.
@@ -192,7 +187,7 @@ func TestRegistration(t *testing.T) {
 	reg.MustRegister(
 		podFunc("a", hooks.CreatePhysical, func(context.Context, *corev1.Pod) error { return nil }),
 		podFunc("b", hooks.GetVirtual, func(context.Context, *corev1.Pod) error { return nil }),
-		hookFunc{name: "svc", obj: &corev1.Service{}, typ: hooks.UpdatePhysical, fn: func(_ context.Context, o client.Object) (client.Object, error) { return o, nil }},
+		hooks.NewFunc("svc", &corev1.Service{}, []hooks.HookType{hooks.UpdatePhysical}, func(_ context.Context, o client.Object) (client.Object, error) { return o, nil }),
 	)
 
 	t.Run("the plugin registers its name, version v1, an IP address and its hooks", func(t *testing.T) {

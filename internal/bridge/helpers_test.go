@@ -5,9 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/synchook/synchook/hooks"
 )
 
 // examplePod returns a small Pod with labels, annotations and a spec.
@@ -23,22 +20,4 @@ func examplePod() *corev1.Pod {
 		Spec:   corev1.PodSpec{NodeName: "node-7", Containers: []corev1.Container{{Name: "app", Image: "nginx"}, {Name: "sidecar", Image: "busybox"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, HostIP: "10.0.0.7", StartTime: &start},
 	}
-}
-
-// hookFunc is a hooks.FuncHook that runs fn on typ (default CreatePhysical).
-type hookFunc struct {
-	name string
-	obj  client.Object
-	typ  hooks.HookType
-	fn   hooks.MutateFunc
-}
-
-func (h hookFunc) Name() string            { return h.name }
-func (h hookFunc) Resource() client.Object { return h.obj }
-func (h hookFunc) MutateFuncs() map[hooks.HookType]hooks.MutateFunc {
-	typ := h.typ
-	if typ == "" {
-		typ = hooks.CreatePhysical
-	}
-	return map[hooks.HookType]hooks.MutateFunc{typ: h.fn}
 }

@@ -162,16 +162,7 @@ func applyOps(doc []byte, ops ...patch.Operation) ([]byte, error) {
 	return patch.Apply(doc, p)
 }
 
-// undoAnnotation returns the value of UndoAnnotation in the JSON object doc.
-func undoAnnotation(doc []byte) (string, bool) {
-	meta, _, ok := jsonscan.Find(doc, "metadata")
-	if !ok {
-		return "", false
-	}
-	return undoAnnotationIn(meta.Value)
-}
-
-// undoAnnotationIn is undoAnnotation in the metadata object meta.
+// undoAnnotationIn returns the value of UndoAnnotation in the metadata object meta.
 func undoAnnotationIn(meta []byte) (string, bool) {
 	ann, _, ok := jsonscan.Find(meta, "annotations")
 	if !ok {
