@@ -74,7 +74,12 @@ func Apply(ctx context.Context, doc Doc, steps []Step) string {
 		}
 		if s.Original == nil {
 			doc.Remove(s.Tokens)
-		} else if _, err := doc.Set(s.Tokens, original); err != nil {
+			continue
+		}
+		if has && doc.IsArrayIndex(s.Tokens) {
+			doc.Remove(s.Tokens) // the hooks replaced this element: put it back in its place (Set inserts)
+		}
+		if _, err := doc.Set(s.Tokens, original); err != nil {
 			return ReasonMalformed
 		}
 	}

@@ -86,8 +86,7 @@ func checkAgainstTree(t *testing.T, raw []byte, edits []edit) {
 // copyValue deep-copies decoded JSON (the tree edits its values in place).
 func copyValue(v any) any {
 	b, _ := json.Marshal(v)
-	var c any
-	_ = json.Unmarshal(b, &c)
+	c, _ := decodeJSON(b) // numbers stay json.Number, as the Doc holds them
 	return c
 }
 
