@@ -705,7 +705,9 @@ func (rn *call) runStripDoc(ctx context.Context, c *chain, raw []byte, records b
 			continue
 		}
 		for _, tokens := range h.strip {
-			doc.Remove(tokens) // an absent path is skipped
+			if !doc.Remove(tokens) && !absentIn(doc, tokens) {
+				return outcome{}, errNotDocPath // a scalar where the path goes on: the typed decode judges it
+			}
 		}
 	}
 	if !doc.Changed() {
@@ -729,6 +731,19 @@ func (rn *call) runStripDoc(ctx context.Context, c *chain, raw []byte, records b
 		}
 	}
 	return outcome{ops: doc.Ops(), hooks: len(c.hooks), doc: doc}, nil
+}
+
+// absentIn reports whether the path tokens is absent from doc the way the typed strip finds
+// it absent too: its deepest existing parent is an object, an array or null. A scalar there
+// (a "spec" written as a string) is what the typed decode refuses, so the document path leaves
+// that judgement to it.
+func absentIn(doc *jsondoc.Doc, tokens []string) bool {
+	for i := len(tokens) - 1; i >= 0; i-- {
+		if k, ok := doc.Kind(tokens[:i]); ok {
+			return k == '{' || k == '[' || k == 'n'
+		}
+	}
+	return true
 }
 
 // docLabels returns the labels of doc's object as they are now (nil: none).

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -124,4 +125,29 @@ func typedJSON(t *testing.T, raw []byte) []byte {
 	}
 	b, _ := json.Marshal(&p)
 	return b
+}
+
+// TestTheDocumentPathLeavesAMalformedParentToTheTypedDecode: a strip path through a value that
+// is a scalar where the kind has an object (a Pod whose spec is a string) is refused as the
+// typed path refuses it, not passed through because the path is absent.
+func TestTheDocumentPathLeavesAMalformedParentToTheTypedDecode(t *testing.T) {
+	h, err := builtin.NewStripHook("strip", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, builtin.Strip{Paths: []string{"/spec/nodeName"}}, builtin.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := engine.NewRegistry(nil)
+	if err := reg.RegisterBuiltin(h, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
+	_, err = reg.Mutate(t.Context(), gvk, hooks.GetPhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":"not-an-object"}`))
+	var de *engine.DecodeError
+	if !errors.As(err, &de) {
+		t.Fatalf("error %v, want a DecodeError", err)
+	}
+	for _, ok := range []string{`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{}}`, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":null}`, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`} {
+		if res, err := reg.Mutate(t.Context(), gvk, hooks.GetPhysical, []byte(ok)); err != nil || res.Patch != nil {
+			t.Errorf("%s: patch %s, %v; want no change", ok, res.Patch, err)
+		}
+	}
 }

@@ -202,6 +202,44 @@ func (d *Doc) Lookup(tokens []string) (any, bool) {
 	return v, err == nil
 }
 
+// Kind returns the first byte of the JSON value at tokens as the document holds it now ('{',
+// '[', '"', 'n', 't', 'f' or a digit or '-'), without decoding it; false when there is none.
+func (d *Doc) Kind(tokens []string) (byte, bool) {
+	n, rest, err := d.walk(tokens, false)
+	if err != nil || n == nil {
+		return 0, false
+	}
+	if n.IsSet {
+		v, ok := lookupValue(n.Value, rest)
+		if !ok {
+			return 0, false
+		}
+		switch v.(type) {
+		case map[string]any:
+			return '{', true
+		case []any:
+			return '[', true
+		case string:
+			return '"', true
+		case nil:
+			return 'n', true
+		case bool:
+			return 't', true
+		}
+		return '0', true
+	}
+	if object, array := n.IsSplit(); object || array {
+		if array {
+			return '[', true
+		}
+		return '{', true
+	}
+	if len(n.Raw) == 0 {
+		return 0, false
+	}
+	return n.Raw[0], true
+}
+
 // IsArrayIndex reports whether tokens address an index (0..len) of an array (undo.Doc).
 func (d *Doc) IsArrayIndex(tokens []string) bool {
 	if len(tokens) == 0 {
