@@ -257,19 +257,8 @@ func reusedStruct(t reflect.Type, c *jsondoc.Node) (reflect.Type, bool) {
 }
 
 // decodeGeneric decodes JSON into maps, slices, strings, bools, json.Number and nil; numbers
-// keep their text.
-func decodeGeneric(data []byte) (any, error) {
-	if text, plain := jsonscan.PlainText(data); plain {
-		return string(text), nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
+// keep their text (jsondoc.Decode).
+func decodeGeneric(data []byte) (any, error) { return jsondoc.Decode(data) }
 
 // member is one key of an emitted object with the values to emit for it, in order: more than
 // one value means the key is repeated, and the decoder applies them one after the other.

@@ -126,7 +126,7 @@ func asValue(n *Node) error {
 	if n.IsSet {
 		return nil
 	}
-	v, err := decode(n.encoded())
+	v, err := Decode(n.encoded())
 	if err != nil {
 		return err
 	}
@@ -513,7 +513,7 @@ func (n *Node) Decoded() (any, error) {
 	if n.IsSet {
 		return n.Value, nil
 	}
-	return decode(n.encoded())
+	return Decode(n.encoded())
 }
 
 // IsSplit reports whether n is a split object (Members) or array (Elements).
@@ -582,12 +582,13 @@ func decodedValue(v any) (any, error) {
 		}
 		raw = b
 	}
-	return decode(raw)
+	return Decode(raw)
 }
 
-// decode decodes one JSON value as encoding/json decodes into any, numbers as json.Number; a
-// plain string literal is read without a decoder.
-func decode(doc []byte) (any, error) {
+// Decode decodes one JSON value as encoding/json decodes into any, numbers as json.Number (the
+// values a Doc holds); a plain string literal is read without a decoder. Errors: not one JSON
+// value.
+func Decode(doc []byte) (any, error) {
 	if text, plain := jsonscan.PlainText(doc); plain {
 		return string(text), nil
 	}
