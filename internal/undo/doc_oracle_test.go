@@ -1,6 +1,7 @@
 package undo
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"reflect"
@@ -73,6 +74,9 @@ func checkAgainstTree(t *testing.T, raw []byte, edits []edit) {
 	}
 	if !same(t, got, want) {
 		t.Fatalf("the Doc gives\n%s\nthe tree\n%s", got, want)
+	}
+	if hasRepeatedKeys(raw) {
+		return // evanphx/json-patch reads a repeated key its own way; the Doc and the tree take the last
 	}
 	p, err := patch.Marshal(doc.Ops())
 	if err != nil {
@@ -157,4 +161,41 @@ func pathsOf(v any, at []string, out [][]string) [][]string {
 		}
 	}
 	return out
+}
+
+// hasRepeatedKeys reports whether some object of the JSON document raw has a key twice.
+func hasRepeatedKeys(raw []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var seen []map[string]bool // per open object; nil for an open array
+	expectKey := func() bool { return len(seen) > 0 && seen[len(seen)-1] != nil }
+	keyNext := true // in an object: the next string token is a key
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				seen = append(seen, map[string]bool{})
+				keyNext = true
+				continue
+			case '[':
+				seen = append(seen, nil)
+			case '}', ']':
+				seen = seen[:len(seen)-1]
+			}
+		case string:
+			if expectKey() && keyNext {
+				if seen[len(seen)-1][v] {
+					return true
+				}
+				seen[len(seen)-1][v] = true
+				keyNext = false
+				continue
+			}
+		}
+		keyNext = expectKey() // a value ended: a key comes next in an object
+	}
 }
