@@ -89,7 +89,7 @@ func Of(t reflect.Type, doc *jsondoc.Doc) ([]byte, error) {
 		return appendStruct(b, t, root)
 	}
 	// the whole document replaced: the rules on the whole of both
-	before, err := decodeGeneric(root.Orig)
+	before, err := jsondoc.Decode(root.Orig)
 	if err != nil {
 		return nil, fmt.Errorf("decode request object: %w", err)
 	}
@@ -119,7 +119,7 @@ func appendStruct(b []byte, t reflect.Type, n *jsondoc.Node) ([]byte, error) {
 		return err
 	}
 	for _, r := range n.Removed {
-		before, err := decodeGeneric(r.Node.Orig)
+		before, err := jsondoc.Decode(r.Node.Orig)
 		if err != nil {
 			return nil, err
 		}
@@ -181,7 +181,7 @@ func appendMember(b []byte, first bool, key string, ft reflect.Type, c *jsondoc.
 	var before any
 	had := c.Orig != nil
 	if had {
-		if before, err = decodeGeneric(c.Orig); err != nil {
+		if before, err = jsondoc.Decode(c.Orig); err != nil {
 			return nil, first, err
 		}
 	}
@@ -255,10 +255,6 @@ func reusedStruct(t reflect.Type, c *jsondoc.Node) (reflect.Type, bool) {
 	}
 	return t, true
 }
-
-// decodeGeneric decodes JSON into maps, slices, strings, bools, json.Number and nil; numbers
-// keep their text (jsondoc.Decode).
-func decodeGeneric(data []byte) (any, error) { return jsondoc.Decode(data) }
 
 // member is one key of an emitted object with the values to emit for it, in order: more than
 // one value means the key is repeated, and the decoder applies them one after the other.

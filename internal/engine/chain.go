@@ -611,7 +611,7 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 	}
 	o := outcome{ops: ops, hooks: len(c.hooks)}
 	if records {
-		if o.sealed, err = rn.sealOnto(c, raw, before, out, &o.ops); err != nil {
+		if o.sealed, err = rn.sealOnto(c, raw, out, &o.ops); err != nil {
 			return outcome{}, err
 		}
 	}
@@ -647,13 +647,8 @@ func runLight(ctx context.Context, rn *call, c *chain, raw []byte, before, out c
 		return outcome{hooks: len(c.hooks)}, true, nil
 	}
 	if records {
-		withID := c.newObject() // identity: out's (the maps alone changed), the uid annotation as it was
-		withID.SetName(out.GetName())
-		withID.SetNamespace(out.GetNamespace())
-		withID.SetGenerateName(out.GetGenerateName())
-		withID.SetUID(out.GetUID())
-		withID.SetAnnotations(before.GetAnnotations())
-		value, sealed, err := rn.sealFor(c, raw, withID, &o.ops)
+		meta, _ := rn.metadataOf(raw) // identity as the request has it (only the maps changed)
+		value, sealed, err := rn.sealWith(c, raw, identityIn(c.key.GVK, sideOf(c.key.Type), meta), &o.ops)
 		if err != nil || !sealed {
 			return outcome{}, sealed, err // not sealed: the whole compare records it
 		}

@@ -270,14 +270,15 @@ func (r *call) ownUndo(c *chain, raw []byte) (steps []undo.Step, carry []UndoEnt
 }
 
 // sealOnto records the undo of ops — the patch of raw that the write chain c's hooks made, out
-// being the hooked typed object and before the typed round trip of raw — on out itself, sealed
+// being the hooked typed object — on out itself, sealed
 // (after the carried entries of the call), and appends to ops the operation that writes it: so
 // out's one encoding is the hooked object with its undo. It reports false, changing nothing,
 // where the entries need the hooked document (an operation on metadata or its annotations as
 // a whole, or one undo.EntriesOf cannot read on raw alone): runChain then records it on the
 // patch (withUndo).
-func (r *call) sealOnto(c *chain, raw []byte, before, out client.Object, ops *[]patch.Operation) (bool, error) {
-	value, ok, err := r.sealFor(c, raw, before, ops)
+func (r *call) sealOnto(c *chain, raw []byte, out client.Object, ops *[]patch.Operation) (bool, error) {
+	meta, _ := r.metadataOf(raw) // identity as the request has it (the guard keeps it)
+	value, ok, err := r.sealWith(c, raw, identityIn(c.key.GVK, sideOf(c.key.Type), meta), ops)
 	if err != nil || !ok || value == "" {
 		return ok, err
 	}
@@ -290,14 +291,9 @@ func (r *call) sealOnto(c *chain, raw []byte, before, out client.Object, ops *[]
 	return true, nil
 }
 
-// sealFor is sealOnto without the hooked object: it seals the undo of ops for the object whose
-// identity before holds, appends the operation that writes it to ops and returns the value
-// ("" when ops need no undo).
-func (r *call) sealFor(c *chain, raw []byte, before client.Object, ops *[]patch.Operation) (string, bool, error) {
-	return r.sealWith(c, raw, typedIdentity(c.key, before), ops)
-}
-
-// sealWith is sealFor for the object identity id.
+// sealWith seals the undo of ops for the object with identity id, appends the operation that
+// writes it to ops and returns the value ("" when ops need no undo); false, changing nothing,
+// where the entries need the hooked document (sealOnto).
 func (r *call) sealWith(c *chain, raw []byte, id undo.Identity, ops *[]patch.Operation) (string, bool, error) {
 	for _, op := range *ops {
 		if op.Path == "/metadata" || op.Path == "/metadata/annotations" {
@@ -385,13 +381,4 @@ func undoOperation(meta []byte, hasMeta bool, annotations []byte, value string) 
 		return patch.Operation{Operation: "add", Path: "/metadata/annotations", Value: map[string]string{UndoAnnotation: value}}
 	}
 	return patch.Operation{Operation: "add", Path: "/metadata", Value: map[string]any{"annotations": map[string]string{UndoAnnotation: value}}}
-}
-
-// typedIdentity is objectIdentity read from the typed object obj of the chain key's kind.
-func typedIdentity(key Key, obj client.Object) undo.Identity {
-	apiVersion, kind := key.GVK.ToAPIVersionAndKind()
-	return undo.Identity{
-		APIVersion: apiVersion, Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), GenerateName: obj.GetGenerateName(),
-		UID: uidOf(sideOf(key.Type), string(obj.GetUID()), obj.GetAnnotations()[ObjectUIDAnnotation]),
-	}
 }

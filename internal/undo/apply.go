@@ -4,6 +4,8 @@ import (
 	"context"
 	"reflect"
 	"slices"
+
+	"github.com/synchook/synchook/internal/jsondoc"
 )
 
 // Doc is a document Apply edits: a jsondoc.Doc (the request's object, split only where the
@@ -42,12 +44,12 @@ func Apply(ctx context.Context, doc Doc, steps []Step) string {
 		var hooked, original any
 		var err error
 		if s.Hooked != nil {
-			if hooked, err = decodeJSON(s.Hooked); err != nil {
+			if hooked, err = jsondoc.Decode(s.Hooked); err != nil {
 				return ReasonMalformed
 			}
 		}
 		if s.Original != nil {
-			if original, err = decodeJSON(s.Original); err != nil {
+			if original, err = jsondoc.Decode(s.Original); err != nil {
 				return ReasonMalformed
 			}
 		}
@@ -100,6 +102,6 @@ func Holds(doc Doc, tokens []string, v []byte) bool {
 	if !has {
 		return true
 	}
-	want, err := decodeJSON(v)
+	want, err := jsondoc.Decode(v)
 	return err == nil && reflect.DeepEqual(cur, want)
 }

@@ -90,7 +90,7 @@ func checkAgainstTree(t *testing.T, raw []byte, edits []edit) {
 // copyValue deep-copies decoded JSON (the tree edits its values in place).
 func copyValue(v any) any {
 	b, _ := json.Marshal(v)
-	c, _ := decodeJSON(b) // numbers stay json.Number, as the Doc holds them
+	c, _ := jsondoc.Decode(b) // numbers stay json.Number, as the Doc holds them
 	return c
 }
 

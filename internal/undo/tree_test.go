@@ -3,6 +3,8 @@ package undo
 import (
 	"slices"
 	"strconv"
+
+	"github.com/synchook/synchook/internal/jsondoc"
 )
 
 // Tree is a JSON document decoded into maps, slices, strings, json.Number, bools and nil
@@ -14,7 +16,7 @@ type Tree struct {
 
 // DecodeTree decodes the JSON document doc into a Tree, keeping every number as written.
 func DecodeTree(doc []byte) (Tree, error) {
-	v, err := decodeJSON(doc)
+	v, err := jsondoc.Decode(doc)
 	return Tree{V: v}, err
 }
 
