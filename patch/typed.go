@@ -140,8 +140,10 @@ func (d *typedDiffer) value(a, b reflect.Value, desc descent) error {
 	return nil
 }
 
-// equal reports whether two values of one type (not structs: DiffTyped walks those) are equal
-// as reflect.DeepEqual says, comparing scalars, pointers to them and maps of strings directly.
+// equal reports whether two values of one type (not structs: DiffTyped walks those) encode
+// alike: scalars, pointers to them and maps of strings compared directly, anything else in
+// place with the type's quick equality (equalFuncOf), or reflect.DeepEqual where the values
+// are copies.
 func equal(a, b reflect.Value, desc descent) bool {
 	switch a.Kind() {
 	case reflect.String:
@@ -167,8 +169,8 @@ func equal(a, b reflect.Value, desc descent) bool {
 			return maps.Equal(stringMap(a), stringMap(b))
 		}
 	}
-	if a.CanAddr() && b.CanAddr() { // through pointers: no copy of a large value
-		return reflect.DeepEqual(a.Addr().Interface(), b.Addr().Interface())
+	if a.CanAddr() && b.CanAddr() { // in place: the quick equality, no copy of a large value
+		return equalFuncOf(a.Type())(a.Addr().UnsafePointer(), b.Addr().UnsafePointer())
 	}
 	return reflect.DeepEqual(a.Interface(), b.Interface())
 }

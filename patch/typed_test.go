@@ -2,6 +2,7 @@ package patch_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -57,6 +58,15 @@ func TestDiffTypedIsDiffMarshaledOfTheEncodings(t *testing.T) {
 		"a quantity": func(p *corev1.Pod) {
 			p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("2")
 		},
+		"a quantity under another key": func(p *corev1.Pod) {
+			l := p.Spec.Containers[0].Resources.Limits
+			l["example.com/gpu"] = l[corev1.ResourceCPU]
+			delete(l, corev1.ResourceCPU)
+		},
+		"a quantity written another way": func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("1000m")
+		},
+		"requests empty":                func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{} },
 		"a probe port":                  func(p *corev1.Pod) { p.Spec.Containers[0].LivenessProbe.HTTPGet.Port = intstr.FromString("http") },
 		"a probe removed":               func(p *corev1.Pod) { p.Spec.Containers[0].ReadinessProbe = nil },
 		"the creation timestamp":        func(p *corev1.Pod) { p.CreationTimestamp = ts },
@@ -75,6 +85,28 @@ func TestDiffTypedIsDiffMarshaledOfTheEncodings(t *testing.T) {
 			change(after)
 			checkTyped(t, base, after)
 			checkTyped(t, after, base)
+		})
+	}
+}
+
+func TestDiffTypedComparesLongMapsOfQuantities(t *testing.T) {
+	before := fixtures.Pod("ns", "web")
+	before.Spec.Overhead = corev1.ResourceList{}
+	for i := range 12 { // over the size whose keys are walked: the other map's key is looked up
+		before.Spec.Overhead[corev1.ResourceName(fmt.Sprintf("example.com/r%d", i))] = resource.MustParse("1")
+	}
+	for name, change := range map[string]func(corev1.ResourceList){
+		"nothing":         func(corev1.ResourceList) {},
+		"a value":         func(l corev1.ResourceList) { l["example.com/r7"] = resource.MustParse("2") },
+		"a key":           func(l corev1.ResourceList) { l["example.com/x"] = l["example.com/r7"]; delete(l, "example.com/r7") },
+		"the same value":  func(l corev1.ResourceList) { l["example.com/r7"] = resource.MustParse("1000m") },
+		"one entry fewer": func(l corev1.ResourceList) { delete(l, "example.com/r0") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			after := before.DeepCopy()
+			change(after.Spec.Overhead)
+			checkTyped(t, before, after)
+			checkTyped(t, after, before)
 		})
 	}
 }

@@ -15,7 +15,15 @@ import (
 // changed by hooks, so most subtrees are equal).
 type eqFunc func(a, b unsafe.Pointer) bool
 
-var eqFuncs sync.Map // reflect.Type → *eqEntry
+var eqFuncs sync.Map // eqKey → *eqEntry
+
+// eqKey names an eqFunc: a type's, comparing what encoding/json writes of it, or (all) every
+// field, as reflect.DeepEqual does (inside types that encode themselves, whose encoding
+// depends on fields encoding/json does not see).
+type eqKey struct {
+	t   reflect.Type
+	all bool
+}
 
 // eqEntry holds a type's eqFunc, set once it is built (a recursive type finds its own entry
 // while it is being built and calls through it).
@@ -27,41 +35,43 @@ var eqBuild sync.Mutex // serialises building, so a half-built entry is never us
 
 // equalFuncOf returns the eqFunc of type t, built once per type.
 func equalFuncOf(t reflect.Type) eqFunc {
-	if e, ok := eqFuncs.Load(t); ok && e.(*eqEntry).fn != nil {
+	if e, ok := eqFuncs.Load(eqKey{t: t}); ok && e.(*eqEntry).fn != nil {
 		return e.(*eqEntry).fn
 	}
 	eqBuild.Lock()
 	defer eqBuild.Unlock()
-	return buildEqual(t, map[reflect.Type]*eqEntry{})
+	return buildEqual(eqKey{t: t}, map[eqKey]*eqEntry{})
 }
 
-// buildEqual builds t's eqFunc under eqBuild; building holds the entries of the types being
+// buildEqual builds k's eqFunc under eqBuild; building holds the entries of the types being
 // built (a recursive reference calls through its entry).
-func buildEqual(t reflect.Type, building map[reflect.Type]*eqEntry) eqFunc {
-	if e, ok := eqFuncs.Load(t); ok && e.(*eqEntry).fn != nil {
+func buildEqual(k eqKey, building map[eqKey]*eqEntry) eqFunc {
+	if e, ok := eqFuncs.Load(k); ok && e.(*eqEntry).fn != nil {
 		return e.(*eqEntry).fn
 	}
-	if e, ok := building[t]; ok {
+	if e, ok := building[k]; ok {
 		return func(a, b unsafe.Pointer) bool { return e.fn(a, b) }
 	}
 	e := &eqEntry{}
-	building[t] = e
-	fn := makeEqual(t, building)
+	building[k] = e
+	fn := makeEqual(k, building)
 	e.fn = fn
-	eqFuncs.Store(t, e)
+	eqFuncs.Store(k, e)
 	return fn
 }
 
-// makeEqual makes t's eqFunc: direct comparisons for strings, numbers, bools, pointers, slices,
-// maps of strings and structs of those (only the members encoding/json writes); reflect.DeepEqual
-// for the rest (types that encode themselves, interfaces, other maps), which is stricter than
-// "encodes alike" and so never says equal wrongly.
-func makeEqual(t reflect.Type, building map[reflect.Type]*eqEntry) eqFunc {
+// makeEqual makes k's eqFunc: direct comparisons for strings, numbers, bools, pointers, slices,
+// maps with string keys and structs of those — only the members encoding/json writes, or every
+// field (k.all) in a type that encodes itself, as reflect.DeepEqual compares it; reflect.DeepEqual
+// for the rest (interfaces, floats, other maps), which is stricter than "encodes alike" and so
+// never says equal wrongly.
+func makeEqual(k eqKey, building map[eqKey]*eqEntry) eqFunc {
+	t, all := k.t, k.all
 	deep := func(a, b unsafe.Pointer) bool {
 		return reflect.DeepEqual(reflect.NewAt(t, a).Interface(), reflect.NewAt(t, b).Interface())
 	}
-	if marshalsItself(t) {
-		return deep
+	if !all && marshalsItself(t) {
+		return buildEqual(eqKey{t: t, all: true}, building)
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -80,7 +90,7 @@ func makeEqual(t reflect.Type, building map[reflect.Type]*eqEntry) eqFunc {
 		}
 		return deep
 	case reflect.Pointer:
-		elem := buildEqual(t.Elem(), building)
+		elem := buildEqual(eqKey{t.Elem(), all}, building)
 		return func(a, b unsafe.Pointer) bool {
 			pa, pb := *(*unsafe.Pointer)(a), *(*unsafe.Pointer)(b)
 			if pa == nil || pb == nil {
@@ -95,7 +105,7 @@ func makeEqual(t reflect.Type, building map[reflect.Type]*eqEntry) eqFunc {
 				return (sa == nil) == (sb == nil) && string(sa) == string(sb)
 			}
 		}
-		elem, size := buildEqual(t.Elem(), building), t.Elem().Size()
+		elem, size := buildEqual(eqKey{t.Elem(), all}, building), t.Elem().Size()
 		return func(a, b unsafe.Pointer) bool {
 			ha, hb := (*sliceHeader)(a), (*sliceHeader)(b)
 			if ha.len != hb.len || (ha.data == nil) != (hb.data == nil) {
@@ -109,25 +119,37 @@ func makeEqual(t reflect.Type, building map[reflect.Type]*eqEntry) eqFunc {
 			return true
 		}
 	case reflect.Map:
-		if t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String && !marshalsItself(t.Key()) && !marshalsItself(t.Elem()) {
+		if t.Key().Kind() != reflect.String {
+			return deep
+		}
+		if t.Elem().Kind() == reflect.String && (all || !marshalsItself(t.Elem())) {
 			return func(a, b unsafe.Pointer) bool { // map[K]V of string kinds: a map[string]string in memory
 				ma, mb := *(*map[string]string)(a), *(*map[string]string)(b)
 				return (ma == nil) == (mb == nil) && maps.Equal(ma, mb)
 			}
 		}
-		return deep
+		return mapEqual(t, buildEqual(eqKey{t.Elem(), all}, building))
 	case reflect.Struct:
 		type member struct {
 			offset uintptr
 			eq     eqFunc
 		}
 		var members []member
+		if all {
+			for i := range t.NumField() {
+				f := t.Field(i)
+				members = append(members, member{f.Offset, buildEqual(eqKey{f.Type, true}, building)})
+			}
+		}
 		for _, f := range jsonfield.Of(t) {
+			if all {
+				break
+			}
 			offset, ok := offsetOf(t, f.Index)
 			if !ok {
 				return deep // through an embedded pointer
 			}
-			members = append(members, member{offset, buildEqual(f.Type, building)})
+			members = append(members, member{offset, buildEqual(eqKey{t: f.Type}, building)})
 		}
 		return func(a, b unsafe.Pointer) bool {
 			for _, m := range members {
@@ -139,6 +161,78 @@ func makeEqual(t reflect.Type, building map[reflect.Type]*eqEntry) eqFunc {
 		}
 	}
 	return deep // floats (NaN), interfaces, arrays, funcs, channels
+}
+
+// mapEqual returns the eqFunc of the map type t with string-kind keys whose values compare
+// with elem: both nil or both not, one length, and each key of one holds an equal value in the
+// other. Keys and values are copied into slots (pooled, so a compare allocates nothing); the
+// other map's key is found by walking it where it is small, as the maps of objects are
+// (requests, limits), else by MapIndex.
+func mapEqual(t reflect.Type, elem eqFunc) eqFunc {
+	slots := sync.Pool{New: func() any {
+		return &mapSlots{reflect.New(t.Key()).Elem(), reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem(), reflect.New(t.Elem()).Elem()}
+	}}
+	return func(a, b unsafe.Pointer) bool {
+		ma, mb := reflect.NewAt(t, a).Elem(), reflect.NewAt(t, b).Elem()
+		if ma.IsNil() != mb.IsNil() || ma.Len() != mb.Len() {
+			return false
+		}
+		if ma.Len() == 0 || ma.UnsafePointer() == mb.UnsafePointer() {
+			return true
+		}
+		s := slots.Get().(*mapSlots)
+		defer slots.Put(s)
+		defer s.clear()
+		return s.equal(ma, mb, elem)
+	}
+}
+
+// mapSlots are settable values of a map type's key (ka, kb) and value (va, vb) types.
+type mapSlots struct {
+	ka, kb, va, vb reflect.Value
+}
+
+// equal reports whether the non-empty maps a and b of one length hold equal values (elem) at
+// the same keys.
+func (s *mapSlots) equal(a, b reflect.Value, elem eqFunc) bool {
+	var ia reflect.MapIter
+	ia.Reset(a)
+	for ia.Next() {
+		s.ka.SetIterKey(&ia)
+		s.va.SetIterValue(&ia)
+		if !s.find(b) || !elem(s.va.Addr().UnsafePointer(), s.vb.Addr().UnsafePointer()) {
+			return false
+		}
+	}
+	return true
+}
+
+// find sets s.vb to the value of m at s.ka, false when m has no such key.
+func (s *mapSlots) find(m reflect.Value) bool {
+	if m.Len() > 8 {
+		v := m.MapIndex(s.ka)
+		if v.IsValid() {
+			s.vb.Set(v)
+		}
+		return v.IsValid()
+	}
+	var it reflect.MapIter
+	it.Reset(m)
+	for it.Next() {
+		if s.kb.SetIterKey(&it); s.kb.String() == s.ka.String() {
+			s.vb.SetIterValue(&it)
+			return true
+		}
+	}
+	return false
+}
+
+// clear zeroes the slots, so a pooled one holds nothing of the objects compared.
+func (s *mapSlots) clear() {
+	s.ka.SetZero()
+	s.kb.SetZero()
+	s.va.SetZero()
+	s.vb.SetZero()
 }
 
 // sliceHeader is the memory layout of a slice.
