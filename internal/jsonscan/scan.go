@@ -38,33 +38,45 @@ type Member struct {
 // included, without copying values; offsets are relative to doc. ok is false when doc (after
 // leading white space) is not an object.
 func Members(doc []byte) (ms []Member, ok bool) {
+	return ms, walkMembers(doc, func(lit []byte, m Member) bool {
+		if ms == nil {
+			ms = make([]Member, 0, 8) // most label and annotation maps: one allocation
+		}
+		m.Key, _ = String(lit)
+		ms = append(ms, m)
+		return true
+	})
+}
+
+// walkMembers calls fn with every member of the JSON object doc as Members gives it, but its
+// key as the literal lit (Key unset), until fn returns false. ok is false when doc (after
+// leading white space) is not an object.
+func walkMembers(doc []byte, fn func(lit []byte, m Member) bool) (ok bool) {
 	i := skipSpace(doc, 0)
 	if i >= len(doc) || doc[i] != '{' {
-		return nil, false
+		return false
 	}
 	i = skipSpace(doc, i+1)
-	if i >= len(doc) || doc[i] == '}' {
-		return nil, true
-	}
-	ms = make([]Member, 0, 8) // most label and annotation maps: one allocation
 	for i < len(doc) && doc[i] == '"' {
 		start := i
 		keyEnd := skipString(doc, i)
-		key, _ := String(doc[i:keyEnd])
+		lit := doc[i:keyEnd]
 		i = skipSpace(doc, keyEnd)
 		i = skipSpace(doc, i+1) // ':'
 		if i >= len(doc) {
 			break
 		}
 		end := SkipValue(doc, i)
-		ms = append(ms, Member{Key: key, Value: doc[i:end], Start: start, End: end})
+		if !fn(lit, Member{Value: doc[i:end], Start: start, End: end}) {
+			break
+		}
 		i = skipSpace(doc, end)
 		if i >= len(doc) || doc[i] != ',' {
 			break
 		}
 		i = skipSpace(doc, i+1)
 	}
-	return ms, true
+	return true
 }
 
 // EachMember calls fn with every member of the JSON object doc, in document order and
@@ -127,16 +139,21 @@ func ScanObject(doc []byte, fn func(key, rest []byte) int) int {
 // encoding/json's Unmarshal uses) and how many members have that name; found is false when doc
 // is not an object or has no such member.
 func Find(doc []byte, key string) (m Member, count int, found bool) {
-	ms, ok := Members(doc)
-	if !ok {
-		return Member{}, 0, false
-	}
-	for _, x := range ms {
-		if x.Key == key {
+	walkMembers(doc, func(lit []byte, x Member) bool {
+		if text, plain := PlainText(lit); plain && string(text) == key || !plain && keyText(lit) == key {
+			x.Key = key
 			m, count, found = x, count+1, true
 		}
-	}
+		return true
+	})
 	return m, count, found
+}
+
+// keyText is the text of the key literal lit with escapes or non-ASCII text ("" when it is not
+// a string literal).
+func keyText(lit []byte) string {
+	s, _ := String(lit)
+	return s
 }
 
 // Elements returns the elements of the JSON array doc, in order, trimmed, without copying them.
