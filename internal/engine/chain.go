@@ -14,12 +14,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kjson "sigs.k8s.io/json"
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/answer"
@@ -818,26 +816,6 @@ func onlyMetadataMaps(ops []patch.Operation) bool {
 		}
 	}
 	return true
-}
-
-// decode unmarshals raw into obj the way the Kubernetes JSON serializer does: case-sensitive
-// field names, integers preserved as int64 in maps. raw must be a JSON object (null, which
-// encoding/json decodes into a struct as nothing, is refused).
-func decode(raw []byte, obj client.Object) error {
-	if i := jsonscan.SkipSpace(raw, 0); i >= len(raw) || raw[i] != '{' { // null decodes into a struct as nothing
-		return errors.New("the object is not a JSON object")
-	}
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		want := u.GroupVersionKind()
-		if err := u.UnmarshalJSON(raw); err != nil {
-			return err
-		}
-		if got := u.GroupVersionKind(); got != want {
-			return fmt.Errorf("object is %s, want %s", got, want)
-		}
-		return nil
-	}
-	return kjson.UnmarshalCaseSensitivePreserveInts(raw, obj)
 }
 
 // names returns the chain's hook names joined by ",", for errors that no single hook owns.
