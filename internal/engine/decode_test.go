@@ -98,4 +98,3 @@ func FuzzDecode(f *testing.F) {
 		checkDecode(t, raw)
 	})
 }
-
