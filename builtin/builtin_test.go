@@ -327,7 +327,7 @@ func TestParsePointer(t *testing.T) {
 		{name: "~1 is a slash and ~0 a tilde", in: "/a~1b/c~0d", want: []string{"a/b", "c~d"}},
 		{name: "~01 unescapes to ~1, not to a slash", in: "/~01", want: []string{"~1"}},
 		{name: "a pointer must start with a slash", in: "status", wantErr: `invalid JSON Pointer "status": must be empty or start with "/"`},
-		{name: "a tilde at the end is an error", in: "/a~", wantErr: `invalid JSON Pointer "/a~": "~" must be followed by 0 or 1`},
+		{name: "a tilde at the end is an error", in: "/a~", wantErr: `invalid JSON Pointer "/a~": step 1 "a~": "~" must be followed by 0 or 1`},
 		{name: "a tilde before another character is an error", in: "/a~2b", wantErr: `invalid JSON Pointer "/a~2b"`},
 	}
 	for _, tt := range tests {

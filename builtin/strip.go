@@ -18,8 +18,10 @@ import (
 // Strip are the settings of the strip hook: the fields to remove from every object.
 type Strip struct {
 	// Paths are RFC 6901 JSON Pointers (e.g. "/status/hostIP",
-	// "/metadata/annotations/example.com~1owner", "/spec/containers/1"), removed in order. A
-	// path whose field (or a parent of it) does not exist is skipped.
+	// "/metadata/annotations/example.com~1owner", "/spec/containers/1"), removed in order, in
+	// which a step "*" (Wildcard) stands for every element where the value is an array
+	// ("/spec/topologySpreadConstraints/*/matchLabelKeys") and is the literal key "*" where it
+	// is an object. A path whose field (or a parent of it) does not exist is skipped.
 	Paths []string `json:"paths"`
 }
 
@@ -58,9 +60,12 @@ func StripFunc(s Strip) (hooks.MutateFunc, error) {
 			}
 			return obj, nil
 		}
+		root := reflect.ValueOf(obj)
 		for i, tokens := range paths {
-			if !stripValue(reflect.ValueOf(obj), tokens) {
-				return stripTyped(obj, paths[i:])
+			for _, concrete := range expandIn(tokens, func(prefix []string) (int, bool) { return typedLen(root, prefix) }) {
+				if !stripValue(root, concrete) {
+					return stripTyped(obj, paths[i:])
+				}
 			}
 		}
 		return obj, nil
@@ -177,11 +182,91 @@ func stripTyped(obj client.Object, paths [][]string) (client.Object, error) {
 func removeAll(doc map[string]any, paths [][]string) bool {
 	removed := false
 	for _, tokens := range paths {
-		if _, ok := remove(doc, tokens); ok {
-			removed = true
+		for _, concrete := range expandIn(tokens, func(prefix []string) (int, bool) { return treeLen(doc, prefix) }) {
+			if _, ok := remove(doc, concrete); ok {
+				removed = true
+			}
 		}
 	}
 	return removed
+}
+
+// expandIn is ExpandPath for a path that may have a Wildcard step; one without is returned as
+// it is, without asking lenAt.
+func expandIn(tokens []string, lenAt func(prefix []string) (int, bool)) [][]string {
+	if !hasWildcard(tokens) {
+		return [][]string{tokens}
+	}
+	return ExpandPath(tokens, lenAt)
+}
+
+// typedLen returns the length of the slice at prefix below v along its Go type (as stripValue
+// walks it), false where there is none or the walk meets a value that encodes itself.
+func typedLen(v reflect.Value, prefix []string) (int, bool) {
+	for i := 0; ; i++ {
+		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+			if v.IsNil() {
+				return 0, false
+			}
+			v = v.Elem()
+		}
+		if selfEncoding(v.Type()) {
+			return 0, false
+		}
+		if i == len(prefix) {
+			if v.Kind() == reflect.Slice && v.Type().Elem().Kind() != reflect.Uint8 {
+				return v.Len(), true
+			}
+			return 0, false
+		}
+		switch tok := prefix[i]; v.Kind() {
+		case reflect.Struct:
+			f, ok := jsonfield.Named(v.Type(), tok)
+			if !ok {
+				return 0, false
+			}
+			if v = f.Value(v); !v.IsValid() {
+				return 0, false
+			}
+		case reflect.Map:
+			if v.Type().Key().Kind() != reflect.String {
+				return 0, false
+			}
+			if v = v.MapIndex(reflect.ValueOf(tok).Convert(v.Type().Key())); !v.IsValid() {
+				return 0, false
+			}
+		case reflect.Slice:
+			j, ok := arrayIndex(tok, v.Len())
+			if !ok {
+				return 0, false
+			}
+			v = v.Index(j)
+		default:
+			return 0, false
+		}
+	}
+}
+
+// treeLen returns the length of the array at prefix in the unstructured tree doc, false where
+// there is none.
+func treeLen(doc map[string]any, prefix []string) (int, bool) {
+	var node any = doc
+	for _, tok := range prefix {
+		switch n := node.(type) {
+		case map[string]any:
+			node = n[tok]
+		case []any:
+			j, ok := arrayIndex(tok, len(n))
+			if !ok {
+				return 0, false
+			}
+			node = n[j]
+		default:
+			return 0, false
+		}
+	}
+	a, ok := node.([]any)
+	return len(a), ok
 }
 
 // remove removes the value at tokens (at least one) below node and returns the node to keep in

@@ -19,6 +19,7 @@ func FuzzStripTyped(f *testing.F) {
 		"/spec/schedulerName", "/spec/containers/1", "/spec/containers/0/env/5/valueFrom", "/metadata/labels/app.example.com~1label-3",
 		"/spec/containers/0/resources/limits/cpu", "/status", "/metadata/creationTimestamp", "/spec/containers/0/ports/0/containerPort", "/spec/containers/0/livenessProbe/httpGet/port",
 		"/metadata/ownerReferences/0/uid", "/spec/tolerations/0/key", "/spec/volumes/0/configMap/name", "/spec/nope", "/spec/containers/9/name",
+		"/spec/containers/*/env/*/valueFrom", "/spec/tolerations/*", "/spec/containers/*/resources/limits/cpu", "/metadata/labels/*", "/spec/containers/*/ports/*",
 	} {
 		f.Add(pod, p)
 	}

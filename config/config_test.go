@@ -356,6 +356,17 @@ func TestParseRejects(t *testing.T) {
 			want: []string{`hooks[0].strip.paths[0]: Invalid value: invalid JSON Pointer "/metadata/annotations/a~2b"`},
 		},
 		{
+			name: "a wildcard where the Go type has an object names the step",
+			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    strip: {paths: [/spec/topologySpreadConstraints/*/matchLabelKeys, /spec/*/nodeName]}"),
+			want: []string{`hooks[0].strip.paths[1]: Invalid value: invalid JSON Pointer "/spec/*/nodeName": step 2 "*" never matches: "/spec" is an object`},
+			is:   builtin.ErrInvalidPointer,
+		},
+		{
+			name: "a key where the Go type has an array names the step",
+			yaml: entry("resources: [{apiVersion: apps/v1, kind: Deployment}]\n    types: [CreatePhysical]\n    strip: {paths: [/spec/template/spec/containers/image]}"),
+			want: []string{`hooks[0].strip.paths[0]: Invalid value: invalid JSON Pointer "/spec/template/spec/containers/image": step 5 "image" never matches`},
+		},
+		{
 			name: "a protected JSON Pointer is an error",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [GetPhysical]\n    strip: {paths: [/metadata]}"),
 			want: []string{`hooks[0].strip.paths[0]:`, `"/metadata" would also remove /metadata/name`},

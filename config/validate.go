@@ -119,7 +119,7 @@ func (v *validator) hook(i int, h *Hook) {
 	case h.Labels != nil:
 		v.labels(p.Child("labels"), h.Labels)
 	default:
-		v.strip(p.Child("strip", "paths"), h.Strip)
+		v.strip(p.Child("strip", "paths"), h.Strip, h.Resources)
 	}
 }
 
@@ -351,14 +351,28 @@ func (v *validator) labels(p *field.Path, l *builtin.Labels) {
 	v.add(apivalidation.ValidateAnnotations(l.Annotations, p.Child("annotations")))
 }
 
-// strip checks the strip paths: at least one, each a JSON Pointer that may be stripped.
-func (v *validator) strip(p *field.Path, s *builtin.Strip) {
+// strip checks the strip paths: at least one, each a JSON Pointer that may be stripped and,
+// on each resource whose kind the scheme knows, has no step that never matches along its Go
+// type (builtin.CheckStripPathFor: "*" where an object is, a key where an array is).
+func (v *validator) strip(p *field.Path, s *builtin.Strip, resources []Resource) {
 	if len(s.Paths) == 0 {
 		v.errs = append(v.errs, field.Required(p, "at least one JSON Pointer (e.g. /status/hostIP)"))
 		return
 	}
+	var typed []runtime.Object
+	for _, r := range resources {
+		if obj, err := v.scheme.New(schema.FromAPIVersionAndKind(r.APIVersion, r.Kind)); err == nil {
+			typed = append(typed, obj)
+		}
+	}
 	for j, path := range s.Paths {
-		if err := builtin.CheckStripPath(path); err != nil {
+		err := builtin.CheckStripPath(path)
+		for _, obj := range typed {
+			if err == nil {
+				err = builtin.CheckStripPathFor(obj, path)
+			}
+		}
+		if err != nil {
 			v.fail(p.Index(j), err)
 		}
 	}

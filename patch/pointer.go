@@ -27,7 +27,7 @@ func ParsePointer(s string) ([]string, error) {
 	for i, tok := range raw {
 		var ok bool
 		if tokens[i], ok = jsonscan.UnescapeToken(tok); !ok {
-			return nil, fmt.Errorf("%w %q: \"~\" must be followed by 0 or 1 (write \"~0\" for \"~\" and \"~1\" for \"/\")", ErrInvalidPointer, s)
+			return nil, fmt.Errorf("%w %q: step %d %q: \"~\" must be followed by 0 or 1 (write \"~0\" for \"~\" and \"~1\" for \"/\")", ErrInvalidPointer, s, i+1, tok)
 		}
 	}
 	return tokens, nil

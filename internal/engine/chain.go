@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/answer"
 	"github.com/synchook/synchook/internal/jsondoc"
@@ -697,9 +698,11 @@ func (rn *call) runStripDoc(ctx context.Context, c *chain, raw []byte, records b
 		if h.stripMatches != nil && !h.stripMatches(ns, docLabels(doc)) {
 			continue
 		}
-		for _, tokens := range h.strip {
-			if !doc.Remove(tokens) && !absentIn(doc, tokens) {
-				return outcome{}, errNotDocPath // a scalar where the path goes on: the typed decode judges it
+		for _, path := range h.strip {
+			for _, tokens := range builtin.ExpandPath(path, doc.Len) {
+				if !doc.Remove(tokens) && !absentIn(doc, tokens) {
+					return outcome{}, errNotDocPath // a scalar where the path goes on: the typed decode judges it
+				}
 			}
 		}
 	}

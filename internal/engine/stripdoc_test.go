@@ -26,6 +26,11 @@ func FuzzStripDoc(f *testing.F) {
 	f.Add(pod, "/spec/schedulerName,/status/hostIP")
 	f.Add(pod, "/spec/containers/0,/metadata/labels/app.example.com~1label-1")
 	f.Add(pod, "/status,/spec/containers/1/env/2/value,/spec/nope")
+	f.Add(pod, "/spec/containers/*/env/*/valueFrom,/spec/tolerations/*")
+	f.Add(pod, "/spec/containers/*/ports/*/containerPort,/metadata/labels/*,/spec/volumes/*")
+	f.Add([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n"},"spec":{"containers":[{"name":"a","image":"i"}],`+
+		`"topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule","matchLabelKeys":["pod-template-hash"]},`+
+		`{"maxSkew":1,"topologyKey":"host","whenUnsatisfiable":"DoNotSchedule","matchLabelKeys":["a","b"]}]}}`), "/spec/topologySpreadConstraints/*/matchLabelKeys")
 	f.Add([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","annotations":{"synchook.io/undo":"x"}},"spec":{"nodeName":"n"}}`), "/spec/nodeName")
 	f.Add([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","unknown":1}]}}`), "/spec/containers/0/name")
 	ring, err := undo.GenerateRing()

@@ -240,6 +240,24 @@ func (d *Doc) Kind(tokens []string) (byte, bool) {
 	return n.Raw[0], true
 }
 
+// Len returns the number of elements of the array at tokens as the document holds it now,
+// false where the value there is not an array (or there is none).
+func (d *Doc) Len(tokens []string) (int, bool) {
+	n, rest, err := d.walk(tokens, false)
+	if err != nil || n == nil {
+		return 0, false
+	}
+	if n.IsSet {
+		v, _ := lookupValue(n.Value, rest)
+		a, ok := v.([]any)
+		return len(a), ok
+	}
+	if ok, err := splitNode(n); err != nil || !ok || !n.isArray {
+		return 0, false
+	}
+	return len(n.Elements), true
+}
+
 // IsArrayIndex reports whether tokens address an index (0..len) of an array (undo.Doc).
 func (d *Doc) IsArrayIndex(tokens []string) bool {
 	if len(tokens) == 0 {
