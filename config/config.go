@@ -78,6 +78,9 @@ type Hook struct {
 	Labels *builtin.Labels `json:"labels,omitempty"`
 	// Strip are the settings of the strip hook.
 	Strip *builtin.Strip `json:"strip,omitempty"`
+	// Image are the settings of the image hook (registry and repository prefix rewrites of
+	// container images; builtin.ImageFuncs).
+	Image *builtin.Image `json:"image,omitempty"`
 	// Policy is a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1) exactly as one
 	// would kubectl apply it, run as this hook (package policy). Resources default to the kinds
 	// its spec.matchConstraints.resourceRules select; types run where its rules' operations
@@ -142,6 +145,8 @@ func (h *Hook) kindOfHook() string {
 		return "strip"
 	case h.Policy != nil || h.PolicyFile != "":
 		return "policy"
+	case h.Image != nil:
+		return "image"
 	default:
 		return "hook"
 	}
@@ -186,6 +191,12 @@ func (c *Config) Build(reg *engine.Registry) error {
 			}
 			continue
 		}
+		if h.Image != nil {
+			if err := h.buildImage(reg, i); err != nil {
+				return fmt.Errorf("%w: hooks[%d]: %w", ErrInvalid, i, err)
+			}
+			continue
+		}
 		fn, err := h.mutateFunc()
 		if err != nil { // validate checked all of this; kept for safety
 			return fmt.Errorf("%w: hooks[%d]: %w", ErrInvalid, i, err)
@@ -217,6 +228,35 @@ func (c *Config) Build(reg *engine.Registry) error {
 			if err := reg.RegisterBuiltin(hook, h.revision()); err != nil {
 				return fmt.Errorf("%w: hooks[%d].resources[%d]: %w", ErrInvalid, i, j, err)
 			}
+		}
+	}
+	return nil
+}
+
+// buildImage registers the image hook of entry i, one per resource: its functions per type
+// (builtin.ImageFuncs) behind the entry's filter.
+func (h *Hook) buildImage(reg *engine.Registry, i int) error {
+	names := h.hookNames(i)
+	for j, r := range h.Resources {
+		gvk, err := r.GroupVersionKind()
+		if err != nil {
+			return fmt.Errorf("resources[%d]: %w", j, err)
+		}
+		funcs, err := builtin.ImageFuncs(names[j], *h.Image, h.Types)
+		if err != nil {
+			return err
+		}
+		for t, fn := range funcs {
+			if funcs[t], err = builtin.Filtered(builtin.Filter{Namespaces: h.Namespaces, ObjectSelector: h.ObjectSelector}, fn); err != nil {
+				return err
+			}
+		}
+		var hook hooks.ClientHook = hooks.NewFuncs(names[j], reg.NewObject(gvk), funcs)
+		if h.Undo != nil && !*h.Undo {
+			hook = noUndo{hook}
+		}
+		if err := reg.RegisterBuiltin(hook, h.revision()); err != nil { // synchook's own function, which returns promptly
+			return fmt.Errorf("resources[%d]: %w", j, err)
 		}
 	}
 	return nil

@@ -225,7 +225,7 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "a misspelt key of an entry names the key and the entry",
 			yaml: "hooks:\n  - " + podLabels + "  - name: second\n    resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labls: {labels: {a: b}}\n",
-			want: []string{`hooks[1]: unknown field "labls"`, "valid: labels, name, namespaces, objectSelector, policy, policyFile, resources, strip, types, undo"},
+			want: []string{`hooks[1]: unknown field "labls"`, "valid: image, labels, name, namespaces, objectSelector, policy, policyFile, resources, strip, types, undo"},
 		},
 		{
 			name: "a misspelt key inside the labels block names the block",
@@ -321,12 +321,12 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "an entry with neither labels nor strip is an error",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]"),
-			want: []string{"hooks[0]: Required value: one of labels, strip, policy or policyFile"},
+			want: []string{"hooks[0]: Required value: one of labels, strip, image, policy or policyFile"},
 		},
 		{
 			name: "an entry with both labels and strip is an error",
 			yaml: entry(podLabels + "    strip: {paths: [/status]}"),
-			want: []string{"hooks[0]: Forbidden: only one of labels, strip, policy and policyFile can be set"},
+			want: []string{"hooks[0]: Forbidden: only one of labels, strip, image, policy and policyFile can be set"},
 		},
 		{
 			name: "duplicate names are an error naming both entries",

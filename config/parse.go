@@ -57,6 +57,7 @@ type hookEntry struct {
 	ObjectSelector *metav1.LabelSelector `json:"objectSelector,omitempty"`
 	Labels         *builtin.Labels       `json:"labels,omitempty"`
 	Strip          *builtin.Strip        `json:"strip,omitempty"`
+	Image          *builtin.Image        `json:"image,omitempty"`
 	Undo           *bool                 `json:"undo,omitempty"`
 	Policy         *json.RawMessage      `json:"policy,omitempty"`
 	PolicyFile     string                `json:"policyFile,omitempty"`
@@ -71,6 +72,7 @@ func (e *hookEntry) hook() Hook {
 		ObjectSelector: e.ObjectSelector,
 		Labels:         e.Labels,
 		Strip:          e.Strip,
+		Image:          e.Image,
 		Undo:           e.Undo,
 		Policy:         e.Policy,
 		PolicyFile:     e.PolicyFile,

@@ -105,19 +105,21 @@ func (v *validator) hook(i int, h *Hook) {
 	v.types(p.Child("types"), h.Types)
 	v.filter(p, h)
 	set := 0
-	for _, b := range []bool{h.Labels != nil, h.Strip != nil, h.Policy != nil, h.PolicyFile != ""} {
+	for _, b := range []bool{h.Labels != nil, h.Strip != nil, h.Image != nil, h.Policy != nil, h.PolicyFile != ""} {
 		if b {
 			set++
 		}
 	}
 	switch {
 	case set == 0:
-		v.errs = append(v.errs, field.Required(p, "one of labels, strip, policy or policyFile"))
+		v.errs = append(v.errs, field.Required(p, "one of labels, strip, image, policy or policyFile"))
 	case set > 1:
-		v.errs = append(v.errs, field.Forbidden(p, "only one of labels, strip, policy and policyFile can be set; use one entry for each"))
+		v.errs = append(v.errs, field.Forbidden(p, "only one of labels, strip, image, policy and policyFile can be set; use one entry for each"))
 	case isPolicy:
 	case h.Labels != nil:
 		v.labels(p.Child("labels"), h.Labels)
+	case h.Image != nil:
+		v.image(p, h)
 	default:
 		v.strip(p.Child("strip", "paths"), h.Strip, h.Resources)
 	}
@@ -374,6 +376,20 @@ func (v *validator) strip(p *field.Path, s *builtin.Strip, resources []Resource)
 		}
 		if err != nil {
 			v.fail(p.Index(j), err)
+		}
+	}
+}
+
+// image checks the image block (builtin.CheckImage, each error naming its rule) and that the
+// entry's types are those the image hook runs on.
+func (v *validator) image(p *field.Path, h *Hook) {
+	if err := builtin.CheckImage(*h.Image); err != nil {
+		v.fail(p.Child("image"), err)
+	}
+	for k, t := range h.Types {
+		if t != hooks.CreatePhysical && t != hooks.UpdatePhysical && t != hooks.GetPhysical {
+			v.errs = append(v.errs, field.NotSupported(p.Child("types").Index(k), string(t),
+				[]string{string(hooks.CreatePhysical), string(hooks.UpdatePhysical), string(hooks.GetPhysical)}))
 		}
 	}
 }
