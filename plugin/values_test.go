@@ -290,6 +290,32 @@ func TestPluginYAMLIsAValidVClusterPluginV2(t *testing.T) {
 			t.Fatalf("config builds no registry: %v", err)
 		}
 	})
+
+	t.Run("the commented examples parse and build once uncommented", func(t *testing.T) {
+		_, examples, ok := strings.Cut(string(data), "# More, uncomment to use")
+		if !ok {
+			t.Fatal("plugin.yaml has no commented examples")
+		}
+		var entries []string
+		for _, line := range strings.Split(examples, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "# "); ok && (strings.HasPrefix(rest, "- ") || strings.HasPrefix(rest, "  ")) {
+				entries = append(entries, "  "+rest)
+			}
+		}
+		if len(entries) == 0 {
+			t.Fatal("no example entries found")
+		}
+		cfg, err := config.Parse([]byte("hooks:\n" + strings.Join(entries, "\n")))
+		if err != nil {
+			t.Fatalf("examples: %v", err)
+		}
+		if len(cfg.Hooks) < 2 {
+			t.Fatalf("examples: %d entries, want every example", len(cfg.Hooks))
+		}
+		if err := cfg.Build(engine.NewRegistry(nil)); err != nil {
+			t.Fatalf("examples build no registry: %v", err)
+		}
+	})
 }
 
 func TestInstallNeedsExactlyOneDirectory(t *testing.T) {
