@@ -18,6 +18,8 @@ type Labels struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations are added to metadata.annotations.
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// FromNamespace copies labels of the Namespace the object came from (LabelsFuncFor).
+	FromNamespace *FromNamespace `json:"fromNamespace,omitempty"`
 }
 
 // LabelsFunc returns the mutate function of the labels hook: it sets every label and annotation

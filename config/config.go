@@ -191,8 +191,8 @@ func (c *Config) Build(reg *engine.Registry) error {
 			}
 			continue
 		}
-		if h.Image != nil {
-			if err := h.buildImage(reg, i); err != nil {
+		if h.Image != nil || h.Labels != nil && h.Labels.FromNamespace != nil {
+			if err := h.buildPerType(reg, i); err != nil {
 				return fmt.Errorf("%w: hooks[%d]: %w", ErrInvalid, i, err)
 			}
 			continue
@@ -233,18 +233,26 @@ func (c *Config) Build(reg *engine.Registry) error {
 	return nil
 }
 
-// buildImage registers the image hook of entry i, one per resource: its functions per type
-// (builtin.ImageFuncs) behind the entry's filter.
-func (h *Hook) buildImage(reg *engine.Registry, i int) error {
+// buildPerType registers the hook of entry i whose function depends on the hook type (image,
+// and labels with fromNamespace, whose namespace rule differs between physical and virtual
+// types), one per resource, behind the entry's filter. Neither runs on the label/annotation
+// fast path.
+func (h *Hook) buildPerType(reg *engine.Registry, i int) error {
 	names := h.hookNames(i)
 	for j, r := range h.Resources {
 		gvk, err := r.GroupVersionKind()
 		if err != nil {
 			return fmt.Errorf("resources[%d]: %w", j, err)
 		}
-		funcs, err := builtin.ImageFuncs(names[j], *h.Image, h.Types)
-		if err != nil {
-			return err
+		funcs := map[hooks.HookType]hooks.MutateFunc{}
+		if h.Image != nil {
+			if funcs, err = builtin.ImageFuncs(names[j], *h.Image, h.Types); err != nil {
+				return err
+			}
+		} else {
+			for _, t := range h.Types {
+				funcs[t] = builtin.LabelsFuncFor(*h.Labels, t)
+			}
 		}
 		for t, fn := range funcs {
 			if funcs[t], err = builtin.Filtered(builtin.Filter{Namespaces: h.Namespaces, ObjectSelector: h.ObjectSelector}, fn); err != nil {
@@ -255,7 +263,7 @@ func (h *Hook) buildImage(reg *engine.Registry, i int) error {
 		if h.Undo != nil && !*h.Undo {
 			hook = noUndo{hook}
 		}
-		if err := reg.RegisterBuiltin(hook, h.revision()); err != nil { // synchook's own function, which returns promptly
+		if err := reg.RegisterBuiltin(hook, h.revision()); err != nil { // synchook's own functions
 			return fmt.Errorf("resources[%d]: %w", j, err)
 		}
 	}

@@ -230,7 +230,7 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "a misspelt key inside the labels block names the block",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labels: {lables: {a: b}}"),
-			want: []string{`hooks[0].labels: unknown field "lables"`, "valid: annotations, labels"},
+			want: []string{`hooks[0].labels: unknown field "lables"`, "valid: annotations, fromNamespace, labels"},
 		},
 		{
 			name: "a misspelt top-level key is named",
@@ -380,7 +380,7 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "an empty labels block is an error",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labels: {}"),
-			want: []string{"hooks[0].labels: Required value: set labels, annotations or both"},
+			want: []string{"hooks[0].labels: Required value: set labels, annotations, fromNamespace or more than one"},
 		},
 		{
 			name: "an invalid label key is named",

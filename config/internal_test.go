@@ -34,7 +34,7 @@ func TestKeysAt(t *testing.T) {
 			name: "an entry", typ: reflect.TypeFor[*hookEntry](),
 			want: []string{"image", "labels", "name", "namespaces", "objectSelector", "policy", "policyFile", "resources", "strip", "types", "undo"},
 		},
-		{name: "a block of an entry", typ: reflect.TypeFor[*hookEntry](), path: "labels", want: []string{"annotations", "labels"}},
+		{name: "a block of an entry", typ: reflect.TypeFor[*hookEntry](), path: "labels", want: []string{"annotations", "fromNamespace", "labels"}},
 		{name: "an item of a list", typ: reflect.TypeFor[*hookEntry](), path: "objectSelector.matchExpressions[0]", want: []string{"key", "operator", "values"}},
 		{name: "a string has no keys", typ: reflect.TypeFor[*hookEntry](), path: "name", want: nil},
 		{name: "an unknown key has no keys", typ: reflect.TypeFor[*hookEntry](), path: "nope", want: nil},

@@ -342,9 +342,14 @@ func (v *validator) filter(p *field.Path, h *Hook) {
 // labels checks the labels block: something to set, labels as metav1validation.ValidateLabels
 // and annotations as apivalidation.ValidateAnnotations (keys, total size) check them.
 func (v *validator) labels(p *field.Path, l *builtin.Labels) {
-	if len(l.Labels) == 0 && len(l.Annotations) == 0 {
-		v.errs = append(v.errs, field.Required(p, "set labels, annotations or both"))
+	if len(l.Labels) == 0 && len(l.Annotations) == 0 && l.FromNamespace == nil {
+		v.errs = append(v.errs, field.Required(p, "set labels, annotations, fromNamespace or more than one"))
 		return
+	}
+	if l.FromNamespace != nil {
+		if err := builtin.CheckFromNamespace(*l.FromNamespace); err != nil {
+			v.fail(p.Child("fromNamespace"), err)
+		}
 	}
 	// One label at a time, so that an error about a value names its key: labels.labels[team].
 	for _, k := range slices.Sorted(maps.Keys(l.Labels)) {

@@ -27,6 +27,7 @@ import (
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/metrics"
+	"github.com/synchook/synchook/internal/namespaces"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/internal/undokey"
 )
@@ -102,6 +103,12 @@ type Options struct {
 	// names no usable host (no kubeconfig, no currentNamespace, a kubeconfig that does not
 	// load: no retry). Typically it counts this in a metric.
 	OnKeyFallback func()
+
+	// Namespaces, when set, is configured by Initialize with the virtual cluster's kubeconfig
+	// (the InitConfig's syncerConfig) and handed to every Mutate's hooks as their
+	// namespaces.Source (Virtual: the objects of physical types are host objects). It starts
+	// watching only when a hook first looks a namespace up. Default nil: hooks get none.
+	Namespaces *namespaces.Cache
 }
 
 // Defaults of the undo key options.
@@ -213,15 +220,40 @@ func (s *Server) Close() { s.stop() }
 // call only. The request's config (kubeconfigs and vcluster's own config) is never logged.
 func (s *Server) Initialize(ctx context.Context, req *pluginv2.Initialize_Request) (*pluginv2.Initialize_Response, error) {
 	s.opts.Log.Info("initialized by vcluster")
+	if s.opts.Namespaces != nil {
+		if err := s.configureNamespaces(req.GetConfig()); err != nil {
+			s.opts.Log.Error(err, "no namespace cache: hooks that read the tenant's namespace (labels fromNamespace) fail their requests")
+		}
+	}
 	if s.opts.Keys != nil {
 		s.keysOnce.Do(func() { s.loadKeys(ctx, req.GetConfig()) })
 	}
 	return &pluginv2.Initialize_Response{}, nil
 }
 
+// configureNamespaces points Options.Namespaces at the virtual cluster of the InitConfig JSON
+// config (its syncerConfig kubeconfig). Its errors say what is missing, never the config.
+func (s *Server) configureNamespaces(config string) error {
+	var ic initConfig
+	if err := json.Unmarshal([]byte(config), &ic); err != nil {
+		return errors.New("the Initialize config is not the JSON of vcluster's InitConfig")
+	}
+	if len(ic.SyncerConfig) == 0 {
+		return errors.New("the Initialize config has no virtual cluster kubeconfig (syncerConfig)")
+	}
+	rc, err := clientcmd.RESTConfigFromKubeConfig(ic.SyncerConfig)
+	if err != nil {
+		return errors.New("the virtual cluster kubeconfig in the Initialize config does not load")
+	}
+	rc.UserAgent = "synchook-plugin"
+	s.opts.Namespaces.Configure(rc)
+	return nil
+}
+
 // initConfig holds the fields of vcluster's InitConfig (pkg/plugin/v2/config.go) that
 // loadKeys uses; the kubeconfigs are base64 in the JSON.
 type initConfig struct {
+	SyncerConfig          []byte `json:"syncerConfig,omitempty"` // the virtual cluster's
 	WorkloadConfig        []byte `json:"workloadConfig,omitempty"`
 	PhysicalClusterConfig []byte `json:"physicalClusterConfig,omitempty"`
 	CurrentNamespace      string `json:"currentNamespace,omitempty"`
@@ -417,6 +449,9 @@ func (s *Server) SetLeader(context.Context, *pluginv2.SetLeader_Request) (*plugi
 // Mutate implements pluginv2.PluginServer with bridge.Mutator.Mutate: mutated=false when
 // nothing changed, else the whole object; hook failures are gRPC errors (bridge.StatusCode).
 func (s *Server) Mutate(ctx context.Context, req *pluginv2.Mutate_Request) (*pluginv2.Mutate_Response, error) {
+	if s.opts.Namespaces != nil {
+		ctx = namespaces.WithSource(ctx, namespaces.Source{Lookup: s.opts.Namespaces, Virtual: true})
+	}
 	object, mutated, err := s.mutator.Mutate(ctx, req.GetApiVersion(), req.GetKind(), req.GetType(), req.GetObject())
 	if s.slots != nil && (s.slots.Stuck() || status.Code(err) == codes.ResourceExhausted) {
 		_ = s.slots.Check() // logs when every slot has just become stuck, or one is free again

@@ -23,6 +23,7 @@ import (
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/internal/metrics"
+	"github.com/synchook/synchook/internal/namespaces"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/internal/undokey"
 	"github.com/synchook/synchook/webhook"
@@ -614,6 +615,8 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	if maxBytes <= 0 {
 		maxBytes = webhook.DefaultMaxRequestBytes // as for serve's --max-request-bytes
 	}
+	nsCache := namespaces.NewCache() // watches the virtual cluster's Namespaces once a hook asks
+	defer nsCache.Close()
 	srv, err := bridgev2.New(runner, bridgev2.Options{
 		RequestTimeout:   opts.Webhook.RequestTimeout,
 		MaxMessageBytes:  maxBytes,
@@ -623,6 +626,7 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 		// No key file: the key Secret in the host namespace, read at Initialize.
 		Keys:          keys,
 		OnKeyFallback: rec.ObserveUndoKeyFallback,
+		Namespaces:    nsCache,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
