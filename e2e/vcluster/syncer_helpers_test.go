@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -48,6 +49,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -326,10 +328,13 @@ func synchookFromPluginYAML(tb testing.TB, cfg map[string]any) syncerPlugin {
 // vclusterValues returns the vcluster config the syncer loads: the chart's default values
 // (vcluster's config/values.yaml, embedded in its Go module as config.Values, which is what
 // helm puts into the config Secret for a release without overrides), plugins: from plugins,
-// and the one override this harness needs: where the virtual cluster's admin kubeconfig is
+// and the two overrides this harness needs: where the virtual cluster's admin kubeconfig is
 // (experimental.virtualClusterKubeConfig.kubeConfig; in a pod the control plane writes it to
-// /data/pki/admin.conf).
-func vclusterValues(tb testing.TB, kubeconfigPath string, plugins []syncerPlugin) []byte {
+// /data/pki/admin.conf), and controlPlane.proxy.port: the virtual apiserver's port. In a pod
+// vcluster's proxy serves the virtual cluster's API at https://localhost:<that port>, which is
+// where the kubeconfig it hands plugins (Initialize's syncerConfig) points; the harness runs no
+// proxy, so that address is the virtual envtest apiserver itself.
+func vclusterValues(tb testing.TB, kubeconfigPath string, kubeconfig []byte, plugins []syncerPlugin) []byte {
 	tb.Helper()
 	var values map[string]any
 	if err := yaml.Unmarshal([]byte(vclusterconfig.Values), &values); err != nil {
@@ -348,6 +353,31 @@ func vclusterValues(tb testing.TB, kubeconfigPath string, plugins []syncerPlugin
 		values["experimental"] = exp
 	}
 	exp["virtualClusterKubeConfig"] = map[string]any{"kubeConfig": kubeconfigPath}
+	kc, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		tb.Fatalf("virtual kubeconfig: %v", err)
+	}
+	var port int
+	for _, c := range kc.Clusters {
+		u, err := url.Parse(c.Server)
+		if err != nil {
+			tb.Fatalf("virtual kubeconfig server: %v", err)
+		}
+		if port, err = strconv.Atoi(u.Port()); err != nil {
+			tb.Fatalf("virtual kubeconfig server %s: no port", c.Server)
+		}
+	}
+	cp, _ := values["controlPlane"].(map[string]any)
+	if cp == nil {
+		cp = map[string]any{}
+		values["controlPlane"] = cp
+	}
+	proxy, _ := cp["proxy"].(map[string]any)
+	if proxy == nil {
+		proxy = map[string]any{}
+		cp["proxy"] = proxy
+	}
+	proxy["port"] = port
 	out, err := yaml.Marshal(values)
 	if err != nil {
 		tb.Fatal(err)
@@ -398,7 +428,7 @@ func startSyncer(tb testing.TB, cl *clusters, spec syncerSpec) *syncer {
 	}
 	virtualKubeconfig := filepath.Join(dir, "admin.conf")
 	hostKubeconfig := filepath.Join(dir, "host.conf")
-	values := vclusterValues(tb, virtualKubeconfig, spec.Plugins)
+	values := vclusterValues(tb, virtualKubeconfig, cl.virtual.kubeconfig, spec.Plugins)
 	configPath := filepath.Join(dir, "config.yaml")
 	for path, data := range map[string][]byte{virtualKubeconfig: cl.virtual.kubeconfig, hostKubeconfig: cl.host.kubeconfig, configPath: values} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
