@@ -41,7 +41,9 @@ var ErrFromNamespace = errors.New("invalid fromNamespace")
 // rename of a key that neither Keys nor Prefixes copies. Errors wrap ErrFromNamespace.
 func CheckFromNamespace(f FromNamespace) error {
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrFromNamespace}, a...)...)) }
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrFromNamespace}, a...)...))
+	}
 	if len(f.Keys) == 0 && len(f.Prefixes) == 0 {
 		bad("keys or prefixes: at least one")
 	}
