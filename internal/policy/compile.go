@@ -57,6 +57,7 @@ type Policy struct {
 	kinds         []schema.GroupVersionKind // the keys of targets, in rule order
 	excludes      []resolvedRule
 	selector      labels.Selector // spec.matchConstraints.objectSelector; nil: everything
+	nsSelector    labels.Selector // spec.matchConstraints.namespaceSelector; nil: every namespace
 }
 
 // target is one kind the policy's resource rules select.
@@ -84,8 +85,7 @@ func Compile(p *admissionregistrationv1.MutatingAdmissionPolicy, scheme *runtime
 // wrapped with ErrInvalid, each naming its field, e.g.
 // `spec.mutations[0].jsonPatch.expression: Invalid value: "...": compilation failed: ...`.
 // Refused: a missing metadata.name; spec.paramKind (no params); spec.reinvocationPolicy
-// IfNeeded (no reinvocation); spec.matchConstraints.namespaceSelector (no Namespace objects);
-// resource rules with subresources ("pods/status") or resources "*"; a rule resource that
+// IfNeeded (no reinvocation); resource rules with subresources ("pods/status") or resources "*"; a rule resource that
 // matches no kind; an ApplyConfiguration mutation when a selected kind is a custom resource
 // (no schema); an unknown failurePolicy, patchType or operation. failurePolicy defaults to
 // Fail, reinvocationPolicy to Never.
@@ -337,8 +337,13 @@ func (out *Policy) resolve(mc *admissionregistrationv1.MatchResources, path *fie
 		return field.ErrorList{field.Required(path, "the resource rules say which kinds and operations the policy handles")}
 	}
 	var errs field.ErrorList
-	if ns := mc.NamespaceSelector; ns != nil && (len(ns.MatchLabels) > 0 || len(ns.MatchExpressions) > 0) {
-		errs = append(errs, field.Forbidden(path.Child("namespaceSelector"), "synchook has no Namespace objects to match; use the hook's namespaces"))
+	if mc.NamespaceSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(mc.NamespaceSelector)
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Child("namespaceSelector"), mc.NamespaceSelector, err.Error()))
+		} else if !sel.Empty() {
+			out.nsSelector = sel
+		}
 	}
 	if mc.ObjectSelector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(mc.ObjectSelector)

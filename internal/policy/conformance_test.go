@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/namespaces"
 	"github.com/synchook/synchook/internal/policy"
 )
 
@@ -31,6 +32,9 @@ type conformanceCase struct {
 	// matchConstraints (CREATE of v1 pods is prepended).
 	file, spec string
 	pod        func(*corev1.Pod) // changes to the base Pod, may be nil
+	// namespaceSelector, when set, is the policy's spec.matchConstraints.namespaceSelector
+	// (YAML flow). The bound namespace is labelled team=payments.
+	namespaceSelector string
 }
 
 func conformanceCases() []conformanceCase {
@@ -151,6 +155,25 @@ func conformanceCases() []conformanceCase {
         expression: '[JSONPatch{op: "add", path: "/metadata/labels/images-count", value: string(size(variables.images))},
                       JSONPatch{op: "add", path: "/metadata/annotations", value: {"images": variables.joined}}]'
 `},
+		{name: "namespaceobject-label", spec: `
+  mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: >-
+          Object{metadata: Object.metadata{labels: {"team": namespaceObject.metadata.labels["team"],
+            "ns": namespaceObject.metadata.name}}}
+`},
+		{name: "namespaceobject-jsonpatch", spec: `
+  variables:
+    - name: team
+      expression: 'namespaceObject.metadata.?labels.?team.orValue("none")'
+  mutations:
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: '[JSONPatch{op: "add", path: "/spec/nodeSelector", value: {"team": variables.team}}]'
+`},
+		{name: "namespaceselector-matches", namespaceSelector: "{matchLabels: {team: payments}}", spec: labelMutation},
+		{name: "namespaceselector-does-not-match", namespaceSelector: "{matchExpressions: [{key: team, operator: NotIn, values: [payments]}]}", spec: labelMutation},
 		{name: "jsonpatch-remove-missing", spec: `
   mutations:
     - patchType: JSONPatch
@@ -210,10 +233,17 @@ func TestConformance(t *testing.T) {
 	defer cancel()
 
 	const bound, plain = "bound", "plain"
+	source := namespaces.Static{} // synchook's namespaceObject: the apiserver's own Namespace
 	for _, ns := range []string{bound, plain} {
-		must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"policies": ns}}}))
+		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"policies": ns}}}
+		if ns == bound {
+			obj.Labels["team"] = "payments"
+		}
+		must(t, c.Create(ctx, obj))
+		source[ns] = obj
 		must(t, c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}))
 	}
+	nsCtx := namespaces.WithSource(ctx, namespaces.Source{Lookup: source})
 	must(t, c.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}))
 
 	cases := conformanceCases()
@@ -260,7 +290,7 @@ func TestConformance(t *testing.T) {
 			s, serverErr := dryRunCreate(ctx, c, x.DeepCopy(), bound)
 			fn, err := compiled[i].MutateFunc(hooks.CreatePhysical)
 			must(t, err)
-			o, oursErr := fn(ctx, x.DeepCopy())
+			o, oursErr := fn(nsCtx, x.DeepCopy())
 			switch {
 			case serverErr != nil && oursErr != nil:
 				t.Logf("both fail:\n  apiserver: %v\n  synchook:  %v", serverErr, oursErr)
@@ -300,7 +330,11 @@ func loadCase(t *testing.T, tc conformanceCase) *admissionregistrationv1.Mutatin
 		must(t, err)
 		return p
 	}
-	p, err := policy.Parse([]byte(strings.Replace(manifest(strings.TrimPrefix(tc.spec, "\n")), "[CREATE, UPDATE]", "[CREATE]", 1)))
+	m := strings.Replace(manifest(strings.TrimPrefix(tc.spec, "\n")), "[CREATE, UPDATE]", "[CREATE]", 1)
+	if tc.namespaceSelector != "" {
+		m = strings.Replace(m, "    resourceRules:", "    namespaceSelector: "+tc.namespaceSelector+"\n    resourceRules:", 1)
+	}
+	p, err := policy.Parse([]byte(m))
 	must(t, err)
 	return p
 }

@@ -31,11 +31,17 @@
 //     added by a policy gets terminationMessagePath, imagePullPolicy); synchook does not, so
 //     later mutations of the same policy see the fields as the previous mutation left them.
 //   - No authorizer: expressions that use `authorizer` fail to compile.
-//   - namespaceObject is always null and request.userInfo is empty; request.dryRun is false
-//     and request.options is null.
-//   - spec.matchConstraints.namespaceSelector is refused (synchook has no Namespace objects:
-//     use the hook's namespaces); objectSelector, excludeResourceRules, resourceNames and
-//     scope are honoured; matchPolicy has no effect (the hook gets the exact kind).
+//   - namespaceObject is the Namespace the object came from, from the request's
+//     namespaces.Source (under vcluster the tenant's namespace in the virtual cluster, named
+//     by the host object's vcluster.loft.sh/object-namespace; see package namespaces), with its
+//     name, uid, labels and annotations only; null without a Source (offline, admission mode),
+//     for a cluster-scoped object, or when the namespace does not exist. request.userInfo is
+//     empty; request.dryRun is false and request.options is null.
+//   - spec.matchConstraints.namespaceSelector matches that Namespace's labels; a namespaced
+//     object whose namespace is not found is not selected, one in a request without a Source
+//     fails (by failurePolicy); cluster-scoped objects are not judged by it. objectSelector,
+//     excludeResourceRules, resourceNames and scope are honoured; matchPolicy has no effect
+//     (the hook gets the exact kind).
 //   - A policy on DELETE does nothing in a cluster (there is no object to mutate); here
 //     Delete* hooks mutate the object they are given.
 //   - ApplyConfiguration needs the schema of the kind: it works for the kinds of the scheme

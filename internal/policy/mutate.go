@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/namespaces"
 )
 
 // ruleOperationOf returns the resource rule operation that lets hook type t run, or "" for
@@ -71,8 +73,31 @@ func (p *Policy) MutateFunc(t hooks.HookType) (hooks.MutateFunc, error) {
 		withOld = false
 	}
 	return func(ctx context.Context, obj client.Object) (client.Object, error) {
-		return p.mutate(ctx, ruleOp, reqOp, withOld, obj)
+		return p.mutate(ctx, t, ruleOp, reqOp, withOld, obj)
 	}, nil
+}
+
+// namespaceOf returns the Namespace the object of hook type t came from, from ctx's
+// namespaces.Source (namespaces.Source.Name); nil for a cluster-scoped object, one whose
+// namespace does not exist, or, when needed is false, a request without a Source. needed (a
+// namespaceSelector to match) makes a missing Source an error.
+func namespaceOf(ctx context.Context, t hooks.HookType, obj client.Object, needed bool) (*corev1.Namespace, error) {
+	src, ok := namespaces.From(ctx)
+	if !ok {
+		if needed {
+			return nil, fmt.Errorf("spec.matchConstraints.namespaceSelector: %w", namespaces.ErrNoSource)
+		}
+		return nil, nil
+	}
+	name := src.Name(t, obj.GetNamespace(), obj.GetAnnotations())
+	if name == "" {
+		return nil, nil
+	}
+	ns, err := src.Lookup.Get(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("namespace %q: %w", name, err)
+	}
+	return ns, nil
 }
 
 // allOperations returns the operations of every kind, once each.
@@ -94,7 +119,7 @@ var ErrMutation = errors.New("mutating admission policy failed")
 
 // mutate runs the policy on obj for a request of operation reqOp, selected by rule operation
 // ruleOp ("" for any); withOld sets oldObject to obj.
-func (p *Policy) mutate(ctx context.Context, ruleOp admissionregistrationv1.OperationType, reqOp admission.Operation, withOld bool, obj client.Object) (client.Object, error) {
+func (p *Policy) mutate(ctx context.Context, hookType hooks.HookType, ruleOp admissionregistrationv1.OperationType, reqOp admission.Operation, withOld bool, obj client.Object) (client.Object, error) {
 	gvk, typed, err := p.kindOf(obj)
 	if err != nil {
 		return nil, err
@@ -105,6 +130,13 @@ func (p *Policy) mutate(ctx context.Context, ruleOp admissionregistrationv1.Oper
 	}
 	if p.selector != nil && !p.selector.Matches(labels.Set(obj.GetLabels())) {
 		return obj, nil
+	}
+	ns, err := namespaceOf(ctx, hookType, obj, p.nsSelector != nil && obj.GetNamespace() != "")
+	if err != nil {
+		return nil, p.failure(err)
+	}
+	if p.nsSelector != nil && obj.GetNamespace() != "" && (ns == nil || !p.nsSelector.Matches(labels.Set(ns.Labels))) {
+		return obj, nil // a cluster-scoped object is not judged by namespaceSelector, as in a cluster
 	}
 	var tc managedfields.TypeConverter
 	if p.applyConfig {
@@ -147,6 +179,7 @@ func (p *Policy) mutate(ctx context.Context, ruleOp admissionregistrationv1.Oper
 		VersionedAttributes: va,
 		ObjectInterfaces:    p.objects,
 		TypeConverter:       tc,
+		Namespace:           ns, // namespaceObject
 	}
 	for i, m := range p.mutations {
 		out, err := m.Patch(cctx, req, celconfig.RuntimeCELCostBudget)

@@ -131,7 +131,7 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name:     "namespaceSelector",
-			manifest: strings.Replace(manifest(labelMutation), "    resourceRules:", "    namespaceSelector: {matchLabels: {a: b}}\n    resourceRules:", 1),
+			manifest: strings.Replace(manifest(labelMutation), "    resourceRules:", "    namespaceSelector: {matchExpressions: [{key: a, operator: Bogus}]}\n    resourceRules:", 1),
 			want:     []string{"spec.matchConstraints.namespaceSelector"},
 		},
 		{
