@@ -21,6 +21,7 @@ import (
 	"github.com/synchook/synchook/certs"
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/namespaces"
 	"github.com/synchook/synchook/internal/testenv"
 	"github.com/synchook/synchook/webhook"
 )
@@ -34,6 +35,11 @@ hooks:
     labels:
       labels: {vcluster.example.com/tenant: team-a}
       annotations: {synchook.io/owner: platform}
+  - name: team-from-namespace
+    resources: [{apiVersion: v1, kind: Pod}]
+    types: [CreatePhysical]
+    labels:
+      fromNamespace: {keys: [team]}
   - name: service-labels
     resources: [{apiVersion: v1, kind: Service}]
     types: [CreatePhysical]
@@ -84,9 +90,12 @@ func TestAdmissionOnARealAPIServer(t *testing.T) {
 	}
 	var logs testenv.LogSink
 	port := testenv.FreePort(t)
+	nsCache := namespaces.NewCache() // as serve makes it: the apiserver's Namespaces, for team-from-namespace
+	nsCache.Configure(env.Config)
+	t.Cleanup(nsCache.Close)
 	srv, err := webhook.NewServer(engine.NewRunner(reg, engine.RunnerOptions{}), webhook.Options{
 		BindAddress: fmt.Sprintf("127.0.0.1:%d", port), ProbeBindAddress: "0",
-		CertFile: ca.CertFile(), KeyFile: ca.KeyFile(), Log: logs.Logger(),
+		CertFile: ca.CertFile(), KeyFile: ca.KeyFile(), Log: logs.Logger(), Namespaces: nsCache,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +145,7 @@ func TestAdmissionOnARealAPIServer(t *testing.T) {
 	if err := c.Create(ctx, mwc); err != nil {
 		t.Fatal(err)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Labels: map[string]string{"synchook-e2e": "true"}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Labels: map[string]string{"synchook-e2e": "true", "team": "payments"}}}
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +160,8 @@ func TestAdmissionOnARealAPIServer(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
 			t.Fatal(err)
 		}
-		if got.Labels["vcluster.example.com/tenant"] != "team-a" || got.Labels["app"] != "web" || got.Annotations["synchook.io/owner"] != "platform" {
+		if got.Labels["vcluster.example.com/tenant"] != "team-a" || got.Labels["app"] != "web" || got.Annotations["synchook.io/owner"] != "platform" ||
+			got.Labels["team"] != "payments" { // fromNamespace, from the apiserver's own Namespace
 			t.Errorf("labels %v annotations %v", got.Labels, got.Annotations)
 		}
 	})

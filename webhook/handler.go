@@ -19,6 +19,7 @@ import (
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/metrics"
+	"github.com/synchook/synchook/internal/namespaces"
 )
 
 var admissionGVK = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
@@ -61,6 +62,9 @@ func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// of the time the caller (kube-apiserver's timeoutSeconds) gives the whole call.
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), start.Add(requestTimeout(r, h.s.opts.RequestTimeout)))
 	defer cancel()
+	if h.s.opts.Namespaces != nil {
+		ctx = namespaces.WithSource(ctx, namespaces.Source{Lookup: h.s.opts.Namespaces})
+	}
 	var (
 		res    engine.Result
 		runErr error

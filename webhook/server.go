@@ -22,6 +22,7 @@ import (
 	"github.com/synchook/synchook/certs"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/metrics"
+	"github.com/synchook/synchook/internal/namespaces"
 )
 
 // Default values of Options.
@@ -76,6 +77,11 @@ type Options struct {
 	Metrics *metrics.Recorder
 	// Log receives one line per request and errors. Default logr.Discard().
 	Log logr.Logger
+	// Namespaces, when set, is where a request's hooks find the namespace of the object
+	// (labels fromNamespace, policy hooks' namespaceObject and namespaceSelector): the cluster
+	// synchook serves admission for, the object's own namespace. Default nil: none, and such
+	// hooks fail their requests naming it.
+	Namespaces namespaces.Lookup
 }
 
 func (o *Options) setDefaults() {

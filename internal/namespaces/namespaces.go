@@ -123,7 +123,7 @@ func (c *Cache) Close() {
 }
 
 // errNotConfigured is Get's error before Configure.
-var errNotConfigured = errors.New("the namespace cache has no cluster yet (vcluster's Initialize gives it)")
+var errNotConfigured = errors.New("the namespace cache has no cluster: under vcluster Initialize gives it; serve uses the pod's service account or KUBECONFIG")
 
 // start returns the informer, started on the first call.
 func (c *Cache) start() (cache.SharedIndexInformer, error) {

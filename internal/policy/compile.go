@@ -58,6 +58,30 @@ type Policy struct {
 	excludes      []resolvedRule
 	selector      labels.Selector // spec.matchConstraints.objectSelector; nil: everything
 	nsSelector    labels.Selector // spec.matchConstraints.namespaceSelector; nil: every namespace
+	// readsNamespace: an expression names namespaceObject, so a request looks its namespace up
+	// (one that does not costs no lookup and cannot fail on one).
+	readsNamespace bool
+}
+
+// readsNamespaceObject reports whether an expression of spec (variables, matchConditions,
+// mutations) names namespaceObject.
+func readsNamespaceObject(spec admissionregistrationv1.MutatingAdmissionPolicySpec) bool {
+	var exprs []string
+	for _, v := range spec.Variables {
+		exprs = append(exprs, v.Expression)
+	}
+	for _, c := range spec.MatchConditions {
+		exprs = append(exprs, c.Expression)
+	}
+	for _, m := range spec.Mutations {
+		if m.JSONPatch != nil {
+			exprs = append(exprs, m.JSONPatch.Expression)
+		}
+		if m.ApplyConfiguration != nil {
+			exprs = append(exprs, m.ApplyConfiguration.Expression)
+		}
+	}
+	return slices.ContainsFunc(exprs, func(e string) bool { return strings.Contains(e, "namespaceObject") })
 }
 
 // target is one kind the policy's resource rules select.
@@ -128,6 +152,7 @@ func CompileWithOptions(p *admissionregistrationv1.MutatingAdmissionPolicy, opts
 	}
 	errs = append(errs, out.resolve(p.Spec.MatchConstraints, spec.Child("matchConstraints"), opts.Kinds)...)
 	errs = append(errs, out.compile(p, spec)...)
+	out.readsNamespace = readsNamespaceObject(p.Spec)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w %q: %w", ErrInvalid, p.Name, errs.ToAggregate())
 	}

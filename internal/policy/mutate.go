@@ -131,9 +131,11 @@ func (p *Policy) mutate(ctx context.Context, hookType hooks.HookType, ruleOp adm
 	if p.selector != nil && !p.selector.Matches(labels.Set(obj.GetLabels())) {
 		return obj, nil
 	}
-	ns, err := namespaceOf(ctx, hookType, obj, p.nsSelector != nil && obj.GetNamespace() != "")
-	if err != nil {
-		return nil, p.failure(err)
+	var ns *corev1.Namespace
+	if selects := p.nsSelector != nil && obj.GetNamespace() != ""; selects || p.readsNamespace {
+		if ns, err = namespaceOf(ctx, hookType, obj, selects); err != nil {
+			return nil, p.failure(err)
+		}
 	}
 	if p.nsSelector != nil && obj.GetNamespace() != "" && (ns == nil || !p.nsSelector.Matches(labels.Set(ns.Labels))) {
 		return obj, nil // a cluster-scoped object is not judged by namespaceSelector, as in a cluster

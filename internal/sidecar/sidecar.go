@@ -362,6 +362,17 @@ func Serve(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// Namespaces for hooks that read them, from the cluster synchook serves (its client: in a
+	// pod, the service account's, which needs list and watch on namespaces): started on the
+	// first lookup, so a config without such hooks never watches.
+	nsCache := namespaces.NewCache()
+	defer nsCache.Close()
+	if rc, err := opts.RESTConfig(); err == nil {
+		nsCache.Configure(rc)
+	} else {
+		log.V(1).Info("no cluster client: hooks that read namespaces fail their requests", "reason", err.Error())
+	}
+	wopts.Namespaces = nsCache
 	srv, err := webhook.NewServer(runner, wopts)
 	if err != nil {
 		return err
