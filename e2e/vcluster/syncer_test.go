@@ -113,6 +113,34 @@ func hasPolicyToleration(p *corev1.Pod) bool {
 	return slices.ContainsFunc(p.Spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == policyTolerationKey })
 }
 
+// requireNoLoop waits until the objects hooked selects settled, then fails tb with every
+// update of them in the no-loop window (noLoopWindow) that follows, on each recorder, and with
+// every "loop detected" line of synchook's log.
+func requireNoLoop(tb testing.TB, s *syncer, recorders []*eventRecorder, hooked func(recordedEvent) bool) {
+	tb.Helper()
+	settle(tb, recorders, hooked)
+	window := noLoopWindow(tb)
+	start := time.Now()
+	select {
+	case <-tb.Context().Done():
+		tb.Fatal(tb.Context().Err())
+	case <-time.After(window): // the measurement window, not a synchronisation
+	}
+	for _, r := range recorders {
+		evs, err := r.since(start, hooked)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		all, _ := r.since(time.Time{}, nil)
+		if len(evs) > 0 {
+			tb.Errorf("%d updates of hooked objects in the %s cluster within %s after they settled:%s", len(evs), r.cluster, window, describeUpdates(evs, all))
+		}
+	}
+	if lines := s.log.lines("loop detected"); len(lines) > 0 {
+		tb.Errorf("synchook logged loops:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
 // noLoopWindow is the measurement window of the no-loop cases (envNoLoopWindow).
 func noLoopWindow(tb testing.TB) time.Duration {
 	tb.Helper()
@@ -350,27 +378,7 @@ func TestVClusterSyncer(t *testing.T) {
 			}
 			return false
 		}
-		settle(t, recorders, hooked)
-		window := noLoopWindow(t)
-		start := time.Now()
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(window): // the measurement window, not a synchronisation
-		}
-		for _, r := range []*eventRecorder{hostEvents, virtualEvents} {
-			evs, err := r.since(start, hooked)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all, _ := r.since(time.Time{}, nil)
-			if len(evs) > 0 {
-				t.Errorf("%d updates of hooked objects in the %s cluster within %s after they settled:%s", len(evs), r.cluster, window, describeUpdates(evs, all))
-			}
-		}
-		if lines := s.log.lines("loop detected"); len(lines) > 0 {
-			t.Errorf("synchook logged loops:\n%s", strings.Join(lines, "\n"))
-		}
+		requireNoLoop(t, s, recorders, hooked)
 	})
 
 	t.Run("synchook_loops_detected_total stays 0", func(t *testing.T) {
