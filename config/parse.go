@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -23,13 +24,20 @@ import (
 // (compared case-sensitively), duplicate keys and values of the wrong shape are errors that
 // name where they are, e.g. `hooks[1]: unknown field "labls" (valid: …)`. Entries without a
 // name get their default name. Every error wraps ErrInvalid.
-func Parse(data []byte) (*Config, error) {
+func Parse(data []byte) (*Config, error) { return ParseIn(data, "") }
+
+// ParseIn is Parse for a config read from a file in directory dir: a relative policyFile is
+// taken relative to dir ("" : the working directory, as Parse does).
+func ParseIn(data []byte, dir string) (*Config, error) {
 	c, err := decode(data)
 	if err != nil {
 		return nil, err
 	}
 	for i := range c.Hooks {
 		c.Hooks[i].Name = c.Hooks[i].name(i)
+		if f := c.Hooks[i].PolicyFile; dir != "" && f != "" && !filepath.IsAbs(f) {
+			c.Hooks[i].PolicyFile = filepath.Join(dir, f)
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err

@@ -30,6 +30,7 @@ import (
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/capture"
+	"github.com/synchook/synchook/internal/hooktest"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/internal/sidecar"
 	"github.com/synchook/synchook/internal/undo"
@@ -84,6 +85,8 @@ func (p *Plugin) run(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 		return p.replay(args[1:], stdout, stderr)
 	case "cleanup":
 		return p.cleanup(args[1:], stdout, stderr)
+	case "test":
+		return p.test(args[1:], stdout, stderr)
 	case "undo-key":
 		return undoKey(args[1:], stdout, stderr)
 	case "version":
@@ -98,7 +101,7 @@ func (p *Plugin) run(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 }
 
 // commands are the subcommands that usage lists.
-var commands = []string{"serve", "mutate", "replay", "cleanup", "undo-key", "install", "version", "help"}
+var commands = []string{"serve", "mutate", "replay", "test", "cleanup", "undo-key", "install", "version", "help"}
 
 func usage(w io.Writer, getenv func(string) string) {
 	fmt.Fprint(w, `synchook runs hooks on the objects a vcluster syncer writes and reads, as a mutating
@@ -109,6 +112,8 @@ Usage:
   synchook mutate --type HOOKTYPE -f FILE [flags]  offline dry run: print the JSON Patch and the result
   synchook replay DIR [flags]                      run the requests serve --capture DIR saved through this
                                                    build and config; show what changes (exit 1 if anything does)
+  synchook test [--update] [-o junit] [DIR|FILE...] run the test files (synchook-test.yaml) below DIR (default .):
+                                                   each write as expected, and read back without a trace (docs/testing.md)
   synchook undo-key [--rotate FILE]                print a new undo key ring (or FILE's ring with a new sealing key) for --undo-key-file
   synchook cleanup --namespace NS [flags]          stop the syncer first; remove synchook's annotations and undo its changes (see cleanup --help)
   synchook install DIR                             copy this binary to DIR/plugin (vcluster plugin v2 init container)
@@ -695,4 +700,32 @@ func newLogger(o *zap.Options, w io.Writer) logr.Logger {
 	sink := zapcore.Lock(zapcore.AddSync(w)) // one line at a time from every goroutine
 	core := zapcore.NewCore(&zap.KubeAwareEncoder{Encoder: enc}, sink, level)
 	return zapr.NewLogger(uberzap.New(core, uberzap.ErrorOutput(sink), uberzap.AddStacktrace(zapcore.ErrorLevel)))
+}
+
+// test runs `synchook test`: the test files below its arguments through this binary's config
+// handling and Go hooks (internal/hooktest). Exit 0: every case passed; 1: a case failed; 2: bad
+// flags, an invalid test file or config, or no test file.
+func (p *Plugin) test(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("synchook test", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	update := fs.Bool("update", false, "rewrite the expected objects kept in files with what the cases give")
+	output := fs.String("o", "", `output format: "" (one line per case, like go test) or junit (JUnit XML)`)
+	timeout := fs.Duration("timeout", 10*time.Second, "bound on each request")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: synchook test [flags] [DIR|FILE...]   (default .; see docs/testing.md)")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if *output != "" && *output != "junit" {
+		fmt.Fprintf(stderr, "synchook test: -o %q: want junit (or nothing)\n", *output)
+		return exitUsage
+	}
+	paths := fs.Args()
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	return hooktest.Main(context.Background(), paths, hooktest.Options{Register: p.registerHooks, Update: *update, Timeout: *timeout},
+		*output == "junit", stdout, stderr)
 }

@@ -382,3 +382,28 @@ func undoOperation(meta []byte, hasMeta bool, annotations []byte, value string) 
 	}
 	return patch.Operation{Operation: "add", Path: "/metadata", Value: map[string]any{"annotations": map[string]string{UndoAnnotation: value}}}
 }
+
+// OpenedUndo returns the entries of the sealed undo that the object raw (JSON) of kind gvk
+// carries, opened as a read on the side of hook type t opens it (the object's identity, the
+// registry's keys); false when it carries none. Errors: the value does not open (clear text,
+// another object's seal, an unknown key) or raw is not an object. For tools that show or
+// compare an undo by what it holds, never by its bytes (`synchook test`).
+func (r *Registry) OpenedUndo(gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) ([]UndoEntry, bool, error) {
+	m, _, ok := jsonscan.Find(raw, "metadata")
+	if !ok {
+		return nil, false, nil
+	}
+	value, had := undoAnnotationIn(m.Value)
+	if !had {
+		return nil, false, nil
+	}
+	if r.ring() == nil {
+		return nil, true, errors.New("no undo key")
+	}
+	side := sideOf(t)
+	rec, _, err := r.ring().Open(identityIn(gvk, side, m.Value), side, value)
+	if err != nil {
+		return nil, true, err
+	}
+	return rec.Entries, true, nil
+}

@@ -1,0 +1,184 @@
+package hooktest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/patch"
+)
+
+// decodeJSON decodes a JSON document into generic values, numbers as json.Number (exact).
+func decodeJSON(raw []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// hasUndo reports whether the object v carries a synchook.io/undo annotation.
+func hasUndo(v any) bool {
+	_, ok := annotations(v)[engine.UndoAnnotation]
+	return ok
+}
+
+// annotations returns metadata.annotations of the object v (nil when it has none).
+func annotations(v any) map[string]any {
+	obj, _ := v.(map[string]any)
+	meta, _ := obj["metadata"].(map[string]any)
+	a, _ := meta["annotations"].(map[string]any)
+	return a
+}
+
+// comparable returns the object raw (the result of hook type t) as compared with an expected
+// object: its synchook.io/undo replaced by the undo's opened entries as JSON text when
+// withUndo, else removed (an annotations map left empty by that goes too); provenance without
+// the build version.
+func comparable(reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, withUndo bool) (any, error) {
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	if a := annotations(v); a != nil {
+		if _, ok := a[engine.UndoAnnotation]; ok {
+			if withUndo {
+				entries, _, err := reg.OpenedUndo(gvk, t, raw)
+				if err != nil {
+					return nil, err
+				}
+				text, err := json.Marshal(entries)
+				if err != nil {
+					return nil, err
+				}
+				a[engine.UndoAnnotation] = string(text)
+			} else {
+				delete(a, engine.UndoAnnotation)
+				if len(a) == 0 {
+					delete(v.(map[string]any)["metadata"].(map[string]any), "annotations")
+				}
+			}
+		}
+	}
+	normalizeProvenance(v)
+	return v, nil
+}
+
+// provenanceVersion is the "@version" of a provenance mark ("hook@version#sha").
+var provenanceVersion = regexp.MustCompile(`@[^#,]*#`)
+
+// normalizeProvenance removes the build version from the object v's synchook.io/mutated-by.
+func normalizeProvenance(v any) {
+	a := annotations(v)
+	if s, ok := a[engine.ProvenanceAnnotation].(string); ok {
+		a[engine.ProvenanceAnnotation] = provenanceVersion.ReplaceAllString(s, "#")
+	}
+}
+
+// diffValues returns "" when got is want (subset: when got has every field of want with its
+// value, lists of one length element by element), else a diff, -want +got.
+func diffValues(want, got any, subset bool) string {
+	if subset {
+		got = restrict(got, want)
+	}
+	return cmp.Diff(want, got)
+}
+
+// restrict returns the part of got that want names: for maps the keys of want (a key got
+// lacks stays absent), for lists of one length each element restricted; anything else is got.
+func restrict(got, want any) any {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return got
+		}
+		out := map[string]any{}
+		for k, wv := range w {
+			if gv, ok := g[k]; ok {
+				out[k] = restrict(gv, wv)
+			}
+		}
+		return out
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return got
+		}
+		out := make([]any, len(g))
+		for i := range g {
+			out[i] = restrict(g[i], w[i])
+		}
+		return out
+	}
+	return got
+}
+
+// roundTripDiff returns "" when back (what the read gives the syncer) is sent (what the syncer
+// sent for the write) but at the paths keeps names, else a diff, -sent +read.
+func roundTripDiff(sent, back []byte, keeps []string) string {
+	s, err := decodeJSON(sent)
+	if err != nil {
+		return err.Error()
+	}
+	b, err := decodeJSON(back)
+	if err != nil {
+		return err.Error()
+	}
+	for _, k := range keeps {
+		tokens, err := patch.ParsePointer(k)
+		if err != nil {
+			continue // Load checked the form
+		}
+		removeAt(s, tokens)
+		removeAt(b, tokens)
+	}
+	// synchook's own undo annotation: a read that keeps an entry (a Create-only change) hands
+	// the syncer the undo too, which its next write opens (docs/day2.md); the entries are what
+	// counts, and they show as the fields they keep.
+	for _, v := range []any{s, b} {
+		if a := annotations(v); a != nil {
+			delete(a, engine.UndoAnnotation)
+			if len(a) == 0 {
+				delete(v.(map[string]any)["metadata"].(map[string]any), "annotations")
+			}
+		}
+	}
+	return cmp.Diff(s, b)
+}
+
+// removeAt removes the value at tokens below v (maps only, and list indexes), if any.
+func removeAt(v any, tokens []string) {
+	for i, tok := range tokens {
+		last := i == len(tokens)-1
+		switch x := v.(type) {
+		case map[string]any:
+			if last {
+				delete(x, tok)
+				return
+			}
+			v = x[tok]
+		case []any:
+			var n int
+			if _, err := fmt.Sscanf(tok, "%d", &n); err != nil || n < 0 || n >= len(x) || strings.TrimLeft(tok, "0123456789") != "" {
+				return
+			}
+			if last {
+				x[n] = nil
+				return
+			}
+			v = x[n]
+		default:
+			return
+		}
+	}
+}

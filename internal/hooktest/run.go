@@ -1,0 +1,294 @@
+package hooktest
+
+import (
+	"context"
+	"errors"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/synchook/synchook/config"
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/namespaces"
+	"github.com/synchook/synchook/internal/undo"
+)
+
+// Options are how Run runs test files.
+type Options struct {
+	// Register adds a program's own Go hooks to each registry (package plugin's registered
+	// hooks), after the config's.
+	Register func(*engine.Registry) error
+	// Update rewrites the expected objects kept in files with what the cases give.
+	Update bool
+	// Timeout bounds each request. Default 10 s.
+	Timeout time.Duration
+}
+
+// Result is the outcome of one case (or of a file's config, or of a skipped file).
+type Result struct {
+	File, Case string
+	// Skipped says why the file did not run (its RequireHooks are not in this binary).
+	Skipped string
+	// Updated: the case's expected object file was rewritten (Options.Update).
+	Updated bool
+	// Failure says why the case failed ("" when it passed); Diff is expected against actual.
+	Failure, Diff string
+	Duration      time.Duration
+}
+
+// Passed reports whether the case passed.
+func (r Result) Passed() bool { return r.Failure == "" }
+
+// RunFile runs the cases of f. Errors are those of an invalid file or config (not of a case).
+func RunFile(ctx context.Context, f *File, opts Options) ([]Result, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	name := f.Name
+	if name == "" {
+		name = f.path
+	}
+	start := time.Now()
+	reg, err := f.registry(opts)
+	if f.ConfigError != "" {
+		r := Result{File: name, Case: "config is refused", Duration: time.Since(start)}
+		switch {
+		case err == nil:
+			r.Failure = fmt.Sprintf("the config was accepted, want an error containing %q", f.ConfigError)
+		case !strings.Contains(err.Error(), f.ConfigError):
+			r.Failure = fmt.Sprintf("the config was refused with\n  %v\nwant an error containing %q", err, f.ConfigError)
+		}
+		return []Result{r}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if missing := missingHooks(reg, f.RequireHooks); len(missing) > 0 {
+		return []Result{{File: name, Case: "(all cases)", Skipped: fmt.Sprintf("this binary has no Go hook %s: run the program that has it (go run . test)", strings.Join(missing, ", "))}}, nil
+	}
+	lookup := namespaces.Static{}
+	for i := range f.Namespaces {
+		lookup[f.Namespaces[i].Name] = &f.Namespaces[i]
+	}
+	ctx = namespaces.WithSource(ctx, namespaces.Source{Lookup: lookup, Virtual: f.VirtualNamespaces})
+	var out []Result
+	for i := range f.Cases {
+		c := &f.Cases[i]
+		start := time.Now()
+		r := Result{File: name, Case: c.Name}
+		failure, diff, err := f.runCase(ctx, reg, i, opts)
+		if errors.Is(err, errUpdated) {
+			r.Updated, err = true, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.Failure, r.Diff, r.Duration = failure, diff, time.Since(start)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// registry builds the registry of f's config and opts.Register, undo on and sealed with a
+// throwaway key, provenance as the config says (compared without the build version).
+func (f *File) registry(opts Options) (*engine.Registry, error) {
+	cfg := &config.Config{}
+	switch {
+	case f.Config != "":
+		path := filepath.Join(f.dir, f.Config)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w %s: config: %w", ErrInvalid, f.path, err)
+		}
+		if cfg, err = config.ParseIn(data, filepath.Dir(path)); err != nil {
+			return nil, configErr(f, "config", err)
+		}
+	case f.Values != "":
+		path := filepath.Join(f.dir, f.Values)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w %s: values: %w", ErrInvalid, f.path, err)
+		}
+		var values struct {
+			Plugins map[string]struct {
+				Config json.RawMessage `json:"config"`
+			} `json:"plugins"`
+		}
+		if err := yaml.Unmarshal(data, &values); err != nil {
+			return nil, fmt.Errorf("%w %s: values %s: %w", ErrInvalid, f.path, f.Values, err)
+		}
+		p, ok := values.Plugins["synchook"]
+		if !ok || len(p.Config) == 0 {
+			return nil, fmt.Errorf("%w %s: values %s: no plugins.synchook.config", ErrInvalid, f.path, f.Values)
+		}
+		if cfg, err = config.ParseIn(p.Config, filepath.Dir(path)); err != nil {
+			return nil, configErr(f, "values", err)
+		}
+	}
+	ring, err := undo.GenerateRing()
+	if err != nil {
+		return nil, err
+	}
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Provenance: cfg.Provenance, Version: testVersion, Keys: undo.NewKeeper(ring)})
+	if err := cfg.Build(reg); err != nil {
+		return nil, configErr(f, "config", err)
+	}
+	if opts.Register != nil {
+		if err := opts.Register(reg); err != nil {
+			return nil, configErr(f, "Go hooks", err)
+		}
+	}
+	return reg, nil
+}
+
+// missingHooks returns the names of want that no chain of reg holds.
+func missingHooks(reg *engine.Registry, want []string) []string {
+	have := map[string]bool{}
+	for _, rc := range reg.Capabilities().Resources {
+		for _, ht := range rc.HookTypes {
+			for _, h := range ht.Hooks {
+				have[h] = true
+			}
+		}
+	}
+	var missing []string
+	for _, h := range want {
+		if !have[h] {
+			missing = append(missing, h)
+		}
+	}
+	return missing
+}
+
+// testVersion is the build version provenance marks carry in tests (stripped when compared).
+const testVersion = "test"
+
+// configErr is a refused config: an invalid test file unless the file expects it.
+func configErr(f *File, key string, err error) error {
+	if f.ConfigError != "" {
+		return err
+	}
+	return fmt.Errorf("%w %s: %s: %w", ErrInvalid, f.path, key, err)
+}
+
+// runCase runs case i: the write (or read) of its type, the expectation, and for a write the
+// round trip. It returns the failure and diff ("" when it passed); err for an invalid case.
+func (f *File) runCase(ctx context.Context, reg *engine.Registry, i int, opts Options) (failure, diff string, err error) {
+	c := &f.Cases[i]
+	key := fmt.Sprintf("cases[%d]", i)
+	in, err := f.objectJSON(c.Object, key+".object")
+	if err != nil {
+		return "", "", err
+	}
+	gvk, err := engine.ObjectGVK(in)
+	if err != nil {
+		return "", "", fmt.Errorf("%w %s: %s.object: %w", ErrInvalid, f.path, key, err)
+	}
+	t := hooks.HookType(c.Type)
+	res, runErr := mutate(ctx, reg, gvk, t, in, opts.Timeout)
+	if c.Expect.Error != "" {
+		switch {
+		case runErr == nil:
+			return fmt.Sprintf("the request succeeded, want an error containing %q", c.Expect.Error), "", nil
+		case !strings.Contains(runErr.Error(), c.Expect.Error):
+			return fmt.Sprintf("the request failed with\n  %v\nwant an error containing %q", runErr, c.Expect.Error), "", nil
+		}
+		return "", "", nil
+	}
+	if runErr != nil {
+		return fmt.Sprintf("the request failed: %v", runErr), "", nil
+	}
+	if len(c.Expect.Object) > 0 {
+		if failure, diff, err := f.compareExpected(reg, c, key, gvk, t, res, opts.Update); err != nil || failure != "" {
+			return failure, diff, err
+		}
+	}
+	if read, write := readOf(t); write && !c.Expect.NoRoundTrip {
+		back, err := mutate(ctx, reg, gvk, read, res, opts.Timeout)
+		if err != nil {
+			return fmt.Sprintf("the read (%s) of what the write gave failed: %v", read, err), "", nil
+		}
+		if d := roundTripDiff(in, back, c.Expect.ReadKeeps); d != "" {
+			return fmt.Sprintf("the read (%s) does not give the syncer back what it sent: a trace of the hooks stays (declare what a read legitimately keeps in expect.readKeeps)", read), d, nil
+		}
+	}
+	return "", "", nil
+}
+
+// compareExpected compares the result res of case c with its expected object; with update, an
+// expected object kept in a file is rewritten with the result instead of failing.
+func (f *File) compareExpected(reg *engine.Registry, c *Case, key string, gvk schema.GroupVersionKind, t hooks.HookType, res []byte, update bool) (failure, diff string, err error) {
+	want, err := f.objectJSON(c.Expect.Object, key+".expect.object")
+	if err != nil {
+		return "", "", err
+	}
+	wantV, err := decodeJSON(want)
+	if err != nil {
+		return "", "", fmt.Errorf("%w %s: %s.expect.object: %w", ErrInvalid, f.path, key, err)
+	}
+	got, err := comparable(reg, gvk, t, res, hasUndo(wantV))
+	if err != nil {
+		return fmt.Sprintf("the undo on the result does not open: %v", err), "", nil
+	}
+	normalizeProvenance(wantV)
+	subset := c.Expect.Match == "subset"
+	if d := diffValues(wantV, got, subset); d != "" {
+		if update && c.Expect.Object[0] == '"' {
+			return "", "", f.writeExpected(c, key, got)
+		}
+		how := "the result is not the expected object"
+		if subset {
+			how = "the result does not contain the expected fields"
+		}
+		return how + " (-expected +actual)", d, nil
+	}
+	return "", "", nil
+}
+
+// readOf returns the read hook type paired with t and whether t is a write that has one.
+func readOf(t hooks.HookType) (hooks.HookType, bool) {
+	switch t {
+	case hooks.CreatePhysical, hooks.UpdatePhysical:
+		return hooks.GetPhysical, true
+	case hooks.CreateVirtual, hooks.UpdateVirtual:
+		return hooks.GetVirtual, true
+	}
+	return "", false
+}
+
+// mutate runs the chain of t on raw and returns the resulting object.
+func mutate(ctx context.Context, reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := reg.Mutate(ctx, gvk, t, raw)
+	if err != nil {
+		return nil, err
+	}
+	return res.Object()
+}
+
+// writeExpected writes got, as YAML, to the file that case c's expected object is kept in.
+func (f *File) writeExpected(c *Case, key string, got any) error {
+	var name string
+	if err := json.Unmarshal(c.Expect.Object, &name); err != nil {
+		return fmt.Errorf("%w %s: %s.expect.object: %w", ErrInvalid, f.path, key, err)
+	}
+	out, err := yaml.Marshal(got)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, name), out, 0o644); err != nil {
+		return err
+	}
+	return errUpdated
+}
+
+// errUpdated is runCase's answer for a case whose expected object file it rewrote.
+var errUpdated = errors.New("expected object updated")
