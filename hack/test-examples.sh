@@ -26,7 +26,9 @@ for dir in examples/*/; do
       echo "--- go vet ./..." >&2 && go vet ./... &&
       # -o /dev/null: in a module with one main package, go build ./... would write a binary.
       echo "--- go build ./..." >&2 && go build -o /dev/null ./... &&
-      echo "--- go test -count=1 ./..." >&2 && go test -count=1 ${GO_TEST_FLAGS:-} ./...
+      echo "--- go test -count=1 ./..." >&2 && go test -count=1 ${GO_TEST_FLAGS:-} ./... &&
+      # its own test files, with its own binary (its Go hooks): synchook test, as the program
+      { [ -z "$(ls synchook-test.yaml ./*.synchook-test.yaml 2>/dev/null)" ] || { echo "--- go run . test" >&2 && go run . test; }; }
   ); then
     echo "FAIL: $dir" >&2
     exit 1

@@ -62,7 +62,10 @@ go run ./cmd/synchook-bench bench --max-requests 100 --max-duration 200ms >/dev/
 # deadline: two at once (its slot count only means something when requests outlast their arrival)
 go run ./cmd/synchook-bench deadline --tolerations 1000 --parallel 2 --rounds 1 --grace 5s >/dev/null
 
-step "examples: each its own module built on package plugin (vet, build, test)"
+step "synchook test examples/ (test files of plugin.yaml, the features, the policies, Kyverno's ported scenarios)"
+go run . test examples/
+
+step "examples: each its own module built on package plugin (vet, build, test, and its own synchook test)"
 hack/test-examples.sh
 
 step "end-to-end tests (real kube-apiserver + etcd)"

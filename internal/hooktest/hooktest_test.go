@@ -1,0 +1,182 @@
+package hooktest_test
+
+import (
+	"bytes"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/synchook/synchook/internal/hooktest"
+)
+
+const labelsConfig = `
+hooks:
+  - name: team
+    resources: [{apiVersion: v1, kind: Pod}]
+    types: [CreatePhysical, UpdatePhysical]
+    labels: {labels: {team: a}}
+`
+
+const pod = `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: ns, labels: {app: web}}
+spec: {containers: [{name: web, image: nginx}]}
+`
+
+// dir writes files (name → content) into a fresh directory and returns it.
+func dir(t *testing.T, files map[string]string) string {
+	t.Helper()
+	d := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(d, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// run runs Main on d and returns the exit code, stdout and stderr.
+func run(t *testing.T, d string, opts hooktest.Options, junit bool) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := hooktest.Main(t.Context(), []string{d}, opts, junit, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestACaseThatHoldsPassesAndABrokenOneFailsWithADiff(t *testing.T) {
+	test := `
+config: config.yaml
+cases:
+  - name: the label
+    object: pod.yaml
+    expect:
+      match: subset
+      object: {metadata: {labels: {app: web, team: %s}}}
+`
+	d := dir(t, map[string]string{"config.yaml": labelsConfig, "pod.yaml": pod, hooktest.FileName: strings.Replace(test, "%s", "a", 1)})
+	if code, out, errOut := run(t, d, hooktest.Options{}, false); code != hooktest.ExitOK || !strings.Contains(out, "--- PASS: ") || !strings.Contains(out, "ok\t1 cases in 1 files") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	// broken on purpose: the expectation says team b
+	d = dir(t, map[string]string{"config.yaml": labelsConfig, "pod.yaml": pod, hooktest.FileName: strings.Replace(test, "%s", "b", 1)})
+	code, out, _ := run(t, d, hooktest.Options{}, false)
+	for _, want := range []string{"--- FAIL: ", "the result does not contain the expected fields (-expected +actual)", `"team": string("b")`, `"team": string("a")`, "FAIL\t1 of 1 cases failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code != hooktest.ExitFailed {
+		t.Errorf("exit %d, want %d", code, hooktest.ExitFailed)
+	}
+}
+
+func TestAMalformedTestFileExitsTwoNamingTheKey(t *testing.T) {
+	for name, tt := range map[string]struct{ file, want string }{
+		"a misspelt key":    {"config: config.yaml\ncases:\n  - name: a\n    object: pod.yaml\n    expect: {mach: subset}\n", `unknown field "mach"`},
+		"no object":         {"config: config.yaml\ncases:\n  - name: a\n", "cases[0].object: required"},
+		"a bad hook type":   {"config: config.yaml\ncases:\n  - name: a\n    type: CreatPhysical\n    object: pod.yaml\n", `cases[0].type: unknown hook type "CreatPhysical"`},
+		"a duplicate name":  {"config: config.yaml\ncases:\n  - {name: a, object: pod.yaml}\n  - {name: a, object: pod.yaml}\n", `cases[1].name: "a" is cases[0].name already`},
+		"a bad readKeeps":   {"config: config.yaml\ncases:\n  - name: a\n    object: pod.yaml\n    expect: {readKeeps: [spec]}\n", `cases[0].expect.readKeeps[0]: "spec" is not a JSON Pointer`},
+		"an invalid config": {"config: bad.yaml\ncases:\n  - {name: a, object: pod.yaml}\n", `config: invalid synchook config: hooks[0]: unknown field "lables"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := dir(t, map[string]string{"config.yaml": labelsConfig, "bad.yaml": "hooks:\n  - lables: {}\n", "pod.yaml": pod, hooktest.FileName: tt.file})
+			code, _, errOut := run(t, d, hooktest.Options{}, false)
+			if code != hooktest.ExitInvalid || !strings.Contains(errOut, tt.want) || !strings.Contains(errOut, hooktest.FileName) {
+				t.Errorf("exit %d, stderr %q; want %d naming the file and %q", code, errOut, hooktest.ExitInvalid, tt.want)
+			}
+		})
+	}
+}
+
+// The round trip is checked for every write case without the test asking for it: a hook whose
+// change the read does not take off (undo: false) fails; a declared kept entry passes.
+func TestAWriteWhoseReadLeavesATraceFailsTheRoundTripUnlessDeclared(t *testing.T) {
+	noUndo := strings.Replace(labelsConfig, "labels: {labels: {team: a}}", "labels: {labels: {team: a}}\n    undo: false", 1)
+	test := "config: config.yaml\ncases:\n  - name: the label\n    object: pod.yaml\n"
+	d := dir(t, map[string]string{"config.yaml": noUndo, "pod.yaml": pod, hooktest.FileName: test})
+	code, out, _ := run(t, d, hooktest.Options{}, false)
+	if code != hooktest.ExitFailed || !strings.Contains(out, "the read (GetPhysical) does not give the syncer back what it sent") || !strings.Contains(out, `"team": string("a")`) {
+		t.Errorf("exit %d, want %d with the round trip's diff:\n%s", code, hooktest.ExitFailed, out)
+	}
+	d = dir(t, map[string]string{"config.yaml": noUndo, "pod.yaml": pod, hooktest.FileName: test + "    expect: {readKeeps: [/metadata/labels/team]}\n"})
+	if code, out, _ := run(t, d, hooktest.Options{}, false); code != hooktest.ExitOK {
+		t.Errorf("with readKeeps: exit %d:\n%s", code, out)
+	}
+	// with undo on, the read gives the syncer its object back
+	d = dir(t, map[string]string{"config.yaml": labelsConfig, "pod.yaml": pod, hooktest.FileName: test})
+	if code, out, _ := run(t, d, hooktest.Options{}, false); code != hooktest.ExitOK {
+		t.Errorf("undo on: exit %d:\n%s", code, out)
+	}
+}
+
+func TestTheUndoIsComparedByItsEntriesAndUpdateWritesTheExpectation(t *testing.T) {
+	test := "config: config.yaml\ncases:\n  - name: the label\n    object: pod.yaml\n    expect: {object: pod.expected.yaml}\n"
+	d := dir(t, map[string]string{"config.yaml": labelsConfig, "pod.yaml": pod, "pod.expected.yaml": "{}", hooktest.FileName: test})
+	if code, out, _ := run(t, d, hooktest.Options{Update: true}, false); code != hooktest.ExitOK || !strings.Contains(out, "--- UPDATED: ") {
+		t.Fatalf("--update: exit %d:\n%s", code, out)
+	}
+	written, err := os.ReadFile(filepath.Join(d, "pod.expected.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(written), "team: a") || strings.Contains(string(written), "synchook.io/undo") {
+		t.Fatalf("the expectation written:\n%s", written)
+	}
+	if code, out, _ := run(t, d, hooktest.Options{}, false); code != hooktest.ExitOK {
+		t.Fatalf("after --update: exit %d:\n%s", code, out)
+	}
+	// an expectation that names the undo compares its opened entries, never its sealed bytes
+	entries := `[{"path":"/metadata/annotations","hooked":{}},{"path":"/metadata/labels/team","hooked":"a"}]`
+	withUndo := strings.Replace(string(written), "metadata:\n", "metadata:\n  annotations:\n    synchook.io/undo: '"+entries+"'\n", 1)
+	if err := os.WriteFile(filepath.Join(d, "pod.expected.yaml"), []byte(withUndo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := run(t, d, hooktest.Options{}, false); code != hooktest.ExitOK {
+		t.Errorf("with the undo's entries: exit %d:\n%s\n%s", code, out, withUndo)
+	}
+	wrong := strings.Replace(withUndo, "/metadata/labels/team", "/metadata/labels/other", 1)
+	if err := os.WriteFile(filepath.Join(d, "pod.expected.yaml"), []byte(wrong), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := run(t, d, hooktest.Options{}, false); code != hooktest.ExitFailed || !strings.Contains(out, "/metadata/labels/team") {
+		t.Errorf("with other entries: exit %d:\n%s", code, out)
+	}
+}
+
+func TestJUnitOutput(t *testing.T) {
+	test := "config: config.yaml\ncases:\n  - name: ok\n    object: pod.yaml\n  - name: broken\n    object: pod.yaml\n    expect: {error: never}\n"
+	d := dir(t, map[string]string{"config.yaml": labelsConfig, "pod.yaml": pod, hooktest.FileName: test})
+	code, out, _ := run(t, d, hooktest.Options{}, true)
+	var suites struct {
+		Suites []struct {
+			Tests    int `xml:"tests,attr"`
+			Failures int `xml:"failures,attr"`
+			Cases    []struct {
+				Name    string    `xml:"name,attr"`
+				Failure *struct{} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal([]byte(out), &suites); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if code != hooktest.ExitFailed || len(suites.Suites) != 1 || suites.Suites[0].Tests != 2 || suites.Suites[0].Failures != 1 || suites.Suites[0].Cases[1].Failure == nil {
+		t.Errorf("exit %d, report:\n%s", code, out)
+	}
+}
+
+func TestARefusedConfigIsAnExpectation(t *testing.T) {
+	bad := "hooks:\n  - name: mirror\n    resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    image: {rules: [{from: ghcr.io, to: ghcr.io/mirror}]}\n"
+	d := dir(t, map[string]string{"config.yaml": bad, hooktest.FileName: "config: config.yaml\nconfigError: overlap\n"})
+	if code, out, errOut := run(t, d, hooktest.Options{}, false); code != hooktest.ExitOK {
+		t.Errorf("exit %d:\n%s%s", code, out, errOut)
+	}
+	d = dir(t, map[string]string{"config.yaml": labelsConfig, hooktest.FileName: "config: config.yaml\nconfigError: overlap\n"})
+	if code, out, _ := run(t, d, hooktest.Options{}, false); code != hooktest.ExitFailed || !strings.Contains(out, "the config was accepted") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
