@@ -180,3 +180,26 @@ func TestARefusedConfigIsAnExpectation(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
+
+func TestProvenanceIsComparedWithoutTheBuildVersion(t *testing.T) {
+	test := "config: config.yaml\ncases:\n  - name: the label\n    object: pod.yaml\n    expect: {object: pod.expected.yaml}\n"
+	d := dir(t, map[string]string{"config.yaml": "provenance: true\n" + labelsConfig, "pod.yaml": pod, "pod.expected.yaml": "{}", hooktest.FileName: test})
+	if code, out, _ := run(t, d, hooktest.Options{Update: true}, false); code != hooktest.ExitOK {
+		t.Fatalf("--update: exit %d:\n%s", code, out)
+	}
+	written, err := os.ReadFile(filepath.Join(d, "pod.expected.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(written), "synchook.io/mutated-by: team#") {
+		t.Fatalf("the expectation written has no provenance without a version:\n%s", written)
+	}
+	// an expectation written by another build (another version) still holds
+	other := strings.Replace(string(written), "mutated-by: team#", "mutated-by: team@v0.9.1#", 1)
+	if err := os.WriteFile(filepath.Join(d, "pod.expected.yaml"), []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := run(t, d, hooktest.Options{}, false); code != hooktest.ExitOK {
+		t.Errorf("with another build's version: exit %d:\n%s", code, out)
+	}
+}
