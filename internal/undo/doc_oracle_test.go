@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/synchook/synchook/internal/fixtures"
@@ -77,6 +78,9 @@ func checkAgainstTree(t *testing.T, raw []byte, edits []edit) {
 	}
 	if hasRepeatedKeys(raw) {
 		return // evanphx/json-patch reads a repeated key its own way; the Doc and the tree take the last
+	}
+	if slices.ContainsFunc(doc.Ops(), func(op patch.Operation) bool { return strings.Contains(op.Path, "//") }) {
+		return // evanphx/json-patch v5 misreads an empty key followed by another token ("/a//": missing; "//": no-op)
 	}
 	p, err := patch.Marshal(doc.Ops())
 	if err != nil {
