@@ -67,7 +67,7 @@ func CheckFromNamespace(f FromNamespace) error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(f.Rename)) {
 		to := f.Rename[k]
-		if !slices.Contains(f.Keys, k) && !slices.ContainsFunc(f.Prefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+		if !f.copies(k) {
 			bad("rename[%s]: keys and prefixes do not copy %q", k, k)
 		}
 		for _, msg := range validation.IsQualifiedName(to) {
@@ -80,6 +80,12 @@ func CheckFromNamespace(f FromNamespace) error {
 	return errors.Join(errs...)
 }
 
+// copies reports whether f copies the namespace label key: one of Keys, or under a Prefix.
+func (f *FromNamespace) copies(key string) bool {
+	return slices.Contains(f.Keys, key) || slices.ContainsFunc(f.Prefixes, func(p string) bool { return strings.HasPrefix(key, p) })
+}
+
+// reserved reports whether key is under one of reservedPrefixes.
 func reserved(key string) bool {
 	return slices.ContainsFunc(reservedPrefixes, func(p string) bool { return strings.HasPrefix(key, p) })
 }
@@ -107,7 +113,7 @@ func (f *FromNamespace) labelsFor(ctx context.Context, t hooks.HookType, namespa
 	}
 	out := map[string]string{}
 	for k, v := range ns.Labels {
-		if !slices.Contains(f.Keys, k) && !slices.ContainsFunc(f.Prefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+		if !f.copies(k) {
 			continue
 		}
 		to := k

@@ -136,25 +136,20 @@ func (rs imageRules) rewrite(image string, reverse bool) (out string, ok, unpars
 		return image, false, true
 	}
 	name := n.Name()
-	var best *imageRule
-	for i := range rs {
-		r := &rs[i]
-		match := r.nFrom
+	match, replace := "", "" // of the rule with the longest match
+	for _, r := range rs {
+		from, to := r.nFrom, r.to
 		if reverse {
-			match = r.nTo
+			from, to = r.nTo, r.nFrom
 		}
-		if underPrefix(name, match) && (best == nil || len(match) > len(bestMatch(best, reverse))) {
-			best = r
+		if underPrefix(name, from) && len(from) > len(match) {
+			match, replace = from, to
 		}
 	}
-	if best == nil {
+	if match == "" {
 		return image, false, false
 	}
-	replace := best.to
-	if reverse {
-		replace = best.nFrom
-	}
-	out = replace + name[len(bestMatch(best, reverse)):]
+	out = replace + name[len(match):]
 	if t, ok := n.(reference.Tagged); ok {
 		out += ":" + t.Tag()
 	}
@@ -165,13 +160,6 @@ func (rs imageRules) rewrite(image string, reverse bool) (out string, ok, unpars
 		return image, false, true // a To that makes an invalid name for this image (too long)
 	}
 	return out, true, false
-}
-
-func bestMatch(r *imageRule, reverse bool) string {
-	if reverse {
-		return r.nTo
-	}
-	return r.nFrom
 }
 
 var unparsableImages = prometheus.NewCounterVec(prometheus.CounterOpts{

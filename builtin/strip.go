@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/jsonfield"
 )
 
@@ -250,22 +251,8 @@ func typedLen(v reflect.Value, prefix []string) (int, bool) {
 // treeLen returns the length of the array at prefix in the unstructured tree doc, false where
 // there is none.
 func treeLen(doc map[string]any, prefix []string) (int, bool) {
-	var node any = doc
-	for _, tok := range prefix {
-		switch n := node.(type) {
-		case map[string]any:
-			node = n[tok]
-		case []any:
-			j, ok := arrayIndex(tok, len(n))
-			if !ok {
-				return 0, false
-			}
-			node = n[j]
-		default:
-			return 0, false
-		}
-	}
-	a, ok := node.([]any)
+	v, _ := jsondoc.LookupValue(doc, prefix)
+	a, ok := v.([]any)
 	return len(a), ok
 }
 

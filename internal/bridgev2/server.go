@@ -234,9 +234,9 @@ func (s *Server) Initialize(ctx context.Context, req *pluginv2.Initialize_Reques
 // configureNamespaces points Options.Namespaces at the virtual cluster of the InitConfig JSON
 // config (its syncerConfig kubeconfig). Its errors say what is missing, never the config.
 func (s *Server) configureNamespaces(config string) error {
-	var ic initConfig
-	if err := json.Unmarshal([]byte(config), &ic); err != nil {
-		return errors.New("the Initialize config is not the JSON of vcluster's InitConfig")
+	ic, err := parseInitConfig(config)
+	if err != nil {
+		return err
 	}
 	if len(ic.SyncerConfig) == 0 {
 		return errors.New("the Initialize config has no virtual cluster kubeconfig (syncerConfig)")
@@ -257,6 +257,15 @@ type initConfig struct {
 	WorkloadConfig        []byte `json:"workloadConfig,omitempty"`
 	PhysicalClusterConfig []byte `json:"physicalClusterConfig,omitempty"`
 	CurrentNamespace      string `json:"currentNamespace,omitempty"`
+}
+
+// parseInitConfig decodes the InitConfig JSON config; its error never quotes the config.
+func parseInitConfig(config string) (initConfig, error) {
+	var ic initConfig
+	if err := json.Unmarshal([]byte(config), &ic); err != nil {
+		return initConfig{}, errors.New("the Initialize config is not the JSON of vcluster's InitConfig")
+	}
+	return ic, nil
 }
 
 // loadKeys starts undokey on the host named by the InitConfig JSON config and waits up to
@@ -360,9 +369,9 @@ func (s *Server) keepTrying(c client.Client, namespace string, log logr.Logger, 
 // config (workloadConfig, else physicalClusterConfig), and the vcluster's host namespace. Its
 // errors say what is missing, never the config's content.
 func (s *Server) hostClient(config string) (client.Client, string, error) {
-	var ic initConfig
-	if err := json.Unmarshal([]byte(config), &ic); err != nil {
-		return nil, "", errors.New("the Initialize config is not the JSON of vcluster's InitConfig")
+	ic, err := parseInitConfig(config)
+	if err != nil {
+		return nil, "", err
 	}
 	kubeconfig := ic.WorkloadConfig
 	if len(kubeconfig) == 0 {

@@ -1,30 +1,18 @@
 package hooktest
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"regexp"
-	"strings"
+	"strconv"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/patch"
 )
-
-// decodeJSON decodes a JSON document into generic values, numbers as json.Number (exact).
-func decodeJSON(raw []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
 
 // hasUndo reports whether the object v carries a synchook.io/undo annotation.
 func hasUndo(v any) bool {
@@ -45,7 +33,7 @@ func annotations(v any) map[string]any {
 // withUndo, else removed (an annotations map left empty by that goes too); provenance without
 // the build version.
 func comparable(reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, withUndo bool) (any, error) {
-	v, err := decodeJSON(raw)
+	v, err := jsondoc.Decode(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -126,11 +114,11 @@ func restrict(got, want any) any {
 // roundTripDiff returns "" when back (what the read gives the syncer) is sent (what the syncer
 // sent for the write) but at the paths keeps names, else a diff, -sent +read.
 func roundTripDiff(sent, back []byte, keeps []string) string {
-	s, err := decodeJSON(sent)
+	s, err := jsondoc.Decode(sent)
 	if err != nil {
 		return err.Error()
 	}
-	b, err := decodeJSON(back)
+	b, err := jsondoc.Decode(back)
 	if err != nil {
 		return err.Error()
 	}
@@ -168,8 +156,8 @@ func removeAt(v any, tokens []string) {
 			}
 			v = x[tok]
 		case []any:
-			var n int
-			if _, err := fmt.Sscanf(tok, "%d", &n); err != nil || n < 0 || n >= len(x) || strings.TrimLeft(tok, "0123456789") != "" {
+			n, err := strconv.Atoi(tok) // RFC 6901: digits only
+			if err != nil || tok[0] < '0' || tok[0] > '9' || n >= len(x) {
 				return
 			}
 			if last {

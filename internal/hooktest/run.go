@@ -16,6 +16,7 @@ import (
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/namespaces"
 	"github.com/synchook/synchook/internal/undo"
 )
@@ -229,7 +230,7 @@ func (f *File) compareExpected(reg *engine.Registry, c *Case, key string, gvk sc
 	if err != nil {
 		return "", "", err
 	}
-	wantV, err := decodeJSON(want)
+	wantV, err := jsondoc.Decode(want)
 	if err != nil {
 		return "", "", fmt.Errorf("%w %s: %s.expect.object: %w", ErrInvalid, f.path, key, err)
 	}

@@ -196,7 +196,7 @@ func (d *Doc) Lookup(tokens []string) (any, bool) {
 		return nil, false
 	}
 	if n.IsSet {
-		return lookupValue(n.Value, rest)
+		return LookupValue(n.Value, rest)
 	}
 	v, err := n.Decoded()
 	return v, err == nil
@@ -210,7 +210,7 @@ func (d *Doc) Kind(tokens []string) (byte, bool) {
 		return 0, false
 	}
 	if n.IsSet {
-		v, ok := lookupValue(n.Value, rest)
+		v, ok := LookupValue(n.Value, rest)
 		if !ok {
 			return 0, false
 		}
@@ -248,7 +248,7 @@ func (d *Doc) Len(tokens []string) (int, bool) {
 		return 0, false
 	}
 	if n.IsSet {
-		v, _ := lookupValue(n.Value, rest)
+		v, _ := LookupValue(n.Value, rest)
 		a, ok := v.([]any)
 		return len(a), ok
 	}
@@ -272,7 +272,7 @@ func (d *Doc) IsArrayIndex(tokens []string) bool {
 		return false
 	}
 	if n.IsSet {
-		parent, ok := lookupValue(n.Value, rest)
+		parent, ok := LookupValue(n.Value, rest)
 		a, isArray := parent.([]any)
 		if !ok || !isArray {
 			return false
@@ -364,7 +364,7 @@ func (d *Doc) canEdit(tokens []string, remove bool) bool {
 		return false
 	}
 	if parent.IsSet {
-		pv, ok := lookupValue(parent.Value, rest)
+		pv, ok := LookupValue(parent.Value, rest)
 		switch p := pv.(type) {
 		case map[string]any:
 			_, has := p[last]
@@ -442,8 +442,10 @@ func editValue(root any, tokens []string, v any, remove bool) (any, bool) {
 	return root, false
 }
 
-// lookupValue returns the value at tokens inside the decoded value v.
-func lookupValue(v any, tokens []string) (any, bool) {
+// LookupValue returns the value at the reference tokens inside v, decoded JSON (what Decode
+// gives, or encoding/json into any): through objects by key, through arrays by RFC 6901 index;
+// false where there is none.
+func LookupValue(v any, tokens []string) (any, bool) {
 	for _, tok := range tokens {
 		switch node := v.(type) {
 		case map[string]any:

@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -175,25 +174,12 @@ func (c *Cache) Get(ctx context.Context, name string) (*corev1.Namespace, error)
 	if err != nil {
 		return nil, err
 	}
-	if !inf.HasSynced() {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			select {
-			case <-ctx.Done():
-			case <-c.stop:
-			}
-		}()
-		if !cache.WaitForCacheSync(done, inf.HasSynced) {
-			return nil, fmt.Errorf("the namespace cache has not listed the cluster's Namespaces yet: %w", context.Cause(ctx))
-		}
+	if !inf.HasSynced() && !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil, fmt.Errorf("the namespace cache has not listed the cluster's Namespaces yet: %w", context.Cause(ctx))
 	}
 	obj, found, err := inf.GetStore().GetByKey(name)
 	if err != nil || !found {
-		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, err
-		}
-		return nil, nil
+		return nil, err
 	}
 	ns, _ := obj.(*corev1.Namespace)
 	return ns, nil

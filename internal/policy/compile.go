@@ -355,6 +355,22 @@ func celDetail(err error) string {
 	return err.Error()
 }
 
+// selectorOf returns the label selector ls, found at p, as a labels.Selector: nil when ls is
+// nil or selects everything.
+func selectorOf(ls *metav1.LabelSelector, p *field.Path) (labels.Selector, *field.Error) {
+	if ls == nil {
+		return nil, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil, field.Invalid(p, ls, err.Error())
+	}
+	if sel.Empty() {
+		return nil, nil
+	}
+	return sel, nil
+}
+
 // resolve checks matchConstraints and resolves its resource rules to the kinds of out.scheme
 // and of custom, filling out.targets, out.kinds, out.excludes and out.selector.
 func (out *Policy) resolve(mc *admissionregistrationv1.MatchResources, path *field.Path, custom []schema.GroupVersionKind) field.ErrorList {
@@ -362,21 +378,12 @@ func (out *Policy) resolve(mc *admissionregistrationv1.MatchResources, path *fie
 		return field.ErrorList{field.Required(path, "the resource rules say which kinds and operations the policy handles")}
 	}
 	var errs field.ErrorList
-	if mc.NamespaceSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(mc.NamespaceSelector)
-		if err != nil {
-			errs = append(errs, field.Invalid(path.Child("namespaceSelector"), mc.NamespaceSelector, err.Error()))
-		} else if !sel.Empty() {
-			out.nsSelector = sel
-		}
+	var err *field.Error
+	if out.nsSelector, err = selectorOf(mc.NamespaceSelector, path.Child("namespaceSelector")); err != nil {
+		errs = append(errs, err)
 	}
-	if mc.ObjectSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(mc.ObjectSelector)
-		if err != nil {
-			errs = append(errs, field.Invalid(path.Child("objectSelector"), mc.ObjectSelector, err.Error()))
-		} else if !sel.Empty() {
-			out.selector = sel
-		}
+	if out.selector, err = selectorOf(mc.ObjectSelector, path.Child("objectSelector")); err != nil {
+		errs = append(errs, err)
 	}
 	if mp := mc.MatchPolicy; mp != nil && *mp != admissionregistrationv1.Exact && *mp != admissionregistrationv1.Equivalent {
 		errs = append(errs, field.NotSupported(path.Child("matchPolicy"), *mp, []string{string(admissionregistrationv1.Exact), string(admissionregistrationv1.Equivalent)}))
