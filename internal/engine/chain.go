@@ -357,7 +357,7 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []u
 		return outcome{}, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
 	}
 	doc := jsondoc.New(raw)
-	if reason := undo.Apply(ctx, doc, steps); reason == UndoDeadline {
+	if res := undo.Apply(ctx, doc, steps); res.Reason == UndoDeadline {
 		return outcome{}, fmt.Errorf("%s: restore the earlier undo: %w", c.key, ctx.Err())
 	}
 	if patch.Guard("", doc.Ops()) != nil { // undo's plans refuse identity paths: cannot happen

@@ -63,7 +63,7 @@ func (r *Registry) Cleanup(ctx context.Context, gvk schema.GroupVersionKind, sid
 		s.Doc = func() (undo.Doc, error) { return doc, nil } // read before anything is applied
 		steps, unrestored, dropped := r.rule(key).PlanCleanup(s, value)
 		res.Unrestored, res.Dropped = unrestored, dropped
-		if reason := undo.Apply(ctx, doc, steps); reason == UndoDeadline {
+		if res := undo.Apply(ctx, doc, steps); res.Reason == UndoDeadline {
 			return CleanupResult{}, ctx.Err()
 		}
 		if patch.Guard("", doc.Ops()) != nil {

@@ -343,6 +343,19 @@ func (r *call) observeUndoRejected(key Key, reason string) {
 	}
 }
 
+// observeUndoSkipped tells the observer, when it is an UndoSkipObserver, the entries a read of
+// key left out (undo.Result.Skipped).
+func (r *call) observeUndoSkipped(key Key, skipped map[string]int) {
+	if len(skipped) == 0 {
+		return
+	}
+	if o, ok := r.observer.(UndoSkipObserver); ok {
+		for reason, n := range skipped {
+			o.ObserveUndoSkipped(key.Type, key.GVK, reason, n)
+		}
+	}
+}
+
 // hookCall returns the context and the timeout (0: none) of a call of hook i of chain c: ctx
 // with the hook's logger (ctx itself without a Runner logger) and the Runner's HookTimeout, or,
 // for a builtin hook (RegisterBuiltin), ctx itself and no timeout: it neither logs nor waits,

@@ -77,6 +77,14 @@ type UndoObserver interface {
 	ObserveUndoRejected(t hooks.HookType, gvk schema.GroupVersionKind, reason string)
 }
 
+// UndoSkipObserver is told, after a read applied an undo, how many of its entries were left
+// out and why (undo.SkipChanged, undo.SkipHeld, undo.SkipNoPlace): the object as the host
+// stores it no longer held what the hooks wrote there (a Runner's Observer that also
+// implements it: metrics.Recorder counts them).
+type UndoSkipObserver interface {
+	ObserveUndoSkipped(t hooks.HookType, gvk schema.GroupVersionKind, reason string, n int)
+}
+
 // UndoEntry is one change of a write chain and how to take it back (undo.Entry).
 type UndoEntry = undo.Entry
 
@@ -117,9 +125,11 @@ func isReservedPath(p string) bool {
 // object that holds only these entries is the object itself). It returns why the undo is
 // dropped ("" when it was applied); doc is then half-edited and must be dropped.
 func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, doc *jsondoc.Doc, p undo.Plan) string {
-	if reason := undo.Apply(ctx, doc, p.Steps); reason != "" {
-		return reason
+	res := undo.Apply(ctx, doc, p.Steps)
+	if res.Reason != "" {
+		return res.Reason
 	}
+	rn.observeUndoSkipped(c.key, res.Skipped)
 	if patch.Guard("", doc.Ops()) != nil { // cannot happen: undo's plans refuse identity paths
 		return UndoIdentity
 	}

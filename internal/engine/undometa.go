@@ -56,7 +56,9 @@ func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undo.P
 	if view[1] == nil { // undo.Apply removes the annotation first: it is there (runUndoRead)
 		return outcome{}, "", errNotMetadataPath
 	}
-	dropped = undo.Apply(ctx, &view, p.Steps)
+	res := undo.Apply(ctx, &view, p.Steps)
+	rn.observeUndoSkipped(c.key, res.Skipped)
+	dropped = res.Reason
 	if dropped != "" {
 		view = stored
 	}
@@ -90,6 +92,19 @@ func (m *metadataMaps) at(tokens []string) (i int, key string, whole bool) {
 	return i, tokens[2], false
 }
 
+// Kind implements undo.Doc: metadata itself (one token) is always an object here.
+func (m *metadataMaps) Kind(tokens []string) (byte, bool) {
+	if len(tokens) == 1 {
+		return '{', tokens[0] == "metadata"
+	}
+	i, key, whole := m.at(tokens)
+	if whole {
+		return '{', m[i] != nil
+	}
+	_, ok := m[i][key]
+	return '"', ok
+}
+
 // Lookup implements undo.Doc.
 func (m *metadataMaps) Lookup(tokens []string) (any, bool) {
 	i, key, whole := m.at(tokens)
@@ -116,7 +131,7 @@ func (m *metadataMaps) Set(tokens []string, v any) (bool, error) {
 			return false, errNotMetadataValue
 		}
 		if m[i] == nil {
-			return false, nil // the map is gone: nothing to restore into
+			return false, nil // no parent: undo.Apply makes it again (one rule)
 		}
 		m[i][key] = s
 		return true, nil

@@ -60,6 +60,9 @@ var (
 	undoRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "synchook_undo_rejected_total", Help: "synchook.io/undo annotations a read dropped instead of applying, by reason (too_large, clear_text, no_key, unauthentic, malformed, identity, deadline).",
 	}, []string{"reason"})
+	undoSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "synchook_undo_entries_skipped_total", Help: "Entries of an applied synchook.io/undo that a read left out because the object as the host stores it changed there, by reason (changed: the host holds another value; held: the host already holds the element; no_place: its place is gone).",
+	}, []string{"kind", "reason"})
 	undoKeyFallbacks = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "synchook_undo_key_fallbacks_total", Help: "Times a vcluster plugin v2 answered Initialize without its undo key Secret (host unreachable, no access): it runs without a key until a background retry gets it.",
 	})
@@ -69,7 +72,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(requests, requestDuration, hookDuration, hookFailures, patchOps, guardRejections, inflight, loopsDetected, undoRejected, undoKeyFallbacks, certExpiry)
+	crmetrics.Registry.MustRegister(requests, requestDuration, hookDuration, hookFailures, patchOps, guardRejections, inflight, loopsDetected, undoRejected, undoSkipped, undoKeyFallbacks, certExpiry)
 }
 
 // Recorder records requests and hook calls for one registry. It implements engine.Observer:
@@ -130,6 +133,12 @@ func (r *Recorder) ObserveLoop(hookNames string, t hooks.HookType, gvk schema.Gr
 // tenant could otherwise fill the log.
 func (r *Recorder) ObserveUndoRejected(_ hooks.HookType, _ schema.GroupVersionKind, reason string) {
 	undoRejected.WithLabelValues(reason).Inc()
+}
+
+// ObserveUndoSkipped implements engine.UndoSkipObserver: it counts the entries of an applied
+// undo that a read left out, by kind and reason. It does not log (tenant objects drive it).
+func (r *Recorder) ObserveUndoSkipped(_ hooks.HookType, gvk schema.GroupVersionKind, reason string, n int) {
+	undoSkipped.WithLabelValues(gvk.Kind, reason).Add(float64(n))
 }
 
 // ObserveUndoKeyFallback counts a start without the undo key Secret

@@ -2,8 +2,11 @@ package undo
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/synchook/synchook/internal/jsondoc"
 )
@@ -15,6 +18,9 @@ import (
 type Doc interface {
 	// Lookup returns the value at the reference tokens.
 	Lookup(tokens []string) (any, bool)
+	// Kind returns the first byte of the JSON value at tokens ('{', '[', '"', 'n', 't', 'f',
+	// a digit or '-'), without decoding it; false when there is none.
+	Kind(tokens []string) (byte, bool)
 	// Set sets the value at tokens as RFC 6902's add does; false when the parent does not
 	// exist, an error when the document cannot hold v there (then the undo is not applied).
 	Set(tokens []string, v any) (bool, error)
@@ -27,43 +33,108 @@ type Doc interface {
 // annotationTokens address the Annotation in an object.
 var annotationTokens = []string{"metadata", "annotations", Annotation}
 
+// The reasons for which Apply leaves one entry out (Result.Skipped; counted by
+// synchook_undo_entries_skipped_total{reason}). None of them stops the other entries.
+const (
+	// SkipChanged: the path no longer holds what the hooks wrote; the host (its defaults, its
+	// admission) or a later write changed it, and what it holds now stays.
+	SkipChanged = "changed"
+	// SkipHeld: the element to insert again is already in the stored array: the host added an
+	// equal one on its own (DefaultTolerationSeconds' tolerations after a strip of them all).
+	SkipHeld = "held"
+	// SkipNoPlace: the value's place is gone and cannot be made again: an ancestor is a value
+	// that is not an object, or an element of an array that is not there.
+	SkipNoPlace = "no_place"
+)
+
+// Result is what Apply did: Reason, why the steps could not be applied at all (ReasonMalformed:
+// the document has no Annotation or cannot hold a value; ReasonDeadline: the context ended),
+// the document then being half-edited; "" otherwise. Skipped counts the entries left out, by
+// skip reason (nil when none was).
+type Result struct {
+	Reason  string
+	Skipped map[string]int
+}
+
+func (r *Result) skip(reason string) {
+	if r.Skipped == nil {
+		r.Skipped = make(map[string]int, 1)
+	}
+	r.Skipped[reason]++
+}
+
 // Apply is the one applier: it removes the Annotation from doc and applies steps (a Plan's)
-// in reverse order, the order that takes back a change recorded in order. An entry applies
-// only where doc still holds what the hooks wrote (Entry), never forced: one whose path holds
-// something else, or whose parent is gone, is skipped. It returns a reason (ReasonMalformed:
-// doc has no Annotation or cannot hold a value; ReasonDeadline: ctx ended) when the steps
-// cannot be applied at all, doc then being half-edited; "" otherwise.
-func Apply(ctx context.Context, doc Doc, steps []Step) string {
+// in reverse order, the order that takes back a change recorded in order, onto the object as
+// the host stores it, which is not always what the hooks' write produced:
+//
+//   - an entry applies only where doc still holds what the hooks wrote, never forced; an empty
+//     object or array the hooks wrote counts as held where doc has no value there, since the
+//     apiserver stores an empty omitempty map or list as absent (Secret data: {} after a strip
+//     of its only key). Anything else there (the host changed it) stays: SkipChanged;
+//   - a value whose parent the apiserver dropped (it was left empty) is restored into a new
+//     empty parent: an array for an element (OpInsert), else an object, with any missing
+//     object above it; where an ancestor is not an object (or a missing array element), the
+//     entry is left out: SkipNoPlace;
+//   - an element to insert again is not inserted twice where the host added an equal one on
+//     its own (SkipHeld): the stored array holds an equal element not yet matched, and the
+//     array is longer than the hooks wrote it (Entry.Len) by more than the elements matched so
+//     far; an equal element the hooks left in place is not the host's. An index past the end
+//     of the array, as the host left it, appends.
+func Apply(ctx context.Context, doc Doc, steps []Step) Result {
 	if !doc.Remove(annotationTokens) {
-		return ReasonMalformed
+		return Result{Reason: ReasonMalformed}
+	}
+	var (
+		res  Result
+		held *heldArray     // the array a run of inserts goes into, as stored
+		lens map[string]int // Entry.Len of each array that has one
+	)
+	for _, s := range steps {
+		if s.Len != nil {
+			if lens == nil {
+				lens = map[string]int{}
+			}
+			lens[parentPath(s.Path)] = *s.Len
+		}
 	}
 	for i, s := range slices.Backward(steps) {
 		if i%64 == 0 && ctx.Err() != nil {
-			return ReasonDeadline
+			return Result{Reason: ReasonDeadline}
 		}
 		var hooked, original any
 		var err error
 		if s.Hooked != nil {
 			if hooked, err = jsondoc.Decode(s.Hooked); err != nil {
-				return ReasonMalformed
+				return Result{Reason: ReasonMalformed}
 			}
 		}
 		if s.Original != nil {
 			if original, err = jsondoc.Decode(s.Original); err != nil {
-				return ReasonMalformed
+				return Result{Reason: ReasonMalformed}
 			}
+		}
+		if s.Op != OpInsert {
+			held = nil // the array may change under other steps: a later run looks again
 		}
 		switch s.Op {
 		case OpInsert: // the hooks removed an element: insert it again
-			if s.Original != nil && doc.IsArrayIndex(s.Tokens) {
-				if _, err := doc.Set(s.Tokens, original); err != nil {
-					return ReasonMalformed
-				}
+			if s.Original == nil {
+				res.skip(SkipNoPlace)
+				continue
+			}
+			skip, err := insert(doc, &held, lens, s, original)
+			if err != nil {
+				return Result{Reason: ReasonMalformed}
+			}
+			if skip != "" {
+				res.skip(skip)
 			}
 			continue
 		case OpRemove: // the hooks inserted an element: remove it if it is still there
 			if cur, has := doc.Lookup(s.Tokens); has && doc.IsArrayIndex(s.Tokens) && reflect.DeepEqual(cur, hooked) {
 				doc.Remove(s.Tokens)
+			} else {
+				res.skip(SkipChanged)
 			}
 			continue
 		}
@@ -71,21 +142,166 @@ func Apply(ctx context.Context, doc Doc, steps []Step) string {
 		if has && s.Hooked == nil && isEmptyAnnotations(s.Tokens, cur) {
 			has = false // only the undo annotation was there: the hooks had removed the map
 		}
-		if has != (s.Hooked != nil) || has && !reflect.DeepEqual(cur, hooked) {
-			continue // changed since the hooks wrote it
+		if !heldAs(cur, has, hooked, s.Hooked != nil) {
+			res.skip(SkipChanged)
+			continue
 		}
 		if s.Original == nil {
-			doc.Remove(s.Tokens)
+			if has {
+				doc.Remove(s.Tokens)
+			}
 			continue
 		}
 		if has && doc.IsArrayIndex(s.Tokens) {
 			doc.Remove(s.Tokens) // the hooks replaced this element: put it back in its place (Set inserts)
 		}
-		if _, err := doc.Set(s.Tokens, original); err != nil {
-			return ReasonMalformed
+		skip, err := place(doc, s.Tokens, original, false)
+		if err != nil {
+			return Result{Reason: ReasonMalformed}
+		}
+		if skip != "" {
+			res.skip(skip)
 		}
 	}
-	return ""
+	return res
+}
+
+// heldAs reports whether a document that has (has) the value cur at a path holds what the
+// hooks wrote there (hooked; wrote false: they removed it). An empty object or array they
+// wrote is held where there is no value: the apiserver drops empty omitempty maps and lists.
+func heldAs(cur any, has bool, hooked any, wrote bool) bool {
+	switch {
+	case has && wrote:
+		return reflect.DeepEqual(cur, hooked)
+	case !has && wrote:
+		return isEmptyContainer(hooked)
+	}
+	return has == wrote
+}
+
+// isEmptyContainer reports whether v is {} or [].
+func isEmptyContainer(v any) bool {
+	switch c := v.(type) {
+	case map[string]any:
+		return len(c) == 0
+	case []any:
+		return len(c) == 0
+	}
+	return false
+}
+
+// place sets v at tokens (Doc.Set), first making the parent again where the host dropped it:
+// an empty array when array, else an empty object, and any missing object above it. It returns
+// SkipNoPlace when the place cannot be made (the deepest ancestor that exists is not an
+// object, or the parent that exists is not a container that takes tokens' last token).
+func place(doc Doc, tokens []string, v any, array bool) (string, error) {
+	if ok, err := doc.Set(tokens, v); ok || err != nil {
+		return "", err
+	}
+	parent := tokens[:len(tokens)-1]
+	have := len(parent) // the number of tokens of the deepest ancestor that exists
+	for ; have > 0; have-- {
+		if _, ok := doc.Kind(parent[:have]); ok {
+			break
+		}
+	}
+	if have == len(parent) {
+		return SkipNoPlace, nil // the parent is there: it does not take this token
+	}
+	if k, ok := doc.Kind(parent[:have]); have > 0 && (!ok || k != '{') {
+		return SkipNoPlace, nil // a new member cannot go into an array or a scalar
+	}
+	for d := have + 1; d <= len(parent); d++ {
+		var empty any = map[string]any{}
+		if d == len(parent) && array {
+			empty = []any{}
+		}
+		if ok, err := doc.Set(parent[:d], empty); !ok || err != nil {
+			return SkipNoPlace, err
+		}
+	}
+	if ok, err := doc.Set(tokens, v); !ok || err != nil {
+		return SkipNoPlace, err
+	}
+	return "", nil
+}
+
+// heldArray is the array a run of inserts (OpInsert steps, applied one after the other) goes
+// into: its path, its length now, how many elements the host added to it (the stored length
+// less the length the hooks wrote, Entry.Len) and, while that is not 0, how many of each
+// element (by canonical JSON) it held as stored, before the run inserted anything.
+type heldArray struct {
+	parent string
+	n      int
+	added  int
+	counts map[string]int
+}
+
+// insert applies one OpInsert step s: the element v at its path, unless the host added an
+// equal element to the stored array (SkipHeld: an equal element not yet matched, and fewer
+// matched than the host added); an index past the end appends; a missing array is made again
+// (place). *cur is the run's array, replaced when the step goes elsewhere.
+func insert(doc Doc, cur **heldArray, lens map[string]int, s Step, v any) (string, error) {
+	tokens := s.Tokens
+	parent := tokens[:len(tokens)-1]
+	h := *cur
+	if h == nil || h.parent != parentPath(s.Path) {
+		h = &heldArray{parent: parentPath(s.Path)}
+		stored, has := doc.Lookup(parent)
+		if has {
+			a, ok := stored.([]any)
+			if !ok {
+				*cur = nil
+				return SkipNoPlace, nil
+			}
+			h.n, h.added = len(a), len(a)
+			if n, ok := lens[h.parent]; ok {
+				h.added = max(0, len(a)-n)
+			}
+			if h.added > 0 {
+				h.counts = make(map[string]int, len(a))
+				for _, e := range a {
+					h.counts[canonical(e)]++
+				}
+			}
+		}
+		*cur = h
+	}
+	if h.added > 0 {
+		if key := canonical(v); h.counts[key] > 0 {
+			h.counts[key]--
+			h.added--
+			return SkipHeld, nil
+		}
+	}
+	last := tokens[len(tokens)-1]
+	i, err := strconv.Atoi(last)
+	if err != nil || i < 0 || last != strconv.Itoa(i) {
+		return SkipNoPlace, nil
+	}
+	if i > h.n {
+		tokens = append(slices.Clip(parent), strconv.Itoa(h.n))
+	}
+	skip, err := place(doc, tokens, v, true)
+	if skip == "" && err == nil {
+		h.n++
+	}
+	return skip, err
+}
+
+// parentPath is the JSON Pointer of the parent of the value at the JSON Pointer path.
+func parentPath(path string) string {
+	return path[:max(0, strings.LastIndexByte(path, '/'))]
+}
+
+// canonical is the JSON of a decoded value with object members in sorted order
+// (encoding/json sorts map keys), so that equal values have equal text.
+func canonical(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "\x00" + err.Error() // never equal to a JSON text
+	}
+	return string(b)
 }
 
 func isEmptyAnnotations(tokens []string, v any) bool {
@@ -93,15 +309,13 @@ func isEmptyAnnotations(tokens []string, v any) bool {
 	return ok && len(m) == 0 && len(tokens) == 2 && tokens[0] == "metadata" && tokens[1] == "annotations"
 }
 
-// Holds reports whether doc holds the JSON value v at tokens (v nil: nothing there).
+// Holds reports whether doc holds the JSON value v at tokens (v nil: nothing there), an empty
+// object or array v also where doc has nothing (Apply's rule for what the hooks wrote).
 func Holds(doc Doc, tokens []string, v []byte) bool {
 	cur, has := doc.Lookup(tokens)
-	if has != (v != nil) {
-		return false
-	}
-	if !has {
-		return true
+	if v == nil {
+		return !has
 	}
 	want, err := jsondoc.Decode(v)
-	return err == nil && reflect.DeepEqual(cur, want)
+	return err == nil && heldAs(cur, has, want, true)
 }

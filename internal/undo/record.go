@@ -17,8 +17,19 @@ import (
 func Entries(ops []patch.Operation, before, after []byte) []Entry {
 	bx, ax := jsonscan.NewIndex(before), jsonscan.NewIndex(after)
 	entries := make([]Entry, 0, len(ops))
+	lens := map[string]*int{} // the length of each array in after that an insert entry goes into
 	for _, op := range ops {
 		if e, ok := arrayEntry(op, bx, ax); ok {
+			if e.Op == OpInsert {
+				parent := e.Path[:strings.LastIndexByte(e.Path, '/')]
+				if _, seen := lens[parent]; !seen { // once per array: the first entry carries it
+					if v, ok := ax.Lookup(parent); ok {
+						els, _ := jsonscan.Elements(v)
+						e.Len = new(len(els))
+					}
+					lens[parent] = e.Len
+				}
+			}
 			entries = append(entries, e)
 			continue
 		}
@@ -85,6 +96,7 @@ func EntriesOf(ops []patch.Operation, before *jsonscan.Index) ([]Entry, bool) {
 		return nil, false
 	}
 	entries := make([]Entry, 0, len(ops))
+	lens := hookedLens(ops, before)
 	for _, op := range ops {
 		var value json.RawMessage
 		if op.Operation != "remove" {
@@ -112,7 +124,12 @@ func EntriesOf(ops []patch.Operation, before *jsonscan.Index) ([]Entry, bool) {
 			if !had {
 				return nil, false
 			}
-			entries = append(entries, Entry{Op: OpInsert, Path: op.Path, Original: json.RawMessage(original)})
+			e := Entry{Op: OpInsert, Path: op.Path, Original: json.RawMessage(original)}
+			if n, ok := lens[op.Path[:cut]]; ok { // once per array: the first entry carries it
+				e.Len = n
+				delete(lens, op.Path[:cut])
+			}
+			entries = append(entries, e)
 		default:
 			if op.Operation != "add" && !had {
 				return nil, false
@@ -125,6 +142,40 @@ func EntriesOf(ops []patch.Operation, before *jsonscan.Index) ([]Entry, bool) {
 		}
 	}
 	return entries, true
+}
+
+// hookedLens returns, for each array of before that a diff-shaped patch ops removes elements
+// from, its length after ops: before's, plus the elements added, less those removed
+// (Entry.Len).
+func hookedLens(ops []patch.Operation, before *jsonscan.Index) map[string]*int {
+	var delta map[string]int // per parent of an add or remove: added less removed
+	removes := false
+	for _, op := range ops {
+		if op.Operation != "add" && op.Operation != "remove" {
+			continue
+		}
+		if delta == nil {
+			delta = map[string]int{}
+		}
+		d := 1
+		if op.Operation == "remove" {
+			d, removes = -1, true
+		}
+		delta[op.Path[:strings.LastIndexByte(op.Path, '/')]] += d
+	}
+	if !removes {
+		return nil
+	}
+	lens := map[string]*int{}
+	for parent, d := range delta {
+		v, ok := before.Lookup(parent)
+		if !ok || len(v) == 0 || v[0] != '[' {
+			continue
+		}
+		els, _ := jsonscan.Elements(v)
+		lens[parent] = new(len(els) + d)
+	}
+	return lens
 }
 
 // diffShaped reports whether ops, a patch of before, has the shape EntriesOf needs (see

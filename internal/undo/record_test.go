@@ -43,7 +43,7 @@ func FuzzUndoEntries(f *testing.F) {
 		}
 		for i := range want {
 			g, w := got[i], want[i]
-			if g.Op != w.Op || g.Path != w.Path || !sameJSON(g.Hooked, w.Hooked) || !sameJSON(g.Original, w.Original) {
+			if g.Op != w.Op || g.Path != w.Path || !sameJSON(g.Hooked, w.Hooked) || !sameJSON(g.Original, w.Original) || (g.Len == nil) != (w.Len == nil) || g.Len != nil && *g.Len != *w.Len {
 				t.Fatalf("%s → %s: entry %d from the patch %+v, from the result %+v", before, after, i, g, w)
 			}
 		}

@@ -1,6 +1,7 @@
 package undo
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 
@@ -157,4 +158,17 @@ func arrayIndex(tok string, n int) (int, bool) {
 		return 0, false
 	}
 	return i, true
+}
+
+// Kind implements Doc: the first byte of the value's JSON.
+func (t Tree) Kind(tokens []string) (byte, bool) {
+	v, ok := t.Lookup(tokens)
+	if !ok {
+		return 0, false
+	}
+	b, err := json.Marshal(v)
+	if err != nil || len(b) == 0 {
+		return 0, false
+	}
+	return b[0], true
 }

@@ -29,6 +29,11 @@ const DefaultMaxBytes = 16 << 10
 // element, never the shifted rest of the array. A reader that does not know an Op refuses the
 // whole record.
 //
+// Len, on the first OpInsert entry of each array, is the length of that array as the hooks
+// wrote it (after the whole change), so that a read can tell the elements the host added to the array since (DefaultTolerationSeconds' tolerations
+// after a strip of them all) from equal elements the hooks left in place; absent in undos of
+// builds before it (a read then takes every equal stored element as the host's).
+//
 // Kept marks an entry carried over from an undo whose hooks are no longer all configured: a
 // read applies it only where Restorable, and each write carries it on while the object still
 // holds what the hook wrote, so that `synchook cleanup` can still list it.
@@ -38,6 +43,7 @@ type Entry struct {
 	Path     string          `json:"path"`
 	Hooked   json.RawMessage `json:"hooked,omitempty"`
 	Original json.RawMessage `json:"original,omitempty"`
+	Len      *int            `json:"n,omitempty"`
 }
 
 // Record is what one write recorded: its Entries, in the order the change made them (a reader
