@@ -17,8 +17,26 @@ GOLANGCI_LINT_VERSION=v2.15.0
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
 BIN="$PWD/bin"
 mkdir -p "$BIN"
-step() { printf '\n==> %s\n' "$*" >&2; }
 start=$(date +%s)
+step_name= step_start=
+# step ends the running step (end_step) and starts the next: it prints the header and starts the
+# step's clock.
+step() {
+  end_step
+  step_name=$* step_start=$(date +%s)
+  printf '\n==> %s\n' "$*" >&2
+}
+# end_step prints how many seconds the running step took ("<== tools: 123s"), once: the header up
+# to its first comma or parenthesis names it. Called with an exit status (the EXIT trap, when a
+# step fails), it adds that.
+end_step() {
+  if [ -n "$step_name" ]; then
+    local name=${step_name%%[,(]*}
+    printf '<== %s: %ss%s\n' "${name% }" $(( $(date +%s) - step_start )) "${1:+ (failed, exit $1)}" >&2
+    step_name=
+  fi
+}
+trap 'rc=$?; if [ "$rc" != 0 ]; then end_step "$rc"; fi' EXIT
 
 step "tools"
 if ! "$BIN/golangci-lint" version 2>/dev/null | grep -q "version ${GOLANGCI_LINT_VERSION#v}"; then
@@ -75,4 +93,5 @@ step "vcluster's own plugin v2 manager against the built binary (e2e/vcluster, i
 # Four loft-sh modules are missing from the checksum database; go.sum pins them.
 (cd e2e/vcluster && GONOSUMDB=github.com/loft-sh go vet ./... && GONOSUMDB=github.com/loft-sh go test -count=1 -timeout 30m ${GO_TEST_FLAGS:-} ./...)
 
-step "all passed in $(( $(date +%s) - start ))s"
+end_step
+printf '\n==> all passed in %ss\n' $(( $(date +%s) - start )) >&2
