@@ -76,10 +76,11 @@ func (r *Result) skip(reason string) {
 //     object above it; where an ancestor is not an object (or a missing array element), the
 //     entry is left out: SkipNoPlace;
 //   - an element to insert again is not inserted twice where the host added an equal one on
-//     its own (SkipHeld): the stored array holds an equal element not yet matched, and the
-//     array is longer than the hooks wrote it (Entry.Len) by more than the elements matched so
-//     far; an equal element the hooks left in place is not the host's. An index past the end
-//     of the array, as the host left it, appends.
+//     its own (SkipHeld): the array is longer than the hooks wrote it (Entry.Len), and one of
+//     the elements it has beyond that length at its end (the host's additions) is equal and
+//     not matched yet; an equal element the hooks left in place is not the host's. The host's element is
+//     moved to the index the syncer had it at (when it is after it), so the read keeps the
+//     syncer's order. An index past the end of the array, as the host left it, appends.
 func Apply(ctx context.Context, doc Doc, steps []Step) Result {
 	if !doc.Remove(annotationTokens) {
 		return Result{Reason: ReasonMalformed}
@@ -227,20 +228,27 @@ func place(doc Doc, tokens []string, v any, array bool) (string, error) {
 }
 
 // heldArray is the array a run of inserts (OpInsert steps, applied one after the other) goes
-// into: its path, its length now, how many elements the host added to it (the stored length
-// less the length the hooks wrote, Entry.Len) and, while that is not 0, how many of each
-// element (by canonical JSON) it held as stored, before the run inserted anything.
+// into: its path, its length now, how many elements the host added to it and are not matched
+// yet (the stored length less the length the hooks wrote, Entry.Len) and, while that is not 0,
+// its elements now: the host's additions (taken to be the stored array's last elements, where
+// admission plugins and "add /-" patches put them) by canonical JSON, "" (placed) for the
+// others and for those the run inserted or matched.
 type heldArray struct {
 	parent string
 	n      int
 	added  int
-	counts map[string]int
+	elems  []string
 }
 
-// insert applies one OpInsert step s: the element v at its path, unless the host added an
-// equal element to the stored array (SkipHeld: an equal element not yet matched, and fewer
-// matched than the host added); an index past the end appends; a missing array is made again
-// (place). *cur is the run's array, replaced when the step goes elsewhere.
+// placed marks an element of heldArray.elems that the run inserted or matched.
+const placed = ""
+
+// insert applies one OpInsert step s: the element v at its index. Where the host added an
+// equal element to the stored array (an equal element not yet matched, and fewer matched than
+// the host added), that element is taken as v (SkipHeld) and moved to v's index when it is
+// after it, so the list reads in the syncer's order with the host's other additions where the
+// host put them. An index past the end appends; a missing array is made again (place). *cur is
+// the run's array, replaced when the step goes elsewhere.
 func insert(doc Doc, cur **heldArray, lens map[string]int, s Step, v any) (string, error) {
 	tokens := s.Tokens
 	parent := tokens[:len(tokens)-1]
@@ -258,33 +266,53 @@ func insert(doc Doc, cur **heldArray, lens map[string]int, s Step, v any) (strin
 			if n, ok := lens[h.parent]; ok {
 				h.added = max(0, len(a)-n)
 			}
-			if h.added > 0 {
-				h.counts = make(map[string]int, len(a))
-				for _, e := range a {
-					h.counts[canonical(e)]++
+			if h.added > 0 { // the host's additions are its last elements
+				h.elems = make([]string, len(a))
+				for k := len(a) - h.added; k < len(a); k++ {
+					h.elems[k] = canonical(a[k])
 				}
 			}
 		}
 		*cur = h
-	}
-	if h.added > 0 {
-		if key := canonical(v); h.counts[key] > 0 {
-			h.counts[key]--
-			h.added--
-			return SkipHeld, nil
-		}
 	}
 	last := tokens[len(tokens)-1]
 	i, err := strconv.Atoi(last)
 	if err != nil || i < 0 || last != strconv.Itoa(i) {
 		return SkipNoPlace, nil
 	}
-	if i > h.n {
-		tokens = append(slices.Clip(parent), strconv.Itoa(h.n))
+	i = min(i, h.n)
+	at := func(k int) []string { return append(slices.Clip(parent), strconv.Itoa(k)) }
+	var key string
+	if h.added > 0 {
+		key = canonical(v)
+		j := slices.Index(h.elems[i:], key) // first the host's elements from v's place on
+		if j >= 0 {
+			j += i
+		} else {
+			j = slices.Index(h.elems[:i], key)
+		}
+		if j >= 0 {
+			h.added--
+			if j > i { // move it to v's place
+				if !doc.Remove(at(j)) {
+					return SkipNoPlace, nil
+				}
+				if _, err := doc.Set(at(i), v); err != nil {
+					return "", err
+				}
+				h.elems = slices.Insert(slices.Delete(h.elems, j, j+1), i, placed)
+			} else {
+				h.elems[j] = placed
+			}
+			return SkipHeld, nil
+		}
 	}
-	skip, err := place(doc, tokens, v, true)
+	skip, err := place(doc, at(i), v, true)
 	if skip == "" && err == nil {
 		h.n++
+		if h.elems != nil {
+			h.elems = slices.Insert(h.elems, i, placed)
+		}
 	}
 	return skip, err
 }
