@@ -17,7 +17,8 @@ import (
 
 // BenchmarkUndoRead is the read that takes a sealed undo off a ~5 KiB Pod (GetPhysical, no
 // read hooks): "labels" through the label/annotation fast path, "toleration" through the
-// general path (a typed hook's spec change). It uses only what every build since sealing
+// general path (a typed hook's spec change), "strip-tolerations" the general path with every
+// element inserted again into a list the write emptied. It uses only what every build since sealing
 // exports, so the same file measures an older tree too.
 func BenchmarkUndoRead(b *testing.B) {
 	ring, err := undo.GenerateRing()
@@ -35,6 +36,11 @@ func BenchmarkUndoRead(b *testing.B) {
 		{"toleration", hooks.NewFunc("toleration", &corev1.Pod{}, writes, func(_ context.Context, o client.Object) (client.Object, error) {
 			p := o.(*corev1.Pod)
 			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "tenant", Operator: corev1.TolerationOpExists})
+			return p, nil
+		})},
+		{"strip-tolerations", hooks.NewFunc("strip-tolerations", &corev1.Pod{}, writes, func(_ context.Context, o client.Object) (client.Object, error) {
+			p := o.(*corev1.Pod)
+			p.Spec.Tolerations = nil // the whole list: the read makes it again
 			return p, nil
 		})},
 	} {

@@ -7,7 +7,9 @@
 //
 // An undo is applied only if it is sealed and opens under synchook's key, bound to the object
 // it was written for — on reads (Rule.PlanRead), on an Update's own-undo step (Rule.PlanWrite)
-// and in cleanup (Rule.PlanCleanup); Apply is the one applier of what a plan admits. Anything
+// and in cleanup (Rule.PlanCleanup); Apply is the one applier of what a plan admits, onto the
+// object as the host stored it (a parent the apiserver dropped is made again, an element the
+// host added again is not inserted twice, an entry left out is counted by reason). Anything
 // else in the Annotation (clear text, a value that does not open) is tenant data: never
 // applied (Plan.Reason says why).
 //
