@@ -92,7 +92,9 @@ const (
 
 // cluster is one envtest kube-apiserver + etcd.
 type cluster struct {
-	name       string
+	name string
+	// configure, when set, is called with the kube-apiserver before it starts (its flags).
+	configure  func(api *envtest.APIServer)
 	env        *envtest.Environment
 	cfg        *rest.Config
 	cs         kubernetes.Interface
@@ -122,9 +124,21 @@ var silenceControllerRuntime sync.Once
 // takes the host's.
 func startClusters(tb testing.TB) *clusters {
 	tb.Helper()
+	return startClustersWith(tb, nil)
+}
+
+// startClustersWith is startClusters with configure called on each cluster's kube-apiserver
+// (by cluster name, "host" or "virtual") before it starts.
+func startClustersWith(tb testing.TB, configure func(name string, api *envtest.APIServer)) *clusters {
+	tb.Helper()
 	assets := requireEnvtest(tb)
 	silenceControllerRuntime.Do(func() { ctrl.SetLogger(logr.Discard()) }) // envtest logs through it
 	cl := &clusters{host: &cluster{name: "host"}, virtual: &cluster{name: "virtual"}}
+	if configure != nil {
+		for _, c := range []*cluster{cl.host, cl.virtual} {
+			c.configure = func(api *envtest.APIServer) { configure(c.name, api) }
+		}
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, c := range []*cluster{cl.host, cl.virtual} {
@@ -159,11 +173,15 @@ const startAttempts = 4
 func (c *cluster) start(assets string) error {
 	for attempt := 1; ; attempt++ {
 		out := &logBuffer{}
+		api := &envtest.APIServer{Out: out, Err: out}
+		if c.configure != nil {
+			c.configure(api)
+		}
 		c.env = &envtest.Environment{
 			BinaryAssetsDirectory: assets,
 			ControlPlane: envtest.ControlPlane{
 				Etcd:      &envtest.Etcd{Out: out, Err: out},
-				APIServer: &envtest.APIServer{Out: out, Err: out},
+				APIServer: api,
 			},
 		}
 		cfg, err := c.env.Start()
