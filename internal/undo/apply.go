@@ -3,6 +3,7 @@ package undo
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -67,6 +68,9 @@ func (r *Result) skip(reason string) {
 // in reverse order, the order that takes back a change recorded in order, onto the object as
 // the host stores it, which is not always what the hooks' write produced:
 //
+//   - where the hooks removed or emptied a whole map or list and the host filled it again (a
+//     host toleration, label or annotation), the syncer's members and elements go back into
+//     the host's, by the rules below for each;
 //   - an entry applies only where doc still holds what the hooks wrote, never forced; an empty
 //     object or array the hooks wrote counts as held where doc has no value there, since the
 //     apiserver stores an empty omitempty map or list as absent (Secret data: {} after a strip
@@ -143,6 +147,17 @@ func Apply(ctx context.Context, doc Doc, steps []Step) Result {
 		if has && s.Hooked == nil && isEmptyAnnotations(s.Tokens, cur) {
 			has = false // only the undo annotation was there: the hooks had removed the map
 		}
+		if has && s.Original != nil && (s.Hooked == nil || isEmptyContainer(hooked)) {
+			// The hooks emptied or removed a whole map or list and the host filled it again:
+			// each of the syncer's members or elements goes back into the host's.
+			done, err := refill(doc, &held, &lens, s, cur, original, &res)
+			if err != nil {
+				return Result{Reason: ReasonMalformed}
+			}
+			if done {
+				continue
+			}
+		}
 		if !heldAs(cur, has, hooked, s.Hooked != nil) {
 			res.skip(SkipChanged)
 			continue
@@ -165,6 +180,55 @@ func Apply(ctx context.Context, doc Doc, steps []Step) Result {
 		}
 	}
 	return res
+}
+
+// refill restores step s, whose hooks left nothing (or an empty map or list) where the syncer
+// sent the map or list original, into cur, the map or list the host put there since: each
+// member of original that cur lacks is set (one cur holds with another value is the host's:
+// SkipChanged), each element is inserted as an OpInsert of a list the hooks wrote empty (an
+// equal one the host added is matched, SkipHeld). done is false when cur and original are not
+// both maps or both lists (the caller's rule applies).
+func refill(doc Doc, held **heldArray, lens *map[string]int, s Step, cur, original any, res *Result) (done bool, err error) {
+	switch o := original.(type) {
+	case map[string]any:
+		c, ok := cur.(map[string]any)
+		if !ok {
+			return false, nil
+		}
+		for _, k := range slices.Sorted(maps.Keys(o)) {
+			if v, has := c[k]; has {
+				if !reflect.DeepEqual(v, o[k]) {
+					res.skip(SkipChanged)
+				}
+				continue
+			}
+			if _, err := doc.Set(append(slices.Clip(s.Tokens), k), o[k]); err != nil {
+				return true, err
+			}
+		}
+		return true, nil
+	case []any:
+		if _, ok := cur.([]any); !ok {
+			return false, nil
+		}
+		if *lens == nil {
+			*lens = map[string]int{}
+		}
+		(*lens)[s.Path] = 0
+		for k, e := range o {
+			el := Step{Entry: Entry{Op: OpInsert, Path: s.Path + "/" + strconv.Itoa(k)}, Tokens: append(slices.Clip(s.Tokens), strconv.Itoa(k))}
+			skip, err := insert(doc, held, *lens, el, e)
+			if err != nil {
+				return true, err
+			}
+			if skip != "" {
+				res.skip(skip)
+			}
+		}
+		*held = nil
+		return true, nil
+	}
+	return false, nil
 }
 
 // heldAs reports whether a document that has (has) the value cur at a path holds what the

@@ -69,6 +69,18 @@ var applyCases = []applyCase{{
 	},
 	want: `{"spec":{"l":["x","x","y"]}}`,
 }, {
+	name:    "the hooks removed the whole list, the host filled it: the syncer's elements go back, none twice",
+	stored:  `{"spec":{"tolerations":[{"key":"nr"},{"key":"host"}]}}`,
+	entries: []Entry{{Path: "/spec/tolerations", Original: json.RawMessage(`[{"key":"mine"},{"key":"nr"}]`)}},
+	want:    `{"spec":{"tolerations":[{"key":"mine"},{"key":"nr"},{"key":"host"}]}}`,
+	skipped: map[string]int{SkipHeld: 1},
+}, {
+	name:    "the hooks removed the whole labels map, the host added a label: the syncer's labels go back beside it",
+	stored:  `{"metadata":{"labels":{"host":"x","app":"other"}}}`,
+	entries: []Entry{{Path: "/metadata/labels", Original: json.RawMessage(`{"app":"web","tier":"front"}`)}},
+	want:    `{"metadata":{"labels":{"host":"x","app":"other","tier":"front"}}}`,
+	skipped: map[string]int{SkipChanged: 1},
+}, {
 	name:    "an index past the end, as the host left the array, appends",
 	stored:  `{"spec":{"l":["h"]}}`,
 	entries: []Entry{{Op: OpInsert, Path: "/spec/l/5", Original: json.RawMessage(`"mine"`)}},
