@@ -33,7 +33,10 @@ func startSyncClusters(t *testing.T) (virtual, host *rest.Config) {
 	if err != nil {
 		t.Fatalf("envtest assets: %v", err)
 	}
-	envs := [2]*envtest.Environment{{BinaryAssetsDirectory: dir}, {BinaryAssetsDirectory: dir}}
+	envs := [2]*envtest.Environment{
+		testenv.WithTimeouts(&envtest.Environment{BinaryAssetsDirectory: dir}),
+		testenv.WithTimeouts(&envtest.Environment{BinaryAssetsDirectory: dir}),
+	}
 	var (
 		wg   sync.WaitGroup
 		errs [2]error
@@ -203,10 +206,10 @@ func (p *syncSidecar) stop(t *testing.T) {
 	}
 	select {
 	case <-p.done:
-	case <-time.After(15 * time.Second):
+	case <-time.After(time.Minute): // a guard against a hang, not a synchronisation
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		t.Fatal("sidecar did not stop within 15s of SIGTERM")
+		t.Fatal("sidecar did not stop within a minute of SIGTERM")
 	}
 	p.cmd = nil
 }
@@ -252,12 +255,27 @@ func (p *syncSidecar) settledRequests(t *testing.T, hookType, kind, name string)
 func waitPasses(t *testing.T, syncer *refsyncer.Syncer, n int64) {
 	t.Helper()
 	want := syncer.Count("passes") + n
-	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("%d more syncer passes", n), func() error {
+	testenv.Eventually(t, time.Minute, fmt.Sprintf("%d more syncer passes", n), func() error {
 		if got := syncer.Count("passes"); got < want {
 			return fmt.Errorf("%d of %d passes", got, want)
 		}
 		return nil
 	})
+}
+
+// quietWindow returns once d has passed and the syncer has done n more passes, whichever comes
+// last: a window in which to watch that nothing changes, as long in syncer passes on a loaded
+// machine (where passes take longer) as on an idle one. d measures; it synchronises nothing.
+func quietWindow(t *testing.T, syncer *refsyncer.Syncer, d time.Duration, n int64) {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	waitPasses(t, syncer, n)
+	select {
+	case <-timer.C:
+	case <-t.Context().Done():
+		t.Fatal(t.Context().Err())
+	}
 }
 
 // waitUntil calls cond every 50 ms until it returns true or timeout passes, then fails t with

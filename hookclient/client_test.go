@@ -112,13 +112,15 @@ func TestFailurePolicy(t *testing.T) {
 	status500 := func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", http.StatusInternalServerError) })
 	}
+	// slow never answers a hook call: it holds the request until the client gives up (its
+	// Timeout) and hangs up, so that the client's timeout, not a race between two wall-clock
+	// waits, decides the outcome.
 	slow := func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasPrefix(r.URL.Path, "/mutate/") {
-				select {
-				case <-time.After(2 * time.Second):
-				case <-r.Context().Done():
-				}
+				drain(r.Body) // read to its end, so that the server sees the client hang up
+				<-r.Context().Done()
+				return
 			}
 			h.ServeHTTP(w, r)
 		})
@@ -151,7 +153,15 @@ func TestFailurePolicy(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := hookclient.Options{FailurePolicies: tc.policies, Timeout: 300 * time.Millisecond, Retries: hookclient.NoRetries}
+			// Only the sidecar that never answers needs the client's timeout to pass: it is short
+			// for it (any value gives the same outcome) and, for every other sidecar, a bound
+			// that an answer over loopback meets on a loaded machine, so that a slow TLS
+			// handshake under the race detector is never mistaken for a sidecar that is down.
+			timeout := 30 * time.Second
+			if tc.sidecar == tooSlow {
+				timeout = 300 * time.Millisecond
+			}
+			opts := hookclient.Options{FailurePolicies: tc.policies, Timeout: timeout, Retries: hookclient.NoRetries}
 			var s *sidecar
 			switch tc.sidecar {
 			case down:

@@ -188,7 +188,7 @@ func (s *sidecar) closeConns(t testing.TB) {
 			_ = c.Close() // no handshake yet: the client has never used it
 		}
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard against a hang, not a synchronisation
 	defer cancel()
 	for {
 		s.mu.Lock()

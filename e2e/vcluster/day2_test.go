@@ -512,7 +512,7 @@ func TestDay2KeySecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	hp := waitHost(t, cl, kindPod, "web", hasLabels(map[string]string{teamLabel: "v1"}))
-	first := waitKeySecret(t, cl, "", 10*time.Second)
+	first := waitKeySecret(t, cl, "", time.Minute)
 	t.Logf("key Secret created with key IDs %v; host undo %q…", first.ids, hp.GetAnnotations()[undoAnnotation][:min(20, len(hp.GetAnnotations()[undoAnnotation]))])
 	if id := undoKeyID(hp.GetAnnotations()[undoAnnotation]); !slices.Contains(first.ids, id) {
 		t.Errorf("the host pod's undo is not sealed with a key of the Secret (key ID %q, Secret's %v)", id, first.ids)
@@ -577,7 +577,7 @@ func TestDay2KeySecret(t *testing.T) {
 		restart := time.Now()
 		s = startSyncer(t, cl, spec)
 		logs = append(logs, s)
-		fresh := waitKeySecret(t, cl, old.UID, 10*time.Second)
+		fresh := waitKeySecret(t, cl, old.UID, time.Minute)
 		rings = append(rings, fresh)
 		t.Logf("new key Secret with key IDs %v (lost: %v)", fresh.ids, first.ids)
 		for _, id := range fresh.ids {

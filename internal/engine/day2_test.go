@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -422,16 +421,20 @@ func equalJSON(t *testing.T, a, b any) bool {
 // DeadlineExceeded, a read too, and holds its one slot until it ends.
 func TestAnAnswerPastTheDeadlineIsNotGiven(t *testing.T) {
 	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: testKeeper(t)})
+	entered := make(chan struct{}, 1)
 	late := func(ctx context.Context, o client.Object) (client.Object, error) {
+		entered <- struct{}{}
 		<-ctx.Done() // returns, as a well-behaved hook does, but only once the deadline passed
 		return o, nil
 	}
 	reg.MustRegister(hooks.NewFunc("late", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical, hooks.GetPhysical}, late))
 	for _, typ := range []hooks.HookType{hooks.CreatePhysical, hooks.GetPhysical} {
 		r := engine.NewRunner(reg, engine.RunnerOptions{MaxConcurrent: 1}) // the slot of an abandoned run is freed when it returns
-		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		// The deadline passes while the hook runs, never before it starts (a fixed 50 ms could
+		// pass during the decode on a loaded machine, and test another path).
+		ctx, expire := expireOnSignal(t.Context())
+		expireWhenEntered(t.Context(), entered, expire)
 		_, err := r.Mutate(ctx, podGVK, typ, podJSON(t, nil))
-		cancel()
 		if f, _ := engine.Classify(err); !errors.Is(err, context.DeadlineExceeded) || f != engine.Deadline {
 			t.Errorf("%s: %v (failure %v), want DeadlineExceeded", typ, err, f)
 		}

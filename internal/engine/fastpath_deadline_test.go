@@ -122,13 +122,17 @@ func TestABuiltinChainRunsOnTheRequestsGoroutineAndItsDeadlineHolds(t *testing.T
 
 	t.Run("a deadline passed while a builtin hook ran gives no answer", func(t *testing.T) {
 		reg := engine.NewRegistry(nil)
+		entered := make(chan struct{}, 1)
 		register(reg, "slow-builtin", true, func(ctx context.Context, m *hooks.Metadata) error {
+			entered <- struct{}{}
 			<-ctx.Done() // returns when the request's time is up, and sets a label after it
 			m.Labels = map[string]string{"late": "yes"}
 			return nil
 		})
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
-		defer cancel()
+		// The deadline passes while the builtin hook runs, never before it starts (a fixed
+		// 10 ms could pass during the decode on a loaded machine, and test another path).
+		ctx, expire := expireOnSignal(t.Context())
+		expireWhenEntered(t.Context(), entered, expire)
 		res, err := engine.NewRunner(reg, engine.RunnerOptions{MaxConcurrent: 1}).Mutate(ctx, gvk, hooks.CreatePhysical, pod)
 		if !errors.Is(err, context.DeadlineExceeded) || res.Patch != nil {
 			t.Errorf("result %s, error %v: want no answer and a deadline error", res.Patch, err)

@@ -359,13 +359,17 @@ func TestRunReportsHookFailures(t *testing.T) {
 func TestRunAbandonsAHookThatOutlivesTheDeadline(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
+	entered := make(chan struct{}, 1)
 	reg := engine.NewRegistry(nil)
 	reg.MustRegister(labelHook{"fast", "a", "b"}, podHook("stuck", func(_ context.Context, o client.Object) (client.Object, error) {
+		entered <- struct{}{}
 		<-release // ignores its context on purpose
 		return o, nil
 	}))
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
+	// The deadline passes once the stuck hook runs, never before it (a fixed 50 ms could pass
+	// during the decode or the fast hook on a loaded machine, and name neither).
+	ctx, expire := expireOnSignal(t.Context())
+	expireWhenEntered(t.Context(), entered, expire)
 	_, err := reg.Mutate(ctx, podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `hook "stuck"`) {
 		t.Fatalf("error = %v, want a deadline error naming hook stuck", err)
@@ -420,10 +424,12 @@ func mustObject(t *testing.T, res engine.Result) []byte {
 
 func TestStuckHooksHoldTheirSlotsAndNewWorkIsRefusedNotQueued(t *testing.T) {
 	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
 	var running sync.WaitGroup
 	reg := engine.NewRegistry(nil)
 	reg.MustRegister(podHook("stuck", func(_ context.Context, o client.Object) (client.Object, error) {
 		defer running.Done()
+		entered <- struct{}{}
 		<-release
 		return o, nil
 	}))
@@ -431,9 +437,11 @@ func TestStuckHooksHoldTheirSlotsAndNewWorkIsRefusedNotQueued(t *testing.T) {
 	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`)
 	for range 2 {
 		running.Add(1)
-		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		// Each deadline passes once its stuck hook runs and holds the slot, never before (a
+		// fixed 20 ms could pass before the hook started on a loaded machine).
+		ctx, expire := expireOnSignal(t.Context())
+		expireWhenEntered(t.Context(), entered, expire)
 		_, err := runner.Mutate(ctx, podGVK, hooks.CreatePhysical, raw)
-		cancel()
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("stuck hook: %v", err)
 		}
@@ -487,21 +495,26 @@ func TestObserverSeesEveryHookCall(t *testing.T) {
 }
 
 func TestAHookThatRespectsItsOwnDeadlineFailsTheChainEarly(t *testing.T) {
+	// The hook would return successfully after a minute; its own 20 ms deadline must end it
+	// first. The elapsed time is checked against half that minute: a bound no loaded machine
+	// reaches on a 20 ms timer, which a chain that waited for the hook's own end still fails.
+	const hookEnd = time.Minute
 	reg := engine.NewRegistry(nil)
 	reg.MustRegister(podHook("slow", func(ctx context.Context, o client.Object) (client.Object, error) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(10 * time.Second):
+		case <-time.After(hookEnd):
 			return o, nil
 		}
 	}))
 	start := time.Now()
 	_, err := engine.NewRunner(reg, engine.RunnerOptions{HookTimeout: 20 * time.Millisecond}).Mutate(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
+	d := time.Since(start)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `hook "slow"`) || webhook.StatusCode(err) != 504 {
 		t.Fatalf("error = %v", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d < 20*time.Millisecond || d > hookEnd/2 {
 		t.Errorf("the chain waited %v, not the hook's 20ms", d)
 	}
 }

@@ -270,19 +270,29 @@ func TestRunOnAListReportsTheLowestFailingItem(t *testing.T) {
 }
 
 func TestRunOnAListSharesOneDeadline(t *testing.T) {
+	// Each item but the first takes a fifth of the request's deadline, so that every item would
+	// be in time under a deadline of its own, while together they outlast the one deadline of
+	// the List. The first item returns at once: it is done long before the deadline however
+	// loaded the machine, so the item that fails is a later one. Timers only fire late, never
+	// early, so load can only make the later items later.
+	const deadline = time.Second
 	slow := hooks.NewFunc("slow", &corev1.Pod{}, []hooks.HookType{hooks.GetPhysical}, func(ctx context.Context, o client.Object) (client.Object, error) {
+		if o.GetName() == "first" {
+			return o, nil
+		}
 		select {
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(deadline / 5):
 			return o, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	})
 	reg := listRegistry(t, slow)
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
 	defer cancel()
-	// Items run GOMAXPROCS at a time: enough of them that the rounds outlast the deadline.
-	raw := []byte(`{"items":[{}` + strings.Repeat(`,{}`, 3*runtime.GOMAXPROCS(0)) + `]}`)
+	// Items run GOMAXPROCS at a time: enough of them (six rounds of a fifth) that the rounds
+	// outlast the deadline.
+	raw := []byte(`{"items":[{"metadata":{"name":"first"}}` + strings.Repeat(`,{}`, 6*runtime.GOMAXPROCS(0)) + `]}`)
 	_, err := reg.Mutate(ctx, podListGVK, hooks.GetPhysical, raw)
 	var itemErr *engine.ItemError
 	if !errors.As(err, &itemErr) || itemErr.Index < 1 || webhook.StatusCode(err) != 504 {

@@ -23,6 +23,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/namespaces"
 	"github.com/synchook/synchook/internal/policy"
+	"github.com/synchook/synchook/internal/testenv"
 )
 
 // conformanceCase is one policy and one Pod: synchook's result must equal the apiserver's.
@@ -215,7 +216,7 @@ func TestConformance(t *testing.T) {
 	if dir == "" {
 		t.Skip("KUBEBUILDER_ASSETS is unset (make test sets it)")
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: dir}
+	env := testenv.WithTimeouts(&envtest.Environment{BinaryAssetsDirectory: dir})
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("start envtest: %v", err)

@@ -2,5 +2,6 @@
 
 package tenanttest
 
-// raceFactor scales CallTimeout under the race detector.
+// raceFactor scales RequestTimeout and CallTimeout under the race detector; without it the
+// cases hold the 1 s deadline docs/guarantees.md states.
 const raceFactor = 1

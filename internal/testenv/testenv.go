@@ -45,7 +45,7 @@ func Start(t testing.TB) *envtest.Environment {
 	if err != nil {
 		t.Fatalf("envtest assets: %v", err)
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: dir}
+	env := WithTimeouts(&envtest.Environment{BinaryAssetsDirectory: dir})
 	if _, err := env.Start(); err != nil {
 		t.Fatalf("start envtest: %v", err)
 	}
@@ -54,6 +54,26 @@ func Start(t testing.TB) *envtest.Environment {
 			t.Errorf("stop envtest: %v", err)
 		}
 	})
+	return env
+}
+
+// ControlPlaneTimeout bounds the start and the stop of each envtest control plane process
+// (etcd, kube-apiserver), in place of envtest's 20 s: a budget that a loaded 2-core machine,
+// starting several apiservers at once beside tests under the race detector, can exceed. A
+// process that starts in time returns at once; the bound only decides when a hung one fails.
+const ControlPlaneTimeout = 2 * time.Minute
+
+// WithTimeouts sets env's ControlPlaneStartTimeout and ControlPlaneStopTimeout to
+// ControlPlaneTimeout where env leaves them zero and neither KUBEBUILDER_CONTROLPLANE_START_TIMEOUT
+// nor KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT (which envtest reads) is set, and returns env. Every
+// envtest.Environment a test builds goes through it (Start does).
+func WithTimeouts(env *envtest.Environment) *envtest.Environment {
+	if env.ControlPlaneStartTimeout == 0 && os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		env.ControlPlaneStartTimeout = ControlPlaneTimeout
+	}
+	if env.ControlPlaneStopTimeout == 0 && os.Getenv("KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT") == "" {
+		env.ControlPlaneStopTimeout = ControlPlaneTimeout
+	}
 	return env
 }
 

@@ -53,7 +53,7 @@ func hostNamespace(t *testing.T) (client.Client, string) {
 			host.err = err
 			return
 		}
-		host.env = &envtest.Environment{BinaryAssetsDirectory: dir}
+		host.env = testenv.WithTimeouts(&envtest.Environment{BinaryAssetsDirectory: dir})
 		cfg, err := host.env.Start()
 		if err != nil {
 			host.err = err
@@ -321,7 +321,7 @@ func TestADeletedSecretIsWrittenBackWithTheSameKeys(t *testing.T) {
 	start(t, undokey.Options{Client: c, Namespace: ns, Keeper: keeper, Log: logs.Logger(), ResyncPeriod: 50 * time.Millisecond})
 	ring := keeper.Ring()
 	keeper.NoteSealed(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, undo.Physical)
-	testenv.Eventually(t, 10*time.Second, "the kind stored", func() error {
+	testenv.Eventually(t, time.Minute, "the kind stored", func() error {
 		_, kinds, err := storedRing(t, c, ns)
 		if err == nil && !slices.Contains(kinds, "v1/Pod physical") {
 			err = fmt.Errorf("kinds %q", kinds)
@@ -336,7 +336,7 @@ func TestADeletedSecretIsWrittenBackWithTheSameKeys(t *testing.T) {
 	if err := c.Delete(t.Context(), sec); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "the Secret written back", func() error {
+	testenv.Eventually(t, time.Minute, "the Secret written back", func() error {
 		back, err := getSecret(t, c, ns, undokey.DefaultSecretName)
 		if err != nil {
 			return err
@@ -382,16 +382,18 @@ func TestKindsAreAddedWithoutDroppingAnotherReplicas(t *testing.T) {
 	keeper.NoteSealed(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, undo.Physical)
 
 	want := []string{"apps/v1/Deployment virtual", "v1/Pod physical", "v1/Service elsewhere"}
-	testenv.Eventually(t, 10*time.Second, "the kinds stored", func() error {
+	// The manager writes the Secret first and tells the keeper what it read after: wait for
+	// both, not for the Secret and then read the keeper in the moment between.
+	testenv.Eventually(t, time.Minute, "the kinds stored and known", func() error {
 		_, kinds, err := storedRing(t, c, ns)
 		if err == nil && !slices.Equal(kinds, want) {
 			err = fmt.Errorf("kinds %q, want %q", kinds, want)
 		}
+		if got := keeper.SealedKinds(); err == nil && len(got) != 2 {
+			err = fmt.Errorf("SealedKinds %v, want the Pod and the other replica's Deployment", got)
+		}
 		return err
 	})
-	if got := keeper.SealedKinds(); len(got) != 2 {
-		t.Errorf("SealedKinds %v, want the Pod and the other replica's Deployment", got)
-	}
 }
 
 func TestRotationKeepsTheOldKeysAndReachesTheOtherReplicas(t *testing.T) {
@@ -416,7 +418,7 @@ func TestRotationKeepsTheOldKeysAndReachesTheOtherReplicas(t *testing.T) {
 	if !slices.Equal(stored.IDs(), rotated.IDs()) || !stored.Contains(rotated) {
 		t.Errorf("Secret holds %v, want %v", stored, rotated)
 	}
-	testenv.Eventually(t, 10*time.Second, "the other replica takes up the new key", func() error {
+	testenv.Eventually(t, time.Minute, "the other replica takes up the new key", func() error {
 		if got := b.Ring(); !slices.Equal(got.IDs(), rotated.IDs()) || !got.Contains(rotated) {
 			return fmt.Errorf("replica b holds %v", got)
 		}
