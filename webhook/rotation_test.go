@@ -127,7 +127,7 @@ func TestCertificateRotationUnderLoadDropsNoRequest(t *testing.T) {
 	}
 	stopLoad()
 
-	ok, failed, firstErr, seen := load.result()
+	ok, failed, seen, firstErr := load.result()
 	t.Logf("requests ok=%d failed=%d, rotations=%d, serving certificates seen=%d", ok, failed, rotations, seen)
 	if failed != 0 {
 		t.Errorf("%d requests failed during rotation, first: %v", failed, firstErr)
@@ -229,12 +229,12 @@ func (l *rotationLoad) handshakesWith(serial string) int {
 	return l.handshakes[serial]
 }
 
-// result returns the counts of succeeded and failed requests, the first failure and how many
-// certificates were served.
-func (l *rotationLoad) result() (ok, failed int, firstErr error, served int) {
+// result returns the counts of succeeded and failed requests, how many certificates were
+// served and the first failure.
+func (l *rotationLoad) result() (ok, failed, served int, firstErr error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.ok, l.failed, l.firstErr, len(l.served)
+	return l.ok, l.failed, len(l.served), l.firstErr
 }
 
 // servingSerial returns the serial of the certificate in the Authority's tls.crt.

@@ -179,6 +179,10 @@ func (c *cluster) start(assets string) error {
 		}
 		c.env = &envtest.Environment{
 			BinaryAssetsDirectory: assets,
+			// envtest's 20 s to start or stop etcd and kube-apiserver is short on a loaded
+			// 2-core machine (internal/testenv.ControlPlaneTimeout in the main module)
+			ControlPlaneStartTimeout: 2 * time.Minute,
+			ControlPlaneStopTimeout:  2 * time.Minute,
 			ControlPlane: envtest.ControlPlane{
 				Etcd:      &envtest.Etcd{Out: out, Err: out},
 				APIServer: api,
