@@ -396,20 +396,7 @@ func duplicateTolerations(p *corev1.Pod) []string {
 // value). Status and server-set metadata are not compared.
 func foreignChanges(ref, o object) []string {
 	var out []string
-	diff := func(what string, a, b map[string]string) {
-		for _, k := range slices.Sorted(maps.Keys(b)) {
-			if v, ok := a[k]; !ok {
-				out = append(out, fmt.Sprintf("+%s %s=%.60s", what, k, b[k]))
-			} else if v != b[k] {
-				out = append(out, fmt.Sprintf("~%s %s: %.60s -> %.60s", what, k, v, b[k]))
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(a)) {
-			if _, ok := b[k]; !ok {
-				out = append(out, fmt.Sprintf("-%s %s", what, k))
-			}
-		}
-	}
+	diff := func(what string, a, b map[string]string) { out = append(out, mapChanges(what, a, b)...) }
 	diff("label", ref.GetLabels(), o.GetLabels())
 	diff("annotation", ref.GetAnnotations(), o.GetAnnotations())
 	fields := func(a, b any) {

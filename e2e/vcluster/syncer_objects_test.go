@@ -337,6 +337,25 @@ func describeUpdates(evs []recordedEvent, all []recordedEvent) string {
 	return b.String()
 }
 
+// mapChanges lists what differs from a to b, two labels or annotations maps: "+what k=v",
+// "~what k: old -> new", "-what k" (values cut at 60 characters).
+func mapChanges(what string, a, b map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(b)) {
+		if v, ok := a[k]; !ok {
+			out = append(out, fmt.Sprintf("+%s %s=%.60s", what, k, b[k]))
+		} else if v != b[k] {
+			out = append(out, fmt.Sprintf("~%s %s: %.60s -> %.60s", what, k, v, b[k]))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if _, ok := b[k]; !ok {
+			out = append(out, fmt.Sprintf("-%s %s", what, k))
+		}
+	}
+	return out
+}
+
 // changes says what differs between two versions of an object's metadata (and a pod's spec
 // and status).
 func changes(before, after object) string {
@@ -344,20 +363,7 @@ func changes(before, after object) string {
 		return "(no earlier event)"
 	}
 	var out []string
-	diff := func(what string, a, b map[string]string) {
-		for _, k := range slices.Sorted(maps.Keys(b)) {
-			if v, ok := a[k]; !ok {
-				out = append(out, fmt.Sprintf("+%s %s=%.60s", what, k, b[k]))
-			} else if v != b[k] {
-				out = append(out, fmt.Sprintf("~%s %s: %.60s -> %.60s", what, k, v, b[k]))
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(a)) {
-			if _, ok := b[k]; !ok {
-				out = append(out, fmt.Sprintf("-%s %s", what, k))
-			}
-		}
-	}
+	diff := func(what string, a, b map[string]string) { out = append(out, mapChanges(what, a, b)...) }
 	diff("label", before.GetLabels(), after.GetLabels())
 	diff("annotation", before.GetAnnotations(), after.GetAnnotations())
 	if pb, ok := before.(*corev1.Pod); ok {
