@@ -708,7 +708,7 @@ func newLogger(o *zap.Options, w io.Writer) logr.Logger {
 func (p *Plugin) test(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("synchook test", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	update := fs.Bool("update", false, "rewrite the expected objects kept in files with what the cases give")
+	update := fs.Bool("update", false, "rewrite the expected objects kept in files (regular files inside the test file's directory) with what the cases give")
 	output := fs.String("o", "", `output format: "" (one line per case, like go test) or junit (JUnit XML)`)
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on each request")
 	fs.Usage = func() {

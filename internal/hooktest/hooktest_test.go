@@ -203,3 +203,113 @@ func TestProvenanceIsComparedWithoutTheBuildVersion(t *testing.T) {
 		t.Errorf("with another build's version: exit %d:\n%s", code, out)
 	}
 }
+
+// write writes files (name → content, name relative to d, parent directories made) into d.
+func write(t *testing.T, d string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		path := filepath.Join(d, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A kubeconfig, a file of the user's outside the tree that --update must not touch: it holds a
+// YAML object, so reading it as an expectation succeeds (and differs from the result).
+const kubeconfig = "apiVersion: v1\nkind: Config\nclusters: [{name: prod, cluster: {server: https://prod:6443}}]\ncurrent-context: prod\n"
+
+// --update writes only regular files inside the directory of the test file: an expected object
+// named through "..", a symbolic link out of the tree (the file's or a parent directory's) or an
+// absolute path is left byte for byte as it was, and the run exits 2 naming it.
+func TestUpdateWritesOnlyInsideTheTestFilesTree(t *testing.T) {
+	for name, tt := range map[string]struct {
+		expect string                                   // the test file's expect.object
+		setup  func(t *testing.T, tree, outside string) // links made in the tree
+		want   string                                   // in stderr
+	}{
+		"a .. escape": {expect: "../../kubeconfig", want: "../../kubeconfig"},
+		"a symbolic link to a file outside": {expect: "pod.expected.yaml", want: "pod.expected.yaml", setup: func(t *testing.T, tree, outside string) {
+			symlink(t, filepath.Join(outside, "kubeconfig"), filepath.Join(tree, "pod.expected.yaml"))
+		}},
+		"a symbolic link to a directory outside": {expect: "expected/kubeconfig", want: "expected/kubeconfig", setup: func(t *testing.T, tree, outside string) {
+			symlink(t, outside, filepath.Join(tree, "expected"))
+		}},
+		"a relative symbolic link out": {expect: "pod.expected.yaml", want: "pod.expected.yaml", setup: func(t *testing.T, tree, _ string) {
+			symlink(t, "../../kubeconfig", filepath.Join(tree, "pod.expected.yaml"))
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			outside := t.TempDir()
+			tree := filepath.Join(outside, "repo", "tests")
+			write(t, outside, map[string]string{"kubeconfig": kubeconfig})
+			write(t, tree, map[string]string{"config.yaml": labelsConfig, "pod.yaml": pod,
+				hooktest.FileName: "config: config.yaml\ncases:\n  - name: the label\n    object: pod.yaml\n    expect: {object: " + tt.expect + "}\n"})
+			if tt.setup != nil {
+				tt.setup(t, tree, outside)
+			}
+			code, out, errOut := run(t, tree, hooktest.Options{Update: true}, false)
+			if code != hooktest.ExitInvalid || !strings.Contains(errOut, tt.want) || !strings.Contains(errOut, "--update writes only regular files inside the test file's directory") {
+				t.Errorf("exit %d, stderr %q; want %d naming %q\n%s", code, errOut, hooktest.ExitInvalid, tt.want, out)
+			}
+			if got, err := os.ReadFile(filepath.Join(outside, "kubeconfig")); err != nil || string(got) != kubeconfig {
+				t.Errorf("the file outside the tree was written (%v):\n%s", err, got)
+			}
+		})
+	}
+	// an absolute name is relative to the test file's directory, as when it is read: the file
+	// outside is neither read nor written
+	t.Run("an absolute path", func(t *testing.T) {
+		outside := t.TempDir()
+		tree := filepath.Join(outside, "repo", "tests")
+		abs := filepath.Join(outside, "kubeconfig")
+		write(t, outside, map[string]string{"kubeconfig": kubeconfig})
+		write(t, tree, map[string]string{"config.yaml": labelsConfig, "pod.yaml": pod,
+			hooktest.FileName: "config: config.yaml\ncases:\n  - name: the label\n    object: pod.yaml\n    expect: {object: " + abs + "}\n"})
+		code, _, errOut := run(t, tree, hooktest.Options{Update: true}, false)
+		if code != hooktest.ExitInvalid || !strings.Contains(errOut, abs) {
+			t.Errorf("exit %d, stderr %q; want %d naming %q", code, errOut, hooktest.ExitInvalid, abs)
+		}
+		if got, err := os.ReadFile(abs); err != nil || string(got) != kubeconfig {
+			t.Errorf("the file outside the tree was written (%v):\n%s", err, got)
+		}
+	})
+}
+
+// Inside the tree --update still writes: through a subdirectory, a ".." that stays inside and a
+// symbolic link to another file of the tree.
+func TestUpdateWritesInsideTheTreeThroughSubdirectoriesAndLinks(t *testing.T) {
+	tree := t.TempDir()
+	write(t, tree, map[string]string{"config.yaml": labelsConfig, "pod.yaml": pod,
+		"expected/a.yaml": "{}", "expected/b.yaml": "{}", "expected/c.yaml": "{}",
+		hooktest.FileName: "config: config.yaml\ncases:\n" +
+			"  - {name: a, object: pod.yaml, expect: {object: expected/a.yaml}}\n" +
+			"  - {name: b, object: pod.yaml, expect: {object: expected/../expected/b.yaml}}\n" +
+			"  - {name: c, object: pod.yaml, expect: {object: c.yaml}}\n"})
+	symlink(t, "expected/c.yaml", filepath.Join(tree, "c.yaml"))
+	if code, out, errOut := run(t, tree, hooktest.Options{Update: true}, false); code != hooktest.ExitOK || strings.Count(out, "--- UPDATED: ") != 3 {
+		t.Fatalf("--update: exit %d:\n%s%s", code, out, errOut)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		got, err := os.ReadFile(filepath.Join(tree, "expected", name+".yaml"))
+		if err != nil || !strings.Contains(string(got), "team: a") {
+			t.Errorf("expected/%s.yaml (%v):\n%s", name, err, got)
+		}
+	}
+	if st, err := os.Lstat(filepath.Join(tree, "c.yaml")); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("c.yaml is no longer a link (%v)", err)
+	}
+	if code, out, _ := run(t, tree, hooktest.Options{}, false); code != hooktest.ExitOK {
+		t.Errorf("after --update: exit %d:\n%s", code, out)
+	}
+}
+
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,7 +28,9 @@ type Options struct {
 	// Register adds a program's own Go hooks to each registry (package plugin's registered
 	// hooks), after the config's.
 	Register func(*engine.Registry) error
-	// Update rewrites the expected objects kept in files with what the cases give.
+	// Update rewrites the expected objects kept in files with what the cases give: existing
+	// regular files inside the test file's directory only (writeInside); any other is an
+	// invalid test file.
 	Update bool
 	// Timeout bounds each request. Default 10 s.
 	Timeout time.Duration
@@ -299,10 +302,53 @@ func (f *File) writeExpected(c *Case, key string, got any) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(f.dir, name), out, 0o644); err != nil {
-		return err
+	if err := writeInside(f.dir, name, out); err != nil {
+		return fmt.Errorf("%w %s: %s.expect.object: %s: --update writes only regular files inside the test file's directory (%s): %w", ErrInvalid, f.path, key, name, f.dir, err)
 	}
 	return errUpdated
+}
+
+// writeInside replaces the content of the existing regular file name (relative to dir, as the
+// case read it: filepath.Join) with data, through an os.Root on dir: a name that leaves dir by
+// ".." or by a symbolic link (the file's or a parent directory's) is refused, and so is
+// anything but a regular file (a directory, a device, a fifo: opened without blocking and
+// checked before anything is written). The file is not created: the case read it.
+func writeInside(dir, name string, data []byte) error {
+	rel, err := filepath.Rel(dir, filepath.Join(dir, name))
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	st, err := root.Stat(rel)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file (mode %s)", rel, st.Mode().Type())
+	}
+	file, err := root.OpenFile(rel, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	// what was opened, should rel have been replaced since the Stat
+	if st, err = file.Stat(); err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file (mode %s)", rel, st.Mode().Type())
+	}
+	if err := file.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := file.Write(data); err != nil {
+		return err
+	}
+	return file.Close()
 }
 
 // errUpdated is runCase's answer for a case whose expected object file it rewrote.
