@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -53,9 +54,29 @@ type imageRule struct {
 	index      int    // in Image.Rules
 }
 
+// dockerHubHosts are the host names under which container runtimes pull from Docker Hub: the
+// name images get by default ("docker.io"), its legacy index name (distribution/reference folds
+// only the lowercase spelling) and the registry endpoint containerd and Docker resolve docker.io
+// to. An image under any of them is a Docker Hub image to the rules.
+var dockerHubHosts = []string{"docker.io", "index.docker.io", "registry-1.docker.io"}
+
+// resolvedName returns the name of n as the registry it is pulled from sees it: the registry
+// host in lowercase (host names are case-insensitive, distribution/reference keeps the case),
+// without the HTTPS default port ":443", Docker Hub's host names (dockerHubHosts) as
+// "docker.io", then "/" and the repository path as written. GHCR.IO/org/app,
+// ghcr.io:443/org/app and ghcr.io/org/app are one repository; so are
+// registry-1.docker.io/library/nginx and nginx.
+func resolvedName(n reference.Named) string {
+	host := strings.TrimSuffix(strings.ToLower(reference.Domain(n)), ":443")
+	if slices.Contains(dockerHubHosts, host) {
+		host = "docker.io"
+	}
+	return host + "/" + reference.Path(n)
+}
+
 // normalizedPrefix returns p, a registry with an optional repository path, as the start of a
-// normalized image name (docker.io added where an image name gets it), or an error naming
-// what is wrong with it.
+// resolved image name (resolvedName: docker.io added where an image name gets it, the host in
+// lowercase without :443), or an error naming what is wrong with it.
 func normalizedPrefix(p string) (string, error) {
 	if p == "" {
 		return "", errors.New("empty")
@@ -68,7 +89,7 @@ func normalizedPrefix(p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("not the start of an image name: %w", err)
 	}
-	name, ok := strings.CutSuffix(n.Name(), "/x/y")
+	name, ok := strings.CutSuffix(resolvedName(n), "/x/y")
 	if !ok {
 		return "", errors.New("not the start of an image name")
 	}
@@ -126,28 +147,39 @@ func underPrefix(n, prefix string) bool {
 	return ok && (rest == "" || rest[0] == '/')
 }
 
-// rewrite returns image with the rule of the longest From that matches it applied (false: no
-// rule matches, or image is not an image reference: unparsable reports that). Tag and digest
-// are kept. reverse applies the rules backwards (To → From, normalized), for what the kubelet
-// reports of a rewritten image.
-func (rs imageRules) rewrite(image string, reverse bool) (out string, ok, unparsable bool) {
+// errNotReference: an image that is not an image reference (the kubelet refuses it too, as
+// InvalidImageName): left alone and counted.
+var errNotReference = errors.New("not an image reference")
+
+// ErrImageRewrite is wrapped by the error of a rewrite whose result would not be an image
+// reference (a name past distribution/reference's 255 characters once To is put in): the
+// request fails and the hook's failure policy decides, the image is never passed through.
+var ErrImageRewrite = errors.New("image rewrite refused")
+
+// rewrite returns image with the rule of the longest From that matches its resolved name
+// (resolvedName) applied; ok is false where no rule matches. Tag and digest are kept. reverse
+// applies the rules backwards (To → From, normalized), for what the kubelet reports of a
+// rewritten image. Errors: errNotReference where image is not an image reference, and an
+// ErrImageRewrite naming the image and the rule where the result would not be one.
+func (rs imageRules) rewrite(image string, reverse bool) (out string, ok bool, err error) {
 	n, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
-		return image, false, true
+		return image, false, errNotReference
 	}
-	name := n.Name()
-	match, replace := "", "" // of the rule with the longest match
-	for _, r := range rs {
+	name := resolvedName(n)
+	var rule *imageRule // the one with the longest match
+	match, replace := "", ""
+	for i, r := range rs {
 		from, to := r.nFrom, r.to
 		if reverse {
 			from, to = r.nTo, r.nFrom
 		}
 		if underPrefix(name, from) && len(from) > len(match) {
-			match, replace = from, to
+			rule, match, replace = &rs[i], from, to
 		}
 	}
-	if match == "" {
-		return image, false, false
+	if rule == nil {
+		return image, false, nil
 	}
 	out = replace + name[len(match):]
 	if t, ok := n.(reference.Tagged); ok {
@@ -157,9 +189,28 @@ func (rs imageRules) rewrite(image string, reverse bool) (out string, ok, unpars
 		out += "@" + d.Digest().String()
 	}
 	if _, err := reference.ParseNormalizedNamed(out); err != nil {
-		return image, false, true // a To that makes an invalid name for this image (too long)
+		return image, false, fmt.Errorf("%w: image %q under rules[%d] (from %q, to %q) would be %q: %w",
+			ErrImageRewrite, image, rule.index, rule.from, rule.to, out, err)
 	}
-	return out, true, false
+	return out, true, nil
+}
+
+// rewriteImageID maps an image ID the kubelet reports (status.containerStatuses[].imageID, an
+// image volume's imageRef: "registry.internal/dockerhub/library/nginx@sha256:…", with Docker's
+// "docker-pullable://" or another "scheme://" in front) back as rewrite does with reverse, the
+// digest kept; an ID without a repository ("sha256:…") or that no rule matches is kept.
+func (rs imageRules) rewriteImageID(id string) string {
+	scheme, ref, ok := strings.Cut(id, "://")
+	if !ok {
+		scheme, ref = "", id
+	} else {
+		scheme += "://"
+	}
+	out, ok, err := rs.rewrite(ref, true)
+	if err != nil || !ok {
+		return id
+	}
+	return scheme + out
 }
 
 var unparsableImages = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -170,44 +221,56 @@ var unparsableImages = prometheus.NewCounterVec(prometheus.CounterOpts{
 func init() { crmetrics.Registry.MustRegister(unparsableImages) }
 
 // ImageFuncs returns the mutate functions of the image hook named name for types: on
-// CreatePhysical and UpdatePhysical it rewrites the image of every container, init container
-// and ephemeral container of every pod spec in the object (a Pod's, a Deployment's template,
-// a CronJob's job template: any corev1.PodSpec reachable through its fields); on GetPhysical
-// it maps the images the kubelet reports in a Pod's container statuses back (To → From,
-// normalized: docker.io/library/nginx:1.27), so that the tenant sees what a cluster without
-// the mirror would report. An image that no rule matches is left alone, and so is one that is
-// not an image reference (counted in synchook_image_unparsable_total). Objects without a Go
-// type (Unstructured) are left alone. Errors: those of CheckImage, and a type other than
-// those three.
+// CreatePhysical and UpdatePhysical it rewrites every image the kubelet pulls for every pod spec
+// in the object (a Pod's, a Deployment's template, a CronJob's job template: any corev1.PodSpec
+// reachable through its fields): the image of every container, init container and ephemeral
+// container and the reference of every image volume. On GetPhysical it maps what the kubelet
+// reports of a Pod back (To → From, normalized): the image and the imageID (its digest kept)
+// of every container status and the imageRef of every image volume's mount status, so that the
+// tenant sees what a cluster without the mirror would report (docker.io/library/nginx:1.27).
+// An image that no rule matches is left alone, and so is one that is not an image reference
+// (counted in synchook_image_unparsable_total); a rewrite that would make an invalid reference
+// fails the call with an ErrImageRewrite naming the image and the rule. Objects without a Go
+// type (Unstructured) are left alone. Errors at construction: those of CheckImage, and a type
+// other than those three.
 func ImageFuncs(name string, s Image, types []hooks.HookType) (map[hooks.HookType]hooks.MutateFunc, error) {
 	rules, err := checkImage(s)
 	if err != nil {
 		return nil, err
 	}
 	count := unparsableImages.WithLabelValues(name)
-	rewriteAll := func(images []*string, reverse bool) {
+	rewriteAll := func(images []*string, reverse bool) error {
 		for _, img := range images {
-			out, ok, bad := rules.rewrite(*img, reverse)
-			if bad {
+			out, ok, err := rules.rewrite(*img, reverse)
+			switch {
+			case errors.Is(err, errNotReference):
 				count.Inc()
-			}
-			if ok {
+			case err != nil && !reverse:
+				return err
+			case ok:
 				*img = out
 			}
 		}
+		return nil
 	}
 	funcs := map[hooks.HookType]hooks.MutateFunc{}
 	for _, t := range types {
 		switch t {
 		case hooks.CreatePhysical, hooks.UpdatePhysical:
 			funcs[t] = func(_ context.Context, obj client.Object) (client.Object, error) {
-				rewriteAll(specImages(obj), false)
+				if err := rewriteAll(specImages(obj), false); err != nil {
+					return nil, err
+				}
 				return obj, nil
 			}
 		case hooks.GetPhysical:
 			funcs[t] = func(_ context.Context, obj client.Object) (client.Object, error) {
 				if pod, ok := obj.(*corev1.Pod); ok {
-					rewriteAll(statusImages(&pod.Status), true)
+					images, ids := statusImages(&pod.Status)
+					_ = rewriteAll(images, true) // backwards: a result that is no reference is left alone
+					for _, id := range ids {
+						*id = rules.rewriteImageID(*id)
+					}
 				}
 				return obj, nil
 			}
@@ -218,7 +281,9 @@ func ImageFuncs(name string, s Image, types []hooks.HookType) (map[hooks.HookTyp
 	return funcs, nil
 }
 
-// specImages returns pointers to the image of every container of every pod spec in obj.
+// specImages returns pointers to every image the kubelet pulls for the pod specs in obj: the
+// image of every container, init container and ephemeral container and the reference of every
+// image volume (spec.volumes[].image.reference).
 func specImages(obj client.Object) []*string {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
@@ -240,19 +305,31 @@ func specImages(obj client.Object) []*string {
 		for i := range ps.EphemeralContainers {
 			out = append(out, &ps.EphemeralContainers[i].Image)
 		}
+		for i := range ps.Volumes {
+			if img := ps.Volumes[i].Image; img != nil {
+				out = append(out, &img.Reference)
+			}
+		}
 	}
 	return out
 }
 
-// statusImages returns pointers to the image of every container status of a Pod.
-func statusImages(s *corev1.PodStatus) []*string {
-	var out []*string
+// statusImages returns pointers to what the kubelet reports of the images of a Pod: the image
+// of every container status, and the image IDs (every container status's imageID, every image
+// volume mount's imageRef).
+func statusImages(s *corev1.PodStatus) (images, ids []*string) {
 	for _, list := range [][]corev1.ContainerStatus{s.ContainerStatuses, s.InitContainerStatuses, s.EphemeralContainerStatuses} {
 		for i := range list {
-			out = append(out, &list[i].Image)
+			images = append(images, &list[i].Image)
+			ids = append(ids, &list[i].ImageID)
+			for j := range list[i].VolumeMounts {
+				if vs := list[i].VolumeMounts[j].VolumeStatus; vs != nil && vs.Image != nil {
+					ids = append(ids, &vs.Image.ImageRef)
+				}
+			}
 		}
 	}
-	return out
+	return images, ids
 }
 
 // fieldAt returns the value at the field index path below v, through non-nil pointers.

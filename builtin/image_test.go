@@ -44,11 +44,25 @@ func rewriteImage(t *testing.T, image string) string {
 // reference_test.go): short names, library/, ports, digests, tag and digest, uppercase.
 func TestImageRewritesReferencesAsContainerdReadsThem(t *testing.T) {
 	for in, want := range map[string]string{
-		"nginx":                                     "registry.internal/dockerhub/library/nginx",
-		"nginx:1.27":                                "registry.internal/dockerhub/library/nginx:1.27",
-		"library/nginx:1.27":                        "registry.internal/dockerhub/library/nginx:1.27",
-		"docker.io/library/nginx:1.27":              "registry.internal/dockerhub/library/nginx:1.27",
-		"index.docker.io/library/busybox":           "registry.internal/dockerhub/library/busybox", // the legacy Hub name
+		"nginx":                           "registry.internal/dockerhub/library/nginx",
+		"nginx:1.27":                      "registry.internal/dockerhub/library/nginx:1.27",
+		"library/nginx:1.27":              "registry.internal/dockerhub/library/nginx:1.27",
+		"docker.io/library/nginx:1.27":    "registry.internal/dockerhub/library/nginx:1.27",
+		"index.docker.io/library/busybox": "registry.internal/dockerhub/library/busybox", // the legacy Hub name
+		// the registry as the runtime resolves it: host case, the HTTPS port, Hub's endpoint
+		"GHCR.IO/org/app:2":                         "mirror.example/org/app:2",
+		"Ghcr.Io/org/app@" + digest:                 "mirror.example/org/app@" + digest,
+		"ghcr.io:443/org/app":                       "mirror.example/org/app",
+		"GHCR.io:443/org/team/app:1":                "mirror.example/org/team/app:1",
+		"ghcr.io:8443/org/app":                      "ghcr.io:8443/org/app", // another port: another registry
+		"registry-1.docker.io/library/nginx:1.27":   "registry.internal/dockerhub/library/nginx:1.27",
+		"REGISTRY-1.DOCKER.IO:443/library/nginx":    "registry.internal/dockerhub/library/nginx",
+		"INDEX.DOCKER.IO/library/busybox":           "registry.internal/dockerhub/library/busybox",
+		"Docker.io/myorg/app":                       "registry.internal/dockerhub/myorg/app",
+		"docker.io:443/library/nginx":               "registry.internal/dockerhub/library/nginx",
+		"registry-1.docker.io/nginx":                "registry.internal/dockerhub/nginx", // the path as the runtime asks for it
+		"LOCALHOST:5000/app":                        "registry.internal/local/app",
+		"QUAY.IO/team/special/app":                  "registry.internal/special/app",
 		"myorg/app:v1":                              "registry.internal/dockerhub/myorg/app:v1",
 		"nginx@" + digest:                           "registry.internal/dockerhub/library/nginx@" + digest,
 		"nginx:1.27@" + digest:                      "registry.internal/dockerhub/library/nginx:1.27@" + digest,
@@ -170,20 +184,129 @@ func FuzzImageRewrite(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		once := func(img string) string {
+		once := func(img string) (string, error) {
 			pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: img}}}}
 			out, err := funcs[hooks.CreatePhysical](t.Context(), pod)
 			if err != nil {
-				t.Fatal(err)
+				return "", err
 			}
-			return out.(*corev1.Pod).Spec.Containers[0].Image
+			return out.(*corev1.Pod).Spec.Containers[0].Image, nil
 		}
-		first := once(image)
-		if second := once(first); second != first {
+		first, err := once(image)
+		if errors.Is(err, builtin.ErrImageRewrite) && builtin.IsImageReference(image) {
+			return // refused: the rule would make it too long
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", image, err)
+		}
+		second, err := once(first)
+		if err != nil {
+			t.Fatalf("%q → %q → %v", image, first, err)
+		}
+		if second != first {
 			t.Fatalf("%q → %q → %q: a rewritten image was rewritten again", image, first, second)
 		}
 		if first != image && !builtin.IsImageReference(first) {
 			t.Fatalf("%q → %q, which is not an image reference", image, first)
 		}
 	})
+}
+
+// A rule's from and to are read as images are: the host in any case, with or without :443,
+// Docker Hub under any of its names.
+func TestImageRuleFromIsTheRegistryAsResolved(t *testing.T) {
+	for from, image := range map[string]string{
+		"GHCR.io/org":          "ghcr.io/org/app",
+		"ghcr.io:443/org":      "GHCR.IO/org/app",
+		"registry-1.docker.io": "nginx",
+		"index.docker.io":      "registry-1.docker.io:443/library/nginx",
+	} {
+		funcs, err := builtin.ImageFuncs("mirror", builtin.Image{Rules: []builtin.ImageRule{{From: from, To: "mirror.example/x"}}}, []hooks.HookType{hooks.CreatePhysical})
+		if err != nil {
+			t.Fatalf("from %q: %v", from, err)
+		}
+		pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: image}}}}
+		out, err := funcs[hooks.CreatePhysical](t.Context(), pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := out.(*corev1.Pod).Spec.Containers[0].Image; !strings.HasPrefix(got, "mirror.example/x/") {
+			t.Errorf("from %q, image %q → %q: not rewritten", from, image, got)
+		}
+	}
+	err := builtin.CheckImage(builtin.Image{Rules: []builtin.ImageRule{{From: "docker.io", To: "a.example"}, {From: "REGISTRY-1.docker.io:443", To: "b.example"}}})
+	if err == nil || !strings.Contains(err.Error(), `rules[1].from "REGISTRY-1.docker.io:443" is rules[0].from "docker.io" again`) {
+		t.Errorf("two spellings of Docker Hub as two rules: %v", err)
+	}
+}
+
+// A valid name that the rule would make longer than a reference may be is refused with an
+// error naming the image and the rule, never passed through to the host unrewritten.
+func TestImageRewriteThatWouldNotBeAReferenceIsRefused(t *testing.T) {
+	// a repository path (the name after the registry) of 247 characters, 260 under the rule's
+	// to: distribution/reference takes 255 at most
+	long := "ghcr.io/org/" + strings.Repeat("a", 255-len("ghcr.io/org/"))
+	if !builtin.IsImageReference(long) {
+		t.Fatalf("the case's image is not a reference")
+	}
+	funcs, err := builtin.ImageFuncs("mirror", builtin.Image{Rules: []builtin.ImageRule{{From: "ghcr.io/org", To: "registry.internal/mirrors/ghcr/org"}}}, []hooks.HookType{hooks.CreatePhysical})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "a", Image: "ghcr.io/org/ok"}, {Name: "b", Image: long + ":1"}},
+	}}
+	_, err = funcs[hooks.CreatePhysical](t.Context(), pod)
+	if !errors.Is(err, builtin.ErrImageRewrite) || !strings.Contains(err.Error(), long+":1") ||
+		!strings.Contains(err.Error(), `rules[0] (from "ghcr.io/org", to "registry.internal/mirrors/ghcr/org")`) {
+		t.Fatalf("rewrite past 255 characters: %v, want an ErrImageRewrite naming the image and the rule", err)
+	}
+}
+
+// An image volume (spec.volumes[].image.reference) is pulled by the kubelet like a container
+// image: it is rewritten too, and its mount status's imageRef reads back like an imageID.
+func TestImageVolumesAndImageIDs(t *testing.T) {
+	funcs, err := builtin.ImageFuncs("mirror", mirrorRules, []hooks.HookType{hooks.CreatePhysical, hooks.GetPhysical})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "a", Image: "registry.example.com/app:1"}},
+		Volumes: []corev1.Volume{
+			{Name: "models", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "ghcr.io/org/models:v2"}}},
+			{Name: "tools", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "busybox"}}},
+			{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		},
+	}}
+	out, err := funcs[hooks.CreatePhysical](t.Context(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vols := out.(*corev1.Pod).Spec.Volumes
+	if got := vols[0].Image.Reference + " " + vols[1].Image.Reference; got != "mirror.example/org/models:v2 registry.internal/dockerhub/library/busybox" {
+		t.Errorf("image volumes %s", got)
+	}
+	status := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+		Name:    "a",
+		Image:   "registry.internal/dockerhub/library/nginx:1.27",
+		ImageID: "registry.internal/dockerhub/library/nginx@" + digest,
+		VolumeMounts: []corev1.VolumeMountStatus{
+			{Name: "models", VolumeStatus: &corev1.VolumeStatus{Image: &corev1.ImageVolumeStatus{ImageRef: "mirror.example/org/models@" + digest}}},
+			{Name: "scratch"},
+		},
+	}, {
+		Name: "b", Image: "mirror.example/org/b:1", ImageID: "docker-pullable://mirror.example/org/b@" + digest,
+	}, {
+		Name: "c", Image: "elsewhere.example/c:1", ImageID: "sha256:" + strings.TrimPrefix(digest, "sha256:"),
+	}}}}
+	out, err = funcs[hooks.GetPhysical](t.Context(), status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := out.(*corev1.Pod).Status.ContainerStatuses
+	got := []string{cs[0].ImageID, cs[0].VolumeMounts[0].VolumeStatus.Image.ImageRef, cs[1].ImageID, cs[2].ImageID}
+	want := []string{"docker.io/library/nginx@" + digest, "ghcr.io/org/models@" + digest, "docker-pullable://ghcr.io/org/b@" + digest, "sha256:" + strings.TrimPrefix(digest, "sha256:")}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("image IDs\n got %v\nwant %v", got, want)
+	}
 }

@@ -41,7 +41,7 @@ type loopDetector struct {
 
 func (d *loopDetector) observe(reg *Registry, gvk schema.GroupVersionKind, t hooks.HookType, meta, p []byte) {
 	uid := metadataUID(meta)
-	if uid == "" || onlyReserved(p) {
+	if uid == "" || onlyReserved(p, meta) {
 		return
 	}
 	now := time.Now()
@@ -104,8 +104,12 @@ func firstPath(p []byte) string {
 // onlyReserved reports whether the JSON Patch p changes nothing but synchook's reserved
 // annotations: the removal of what a tenant wrote there and the undo that records it. That is
 // no change of the hooks, so no loop of theirs either, however often the tenant's object comes.
-func onlyReserved(p []byte) bool {
+// meta is the sent object's metadata (JSON): a removal of the whole annotations map (a typed
+// chain's diff, where the tenant's reserved keys were all it held) is reserved only when the
+// sent map held nothing else.
+func onlyReserved(p, meta []byte) bool {
 	var ops []struct {
+		Op    string          `json:"op"`
 		Path  string          `json:"path"`
 		Value json.RawMessage `json:"value"`
 	}
@@ -115,6 +119,13 @@ func onlyReserved(p []byte) bool {
 	for _, op := range ops {
 		switch {
 		case isReservedPath(op.Path):
+		case op.Path == "/metadata/annotations" && op.Op == "remove":
+			var sent struct {
+				Annotations json.RawMessage `json:"annotations"`
+			}
+			if json.Unmarshal(meta, &sent) != nil || !reservedKeysOnly(sent.Annotations) {
+				return false
+			}
 		case op.Path == "/metadata/annotations": // a map made for the undo alone
 			if !reservedKeysOnly(op.Value) {
 				return false

@@ -34,8 +34,9 @@ import (
 
 // Config is the platform's config the cases assume: a labels hook on Pods for every write
 // type whose undo is read back on GetPhysical and GetVirtual, a labels hook on Services for
-// CreatePhysical only (the kind whose updates never pass through synchook), and a strip of a
-// Secret's password on its way to the host.
+// CreatePhysical only (the kind whose updates never pass through synchook), a strip of a
+// Secret's password on its way to the host, and a mirror of Docker Hub's and ghcr.io/org's
+// images for Pods (the cases' own image, registry.example.com/web:1, is under neither).
 const Config = `hooks:
   - name: platform-labels
     resources: [{apiVersion: v1, kind: Pod}]
@@ -52,6 +53,13 @@ const Config = `hooks:
     types: [CreatePhysical, UpdatePhysical]
     strip:
       paths: [/data/password]
+  - name: mirror
+    resources: [{apiVersion: v1, kind: Pod}]
+    types: [CreatePhysical, UpdatePhysical, GetPhysical]
+    image:
+      rules:
+        - {from: docker.io, to: registry.internal/dockerhub}
+        - {from: ghcr.io/org, to: mirror.example/org}
 `
 
 // ring is the undo key of every Registry of a test process.
@@ -332,6 +340,80 @@ var cases = []attack{
 		}
 		expectView(t, m, hooks.GetPhysical, hooked, sent)
 	}},
+	{name: "an image spelled as another name of its registry reaches the host through the mirror, and reads back as spelled", run: func(t *testing.T, m Mutator) {
+		// host case, the HTTPS default port, Docker Hub's endpoint, an image volume (pulled by the kubelet too)
+		spelled := []string{"GHCR.IO/org/app:2", "ghcr.io:443/org/app", "registry-1.docker.io/library/nginx:1.27", "Docker.IO/library/busybox"}
+		want := []string{"mirror.example/org/app:2", "mirror.example/org/app", "registry.internal/dockerhub/library/nginx:1.27", "registry.internal/dockerhub/library/busybox"}
+		sent := Pod("web", nil, withImages(spelled[:3]...), withImageVolume("tools", spelled[3]))
+		paths := []string{"/spec/containers/0/image", "/spec/containers/1/image", "/spec/containers/2/image", "/spec/volumes/0/image/reference"}
+		for _, write := range []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical} {
+			hooked, err := m(t, write, PodGVK, sent)
+			if err != nil {
+				t.Fatalf("%s: %v", write, err)
+			}
+			for i, p := range paths {
+				if got := field(t, hooked, p); got != `"`+want[i]+`"` {
+					t.Errorf("%s: %s %q reached the host as %s, want %q", write, p, spelled[i], got, want[i])
+				}
+			}
+			expectView(t, m, hooks.GetPhysical, hooked, sent)
+		}
+	}},
+	{name: "an image the mirror would make longer than a name may be is refused, never passed through", run: func(t *testing.T, m Mutator) {
+		// a repository path of 255 characters, the most distribution/reference takes; 265 under the mirror's dockerhub/
+		long := "docker.io/myorg/" + strings.Repeat("a", 255-len("myorg/"))
+		for _, write := range []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical} {
+			hooked, err := m(t, write, PodGVK, Pod("web", nil, withImages(long)))
+			if err == nil {
+				t.Errorf("%s of an image the rule makes invalid: no error, host image %s", write, field(t, hooked, "/spec/containers/0/image"))
+			} else if !strings.Contains(err.Error(), "image rewrite refused") {
+				t.Errorf("%s: %v, want the image rewrite refused", write, err)
+			}
+		}
+	}},
+	{name: "the kubelet's imageID and image volume imageRef of a mirrored image read back under the tenant's registry, digest kept", run: func(t *testing.T, m Mutator) {
+		const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+		stored := Pod("web", nil, func(p map[string]any) {
+			p["status"] = map[string]any{"containerStatuses": []any{map[string]any{
+				"name": "web", "image": "registry.internal/dockerhub/library/nginx:1.27", "imageID": "registry.internal/dockerhub/library/nginx@" + digest,
+				"ready": true, "restartCount": 0,
+				"volumeMounts": []any{map[string]any{"name": "models", "mountPath": "/m", "volumeStatus": map[string]any{"image": map[string]any{"imageRef": "mirror.example/org/models@" + digest}}}},
+			}}}
+		})
+		view, err := m(t, hooks.GetPhysical, PodGVK, stored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, want := range map[string]string{
+			"/status/containerStatuses/0/image":                                      "docker.io/library/nginx:1.27",
+			"/status/containerStatuses/0/imageID":                                    "docker.io/library/nginx@" + digest,
+			"/status/containerStatuses/0/volumeMounts/0/volumeStatus/image/imageRef": "ghcr.io/org/models@" + digest,
+		} {
+			if got := field(t, view, p); got != `"`+want+`"` {
+				t.Errorf("%s reads %s, want %q", p, got, want)
+			}
+		}
+	}},
+}
+
+// withImages gives the Pod one container per image (web-0, web-1, …) instead of its own.
+func withImages(images ...string) podOption {
+	return func(p map[string]any) {
+		containers := make([]any, len(images))
+		for i, img := range images {
+			containers[i] = map[string]any{"name": fmt.Sprintf("web-%d", i), "image": img}
+		}
+		p["spec"].(map[string]any)["containers"] = containers
+	}
+}
+
+// withImageVolume adds an image volume (spec.volumes[].image) named name of reference ref.
+func withImageVolume(name, ref string) podOption {
+	return func(p map[string]any) {
+		spec := p["spec"].(map[string]any)
+		vols, _ := spec["volumes"].([]any)
+		spec["volumes"] = append(vols, map[string]any{"name": name, "image": map[string]any{"reference": ref}})
+	}
 }
 
 // ReadListItemByItem is the List case for a transport that sends single objects (Lists
