@@ -50,6 +50,10 @@ type SoakOptions struct {
 	GRPCPercent int
 	// Out receives the report. Default os.Stdout.
 	Out io.Writer
+	// RequestTimeout bounds each request: the admission server's RequestTimeout and the gRPC
+	// call's deadline. Default webhook.DefaultRequestTimeout (10 s), what `synchook serve`
+	// gives a request. An answer past it counts as unexpected.
+	RequestTimeout time.Duration
 }
 
 // SoakReport is what a soak run saw. Every response is checked: Corrupted counts successful
@@ -113,6 +117,9 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 	if opts.Out == nil {
 		opts.Out = os.Stdout
 	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = webhook.DefaultRequestTimeout
+	}
 	dir, err := os.MkdirTemp("", "synchook-soak-")
 	if err != nil {
 		return nil, err
@@ -133,7 +140,9 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 		}
 	}
 	httpsAddr, grpcAddr := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
-	srv, err := webhook.NewServer(runner, webhook.Options{BindAddress: httpsAddr, ProbeBindAddress: "0", CertFile: ca.CertFile(), KeyFile: ca.KeyFile()})
+	srv, err := webhook.NewServer(runner, webhook.Options{
+		BindAddress: httpsAddr, ProbeBindAddress: "0", CertFile: ca.CertFile(), KeyFile: ca.KeyFile(), RequestTimeout: opts.RequestTimeout,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -168,9 +177,11 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 	return rep, nil
 }
 
+// waitReady polls url until it answers, for up to 2 minutes (a server starting on a loaded
+// 2-core machine) or until ctx ends.
 func waitReady(ctx context.Context, pool *x509.CertPool, url string) error {
-	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
 		if resp, err := hc.Get(url); err == nil {
 			resp.Body.Close()
 			return nil
@@ -396,7 +407,7 @@ func (d *soakDriver) viaGRPC(ctx context.Context, gvk schema.GroupVersionKind, r
 		return nil, "", err
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, d.opts.RequestTimeout)
 	defer cancel()
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
 	res, err := remote.NewPluginClient(conn).Mutate(ctx, &remote.MutateRequest{ApiVersion: apiVersion, Kind: kind, Object: string(raw), Type: "CreatePhysical"})
