@@ -3,6 +3,7 @@ package builtin
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"reflect"
 	"slices"
@@ -66,28 +67,49 @@ func hasWildcard(tokens []string) bool { return slices.Contains(tokens, Wildcard
 // Wildcard step is returned as it is; an empty array gives no path.
 func ExpandPath(tokens []string, lenAt func(prefix []string) (int, bool)) [][]string {
 	var out [][]string
-	expandFrom(tokens, 0, lenAt, &out)
+	for concrete := range ConcretePaths(tokens, lenAt) {
+		out = append(out, slices.Clone(concrete))
+	}
 	return out
 }
 
-// expandFrom appends to out the expansions of tokens' Wildcard steps from step from on.
-func expandFrom(tokens []string, from int, lenAt func([]string) (int, bool), out *[][]string) {
-	for i := from; i < len(tokens); i++ {
-		if tokens[i] != Wildcard {
+// ConcretePaths yields the paths ExpandPath returns, in its order, one at a time: it asks
+// lenAt for the length of an array only when it gets there, so the loop may remove each path
+// before the next is made (what it removes is inside an element whose paths are all done, or
+// is that element, after every index still to come). The slice yielded is reused for the next
+// path: copy it to keep it.
+func ConcretePaths(tokens []string, lenAt func(prefix []string) (int, bool)) iter.Seq[[]string] {
+	return func(yield func([]string) bool) {
+		if !hasWildcard(tokens) {
+			yield(tokens)
+			return
+		}
+		concreteFrom(slices.Clone(tokens), 0, lenAt, yield)
+	}
+}
+
+// concreteFrom yields the concrete paths of buf (a path whose steps before from are concrete)
+// with its Wildcard steps from step from on replaced, and reports false once yield did. It
+// leaves buf as it was given.
+func concreteFrom(buf []string, from int, lenAt func([]string) (int, bool), yield func([]string) bool) bool {
+	for i := from; i < len(buf); i++ {
+		if buf[i] != Wildcard {
 			continue
 		}
-		n, isArray := lenAt(tokens[:i])
+		n, isArray := lenAt(buf[:i])
 		if !isArray {
 			continue // the literal key
 		}
 		for j := n - 1; j >= 0; j-- {
-			concrete := slices.Clone(tokens)
-			concrete[i] = strconv.Itoa(j)
-			expandFrom(concrete, i+1, lenAt, out)
+			buf[i] = strconv.Itoa(j)
+			if !concreteFrom(buf, i+1, lenAt, yield) {
+				return false
+			}
 		}
-		return
+		buf[i] = Wildcard
+		return true
 	}
-	*out = append(*out, tokens)
+	return yield(buf)
 }
 
 // CheckStripPathFor is CheckStripPath for a path stripped from objects of obj's Go type (a

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/jsonfield"
+	"github.com/synchook/synchook/internal/jsonscan"
 )
 
 // Strip are the settings of the strip hook: the fields to remove from every object.
@@ -37,6 +38,17 @@ type Strip struct {
 // encodes itself (resource.Quantity, metav1.Time, runtime.RawExtension, …) or an interface is
 // taken that way: the object is converted, stripped and converted back into a new object,
 // which is returned.
+//
+// A Wildcard step is walked once, not expanded into a path per element: the cost of a strip
+// is linear in the size of the object, and a slice whose every element goes is cut once (a
+// non-empty one becomes an empty slice, not nil).
+//
+// The function looks at its context at its step boundaries: before each path and after every
+// 256 elements a Wildcard step visits (stepEvery). Once the context is done it stops there and
+// returns a nil object and an error that wraps ctx.Err() (context.DeadlineExceeded or
+// context.Canceled) and names the path; the object it was given may then be partly stripped
+// and must be dropped. So the request's deadline bounds a strip: the engine runs synchook's own
+// hooks on the request's goroutine, in the request's concurrency slot, with its context.
 func StripFunc(s Strip) (hooks.MutateFunc, error) {
 	var (
 		paths [][]string
@@ -53,95 +65,168 @@ func StripFunc(s Strip) (hooks.MutateFunc, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return func(_ context.Context, obj client.Object) (client.Object, error) {
+	return func(ctx context.Context, obj client.Object) (client.Object, error) {
+		st := &stepper{ctx: ctx}
 		if u, ok := obj.(runtime.Unstructured); ok {
 			content := u.UnstructuredContent()
-			if removeAll(content, paths) {
+			removed, err := removeAll(st, content, paths)
+			if err != nil {
+				return nil, err
+			}
+			if removed {
 				u.SetUnstructuredContent(content)
 			}
 			return obj, nil
 		}
 		root := reflect.ValueOf(obj)
 		for i, tokens := range paths {
-			for _, concrete := range expandIn(tokens, func(prefix []string) (int, bool) { return typedLen(root, prefix) }) {
-				if !stripValue(root, concrete) {
-					return stripTyped(obj, paths[i:])
-				}
+			if err := st.boundary(tokens); err != nil {
+				return nil, err
+			}
+			typed, err := stripValue(st, root, tokens)
+			if err != nil {
+				return nil, err
+			}
+			if !typed {
+				return stripThrough(st, obj, paths[i:])
 			}
 		}
 		return obj, nil
 	}, nil
 }
 
-// stripValue removes the value at tokens below v (a pointer to a struct, or a value inside one)
-// along its Go type. It reports false, having changed nothing, where the path goes through a
-// value that only its unstructured form can address (a type that encodes itself, an interface):
-// stripTyped takes those.
-func stripValue(v reflect.Value, tokens []string) bool {
+// stepEvery is how many elements a Wildcard step visits between two looks at the context.
+const stepEvery = 256
+
+// stepper is a strip's step boundaries: it counts the elements Wildcard steps visit and looks
+// at ctx every stepEvery of them. A nil *stepper has no boundaries (nothing stops it).
+type stepper struct {
+	ctx   context.Context
+	path  []string // the path being stripped, for the error
+	count int
+}
+
+// boundary starts the path tokens: it returns the context's error, wrapped and naming the
+// path, once the context is done.
+func (s *stepper) boundary(tokens []string) error {
+	if s == nil {
+		return nil
+	}
+	s.path = tokens
+	if err := s.ctx.Err(); err != nil {
+		return fmt.Errorf("strip %s: stopped at a step boundary: %w", jsonscan.Pointer(tokens), err)
+	}
+	return nil
+}
+
+// element counts one element a Wildcard step visits and, every stepEvery of them, returns the
+// context's error as boundary does.
+func (s *stepper) element() error {
+	if s == nil {
+		return nil
+	}
+	if s.count++; s.count%stepEvery != 0 {
+		return nil
+	}
+	return s.boundary(s.path)
+}
+
+// stripValue removes the value at tokens (at least one) below v (a pointer to a struct, or a
+// value inside one) along its Go type; a Wildcard step where the value is a slice stands for
+// each of its elements (stripElements). It reports false where the path goes through a value
+// that only its unstructured form can address (a type that encodes itself, an interface):
+// stripThrough takes those. Whether a path gets there depends on the Go types along it alone,
+// the same for every element of a Wildcard, so nothing of the path has been removed then. err
+// is the context's, at a step boundary (stepper.element).
+func stripValue(st *stepper, v reflect.Value, tokens []string) (typed bool, err error) {
 	for v.Kind() == reflect.Pointer {
 		if v.IsNil() {
-			return true // nothing there
+			return true, nil // nothing there
 		}
 		v = v.Elem()
 	}
 	if selfEncoding(v.Type()) {
-		return false
+		return false, nil
 	}
 	tok, rest := tokens[0], tokens[1:]
 	switch v.Kind() {
 	case reflect.Struct:
 		f, ok := jsonfield.Named(v.Type(), tok)
 		if !ok {
-			return true
+			return true, nil
 		}
 		fv := f.Value(v)
 		if !fv.IsValid() {
-			return true // behind a nil embedded pointer: absent
+			return true, nil // behind a nil embedded pointer: absent
 		}
 		if len(rest) == 0 {
 			fv.SetZero()
-			return true
+			return true, nil
 		}
-		return stripValue(fv, rest)
+		return stripValue(st, fv, rest)
 	case reflect.Map:
 		if v.Type().Key().Kind() != reflect.String || selfEncoding(v.Type().Key()) {
-			return false
+			return false, nil
 		}
 		key := reflect.ValueOf(tok).Convert(v.Type().Key())
 		ev := v.MapIndex(key)
 		if !ev.IsValid() {
-			return true
+			return true, nil
 		}
 		if len(rest) == 0 {
 			v.SetMapIndex(key, reflect.Value{})
-			return true
+			return true, nil
 		}
 		c := reflect.New(ev.Type()).Elem() // map values cannot be changed in place
 		c.Set(ev)
-		if !stripValue(c, rest) {
-			return false
+		if typed, err := stripValue(st, c, rest); !typed || err != nil {
+			return typed, err
 		}
 		v.SetMapIndex(key, c)
-		return true
+		return true, nil
 	case reflect.Slice:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return true // []byte is a string in JSON: nothing below it
+			return true, nil // []byte is a string in JSON: nothing below it
+		}
+		if tok == Wildcard {
+			return stripElements(st, v, rest)
 		}
 		i, ok := arrayIndex(tok, v.Len())
 		if !ok {
-			return true
+			return true, nil
 		}
 		if len(rest) == 0 {
 			out := reflect.MakeSlice(v.Type(), 0, v.Len()-1)
 			out = reflect.AppendSlice(out, v.Slice(0, i))
 			v.Set(reflect.AppendSlice(out, v.Slice(i+1, v.Len())))
-			return true
+			return true, nil
 		}
-		return stripValue(v.Index(i), rest)
+		return stripValue(st, v.Index(i), rest)
 	case reflect.Interface:
-		return false
+		return false, nil
 	}
-	return true // a scalar: nothing below it
+	return true, nil // a scalar: nothing below it
+}
+
+// stripElements is stripValue's Wildcard step on the slice v: without rest every element goes
+// (v becomes a new empty slice, once; an empty v is left as it is), else rest is stripped from
+// each element, the last first, as the paths ExpandPath gives are.
+func stripElements(st *stepper, v reflect.Value, rest []string) (typed bool, err error) {
+	if len(rest) == 0 {
+		if v.Len() > 0 {
+			v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+		}
+		return true, nil
+	}
+	for i := v.Len() - 1; i >= 0; i-- {
+		if err := st.element(); err != nil {
+			return false, err
+		}
+		if typed, err := stripValue(st, v.Index(i), rest); !typed || err != nil {
+			return typed, err
+		}
+	}
+	return true, nil
 }
 
 var (
@@ -149,15 +234,30 @@ var (
 	jsonMarshaler   = reflect.TypeFor[json.Marshaler]()
 )
 
+// selfEncodingOf caches selfEncoding's answers by type: a Wildcard asks it once per element.
+var selfEncodingOf sync.Map // reflect.Type → bool
+
 // selfEncoding reports whether values of t encode or decode themselves in JSON (their
 // unstructured form is not their fields).
 func selfEncoding(t reflect.Type) bool {
+	if v, ok := selfEncodingOf.Load(t); ok {
+		return v.(bool)
+	}
 	pt := reflect.PointerTo(t)
-	return t.Implements(jsonMarshaler) || pt.Implements(jsonMarshaler) || t.Implements(jsonUnmarshaler) || pt.Implements(jsonUnmarshaler)
+	self := t.Implements(jsonMarshaler) || pt.Implements(jsonMarshaler) || t.Implements(jsonUnmarshaler) || pt.Implements(jsonUnmarshaler)
+	selfEncodingOf.Store(t, self)
+	return self
 }
 
-// stripTyped removes paths from a typed object through its unstructured form.
+// stripTyped is stripThrough without step boundaries: FuzzStripTyped's oracle.
 func stripTyped(obj client.Object, paths [][]string) (client.Object, error) {
+	return stripThrough(nil, obj, paths)
+}
+
+// stripThrough removes paths from a typed object through its unstructured form: it returns a
+// new object when something was removed, else obj. Errors: obj is not a pointer to a struct
+// or does not convert, and the context's at a step boundary.
+func stripThrough(st *stepper, obj client.Object, paths [][]string) (client.Object, error) {
 	t := reflect.TypeOf(obj)
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return nil, fmt.Errorf("strip: cannot handle %T: want a pointer to a struct or an Unstructured", obj)
@@ -166,7 +266,11 @@ func stripTyped(obj client.Object, paths [][]string) (client.Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("strip: convert %T to unstructured: %w", obj, err)
 	}
-	if !removeAll(content, paths) {
+	removed, err := removeAll(st, content, paths)
+	if err != nil {
+		return nil, err
+	}
+	if !removed {
 		return obj, nil
 	}
 	out, ok := reflect.New(t.Elem()).Interface().(client.Object)
@@ -179,122 +283,91 @@ func stripTyped(obj client.Object, paths [][]string) (client.Object, error) {
 	return out, nil
 }
 
-// removeAll removes every path from doc, in order, and reports whether anything was removed.
-func removeAll(doc map[string]any, paths [][]string) bool {
-	removed := false
+// removeAll removes every path from doc, in order, and reports whether anything was removed;
+// err is the context's at a step boundary (doc is then partly stripped).
+func removeAll(st *stepper, doc map[string]any, paths [][]string) (removed bool, err error) {
 	for _, tokens := range paths {
-		for _, concrete := range expandIn(tokens, func(prefix []string) (int, bool) { return treeLen(doc, prefix) }) {
-			if _, ok := remove(doc, concrete); ok {
-				removed = true
-			}
+		if err := st.boundary(tokens); err != nil {
+			return removed, err
+		}
+		_, ok, err := remove(st, doc, tokens)
+		removed = removed || ok
+		if err != nil {
+			return removed, err
 		}
 	}
-	return removed
-}
-
-// expandIn is ExpandPath for a path that may have a Wildcard step; one without is returned as
-// it is, without asking lenAt.
-func expandIn(tokens []string, lenAt func(prefix []string) (int, bool)) [][]string {
-	if !hasWildcard(tokens) {
-		return [][]string{tokens}
-	}
-	return ExpandPath(tokens, lenAt)
-}
-
-// typedLen returns the length of the slice at prefix below v along its Go type (as stripValue
-// walks it), false where there is none or the walk meets a value that encodes itself.
-func typedLen(v reflect.Value, prefix []string) (int, bool) {
-	for i := 0; ; i++ {
-		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
-			if v.IsNil() {
-				return 0, false
-			}
-			v = v.Elem()
-		}
-		if selfEncoding(v.Type()) {
-			return 0, false
-		}
-		if i == len(prefix) {
-			if v.Kind() == reflect.Slice && v.Type().Elem().Kind() != reflect.Uint8 {
-				return v.Len(), true
-			}
-			return 0, false
-		}
-		switch tok := prefix[i]; v.Kind() {
-		case reflect.Struct:
-			f, ok := jsonfield.Named(v.Type(), tok)
-			if !ok {
-				return 0, false
-			}
-			if v = f.Value(v); !v.IsValid() {
-				return 0, false
-			}
-		case reflect.Map:
-			if v.Type().Key().Kind() != reflect.String {
-				return 0, false
-			}
-			if v = v.MapIndex(reflect.ValueOf(tok).Convert(v.Type().Key())); !v.IsValid() {
-				return 0, false
-			}
-		case reflect.Slice:
-			j, ok := arrayIndex(tok, v.Len())
-			if !ok {
-				return 0, false
-			}
-			v = v.Index(j)
-		default:
-			return 0, false
-		}
-	}
-}
-
-// treeLen returns the length of the array at prefix in the unstructured tree doc, false where
-// there is none.
-func treeLen(doc map[string]any, prefix []string) (int, bool) {
-	v, _ := jsondoc.LookupValue(doc, prefix)
-	a, ok := v.([]any)
-	return len(a), ok
+	return removed, nil
 }
 
 // remove removes the value at tokens (at least one) below node and returns the node to keep in
-// its place (a new slice when an array element was removed; maps change in place) and whether
-// a value was removed. A missing key, an index out of range or not a number, or a parent that
-// is not an object or array all mean that there is nothing to remove.
-func remove(node any, tokens []string) (any, bool) {
+// its place (a new slice when array elements were removed; maps and the elements of arrays
+// change in place) and whether a value was removed. A Wildcard step where the node is an
+// array stands for each of its elements (removeElements); where it is an object it is the key
+// "*". A missing key, an index out of range or not a number, or a parent that is not an object
+// or array all mean that there is nothing to remove. err is the context's at a step boundary.
+func remove(st *stepper, node any, tokens []string) (_ any, removed bool, err error) {
 	tok, rest := tokens[0], tokens[1:]
 	switch n := node.(type) {
 	case map[string]any:
 		child, ok := n[tok]
 		if !ok {
-			return node, false
+			return node, false, nil
 		}
 		if len(rest) == 0 {
 			delete(n, tok)
-			return n, true
+			return n, true, nil
 		}
-		newChild, removed := remove(child, rest)
+		newChild, removed, err := remove(st, child, rest)
 		if removed {
 			n[tok] = newChild
 		}
-		return n, removed
+		return n, removed, err
 	case []any:
+		if tok == Wildcard {
+			return removeElements(st, n, rest)
+		}
 		i, ok := arrayIndex(tok, len(n))
 		if !ok {
-			return node, false
+			return node, false, nil
 		}
 		if len(rest) == 0 {
 			out := make([]any, 0, len(n)-1)
 			out = append(out, n[:i]...)
-			return append(out, n[i+1:]...), true
+			return append(out, n[i+1:]...), true, nil
 		}
-		newChild, removed := remove(n[i], rest)
+		newChild, removed, err := remove(st, n[i], rest)
 		if removed {
 			n[i] = newChild
 		}
-		return n, removed
+		return n, removed, err
 	default:
-		return node, false
+		return node, false, nil
 	}
+}
+
+// removeElements is remove's Wildcard step on the array n: without rest every element goes (a
+// new empty array, once; an empty n is left as it is), else rest is removed from each element,
+// the last first, as the paths ExpandPath gives are.
+func removeElements(st *stepper, n []any, rest []string) (_ any, removed bool, err error) {
+	if len(rest) == 0 {
+		if len(n) == 0 {
+			return n, false, nil
+		}
+		return []any{}, true, nil
+	}
+	for i := len(n) - 1; i >= 0; i-- {
+		if err := st.element(); err != nil {
+			return n, removed, err
+		}
+		newChild, ok, err := remove(st, n[i], rest)
+		if ok {
+			n[i], removed = newChild, true
+		}
+		if err != nil {
+			return n, removed, err
+		}
+	}
+	return n, removed, nil
 }
 
 // arrayIndex parses an RFC 6901 array index (digits, no leading zero) and checks it is below

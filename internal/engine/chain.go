@@ -668,13 +668,20 @@ func runLight(ctx context.Context, rn *call, c *chain, raw []byte, before, out c
 // takes the typed path.
 var errNotDocPath = errors.New("not for the document path")
 
+// stripStepEvery is how many removals of one strip path runStripDoc makes between two step
+// boundaries (a Wildcard makes one per element).
+const stripStepEvery = 256
+
 // runStripDoc is runChain for a chain of strip hooks only (the document path): their paths are
 // removed from the request's object as a jsondoc.Doc — no decode, no compare, no encode: the
 // removals are the patch (and the undo's record) and the answer is encoded from the Doc. Each
-// hook's filter is judged on the namespace and the labels as they are when it runs. Like the
-// label/annotation fast path it checks the JSON and metadata (checkInput), not the rest of the
-// kind's schema: a removal cannot make an object the schema refuses. errNotDocPath where the
-// undo would need the whole object (a removal of metadata's annotations as a whole).
+// path is removed one concrete path at a time (builtin.ConcretePaths; each removal from a
+// split array costs the same, so a Wildcard is linear in its elements), with a step boundary
+// before each hook and every stripStepEvery removals. Each hook's filter is judged on the
+// namespace and the labels as they are when it runs. Like the label/annotation fast path it
+// checks the JSON and metadata (checkInput), not the rest of the kind's schema: a removal
+// cannot make an object the schema refuses. errNotDocPath where the undo would need the whole
+// object (a removal of metadata's annotations as a whole).
 func (rn *call) runStripDoc(ctx context.Context, c *chain, raw []byte, records bool) (outcome, error) {
 	if !rn.validJSON && !jsonscan.Valid(raw) {
 		var v any
@@ -699,7 +706,13 @@ func (rn *call) runStripDoc(ctx context.Context, c *chain, raw []byte, records b
 			continue
 		}
 		for _, path := range h.strip {
-			for _, tokens := range builtin.ExpandPath(path, doc.Len) {
+			removals := 0
+			for tokens := range builtin.ConcretePaths(path, doc.Len) {
+				if removals++; removals%stripStepEvery == 0 {
+					if err := stepBoundary(ctx, c); err != nil {
+						return outcome{}, err
+					}
+				}
 				if !doc.Remove(tokens) && !absentIn(doc, tokens) {
 					return outcome{}, errNotDocPath // a scalar where the path goes on: the typed decode judges it
 				}
