@@ -596,15 +596,15 @@ func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metad
 }
 
 // identity returns the identity a sealed undo of doc's object of the chain key's kind and side
-// is bound to, as objectIdentity finds it in the bytes, without scanning them again.
+// is bound to, as objectIdentity finds it in the bytes, without scanning them again; for
+// sealing only (it leaves Created out, which only opening reads).
 func (doc *metadataDoc) identity(key Key) undo.Identity {
 	apiVersion, kind := key.GVK.ToAPIVersionAndKind()
 	generateName, _ := jsonscan.String(doc.generateName)
 	uid, _ := jsonscan.String(doc.uid)
-	return undo.Identity{
-		APIVersion: apiVersion, Kind: kind, Namespace: doc.namespace, Name: doc.name,
-		GenerateName: generateName, UID: uidOf(sideOf(key.Type), uid, doc.maps[1].value[ObjectUIDAnnotation]),
-	}
+	id := undo.Identity{APIVersion: apiVersion, Kind: kind, Namespace: doc.namespace, Name: doc.name, GenerateName: generateName}
+	id.UID, id.UIDSource = uidOf(sideOf(key.Type), uid, doc.maps[1].value[ObjectUIDAnnotation])
+	return id
 }
 
 func jsonString(s string) json.RawMessage {

@@ -31,6 +31,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,6 +104,12 @@ func identityIn(gvk schema.GroupVersionKind, side undo.Side, meta []byte) undo.I
 	var uid, objectUID string
 	jsonscan.EachMember(meta, func(key, v []byte) bool {
 		switch string(memberName(key)) {
+		case "creationTimestamp":
+			if s, ok := jsonscan.String(v); ok {
+				if t, err := time.Parse(time.RFC3339, s); err == nil {
+					id.Created = t.Unix()
+				}
+			}
 		case "namespace":
 			id.Namespace, _ = jsonscan.String(v)
 		case "name":
@@ -118,20 +125,20 @@ func identityIn(gvk schema.GroupVersionKind, side undo.Side, meta []byte) undo.I
 		}
 		return true
 	})
-	id.UID = uidOf(side, uid, objectUID)
+	id.UID, id.UIDSource = uidOf(side, uid, objectUID)
 	return id
 }
 
-// uidOf returns the uid a seal on side is bound to: on the physical side vcluster's
-// ObjectUIDAnnotation where it is set (the virtual object's uid, there from the Create on and
-// the same on every later write), else metadata.uid; on the virtual side metadata.uid. "" where
-// neither exists yet (a Create): the seal is then bound to the name (undo.BindName) or
-// generateName and the next write seals it with the uid.
-func uidOf(side undo.Side, uid, objectUID string) string {
+// uidOf returns the uid a seal on side is bound to and where it comes from: on the physical
+// side vcluster's ObjectUIDAnnotation where it is set (the virtual object's uid, there from the
+// Create on and the same on every later write), else metadata.uid; on the virtual side
+// metadata.uid. "" where neither exists yet (a Create): the seal is then bound to the name
+// (undo.BindName) or generateName and the next write seals it with the uid.
+func uidOf(side undo.Side, uid, objectUID string) (string, undo.UIDSource) {
 	if side == undo.Physical && objectUID != "" {
-		return objectUID
+		return objectUID, undo.UIDFromObjectUID
 	}
-	return uid
+	return uid, undo.UIDFromMetadata
 }
 
 // hookDigest returns the fingerprint of one hook of a write chain (its name and revision),

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -394,6 +395,99 @@ var cases = []attack{
 			}
 		}
 	}},
+	{name: "a Create's name-bound seal copied onto a deleted and re-created object of the same name does not open there", run: func(t *testing.T, m Mutator) {
+		for _, sides := range [][2]hooks.HookType{{hooks.CreateVirtual, hooks.GetVirtual}, {hooks.CreatePhysical, hooks.GetPhysical}} {
+			sent := withoutUID(t, Pod("web", nil, withoutPlatformLabel))
+			hooked, err := m(t, sides[0], PodGVK, sent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seal := Annotation(t, hooked, engine.UndoAnnotation)
+			if !strings.HasPrefix(seal, "s2.n.") {
+				t.Fatalf("%s sealed %.8q, want a name-bound seal", sides[0], seal)
+			}
+			// the object the Create made: the read right after it takes the hooks' change off
+			now := time.Now()
+			expectView(t, m, sides[1], created(t, hooked, "u-web", now), created(t, sent, "u-web", now))
+			// the tenant deletes it and creates it again minutes later, pasting the copied seal
+			// and the hooked value: the view is the object as stored, nothing of the old record
+			recreated := created(t, hooked, "u-web-2", now.Add(5*time.Minute))
+			expectView(t, m, sides[1], recreated, recreated)
+		}
+	}},
+	{name: "a host seal bound to metadata.uid does not open where vcluster's object-uid has that value, nor the reverse", run: func(t *testing.T, m Mutator) {
+		// a host object without vcluster's object-uid: sealed with its metadata.uid
+		plain := Pod("web", nil, withoutPlatformLabel)
+		hooked, err := m(t, hooks.UpdatePhysical, PodGVK, plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pinned := withAnnotation(t, withUIDValue(t, hooked, "u-other"), engine.ObjectUIDAnnotation, "u-web")
+		expectView(t, m, hooks.GetPhysical, pinned, pinned)
+		// a host object with vcluster's object-uid: sealed with it
+		synced := withAnnotation(t, withUIDValue(t, Pod("web", nil, withoutPlatformLabel), "u-host"), engine.ObjectUIDAnnotation, "u-virtual")
+		hooked, err = m(t, hooks.UpdatePhysical, PodGVK, synced)
+		if err != nil {
+			t.Fatal(err)
+		}
+		swapped := withoutAnnotation(t, withUIDValue(t, hooked, "u-virtual"), engine.ObjectUIDAnnotation)
+		expectView(t, m, hooks.GetPhysical, swapped, swapped)
+		expectView(t, m, hooks.GetPhysical, hooked, synced) // its own object still reads back
+	}},
+}
+
+// editMeta returns doc with edit applied to its metadata.
+func editMeta(t testing.TB, doc []byte, edit func(meta map[string]any)) []byte {
+	t.Helper()
+	var o map[string]any
+	if err := json.Unmarshal(doc, &o); err != nil {
+		t.Fatal(err)
+	}
+	edit(o["metadata"].(map[string]any))
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// withoutUID returns doc without metadata.uid: a Create before the apiserver gives one.
+func withoutUID(t testing.TB, doc []byte) []byte {
+	return editMeta(t, doc, func(meta map[string]any) { delete(meta, "uid") })
+}
+
+// withUIDValue returns doc with metadata.uid uid.
+func withUIDValue(t testing.TB, doc []byte, uid string) []byte {
+	return editMeta(t, doc, func(meta map[string]any) { meta["uid"] = uid })
+}
+
+// created returns doc as the apiserver stores a Create of it: metadata.uid uid and
+// metadata.creationTimestamp at (whole seconds, UTC).
+func created(t testing.TB, doc []byte, uid string, at time.Time) []byte {
+	return editMeta(t, doc, func(meta map[string]any) {
+		meta["uid"], meta["creationTimestamp"] = uid, at.UTC().Format(time.RFC3339)
+	})
+}
+
+// withAnnotation returns doc with the annotation key set to value.
+func withAnnotation(t testing.TB, doc []byte, key, value string) []byte {
+	return editMeta(t, doc, func(meta map[string]any) {
+		ann, _ := meta["annotations"].(map[string]any)
+		if ann == nil {
+			ann = map[string]any{}
+		}
+		ann[key] = value
+		meta["annotations"] = ann
+	})
+}
+
+// withoutAnnotation returns doc without the annotation key.
+func withoutAnnotation(t testing.TB, doc []byte, key string) []byte {
+	return editMeta(t, doc, func(meta map[string]any) {
+		if ann, _ := meta["annotations"].(map[string]any); ann != nil {
+			delete(ann, key)
+		}
+	})
 }
 
 // withImages gives the Pod one container per image (web-0, web-1, …) instead of its own.

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -259,8 +260,20 @@ func IsSealed(value string) bool {
 
 // Seal returns the sealed annotation value of rec for the object id on side, with the newest
 // key, bound as bindingOf(id) says: "s2.<binding>.<key ID>.<base64url>". The same arguments
-// always give the same value.
+// always give the same value, except that a name- or generateName-bound record (a Create's)
+// takes the time of sealing in seconds (Record.Sealed, set here).
 func (r *Ring) Seal(id Identity, side Side, rec Record) (string, error) {
+	b := bindingOf(id)
+	rec.Sealed = 0
+	if b == BindName || b == BindGenerateName {
+		rec.Sealed = now().Unix()
+	}
+	return r.seal(id, side, rec, b, b)
+}
+
+// seal is Seal with the binding b the value names and the one its additional data is made
+// for (adAs: b, except in tests that make an earlier build's values).
+func (r *Ring) seal(id Identity, side Side, rec Record, b, adAs Binding) (string, error) {
 	if err := rec.check(); err != nil {
 		return "", err
 	}
@@ -269,8 +282,10 @@ func (r *Ring) Seal(id Identity, side Side, rec Record) (string, error) {
 		return "", fmt.Errorf("seal undo: %w", err)
 	}
 	k := &r.keys[len(r.keys)-1]
-	b := bindingOf(id)
-	ad, _ := additionalData(id, side, b) // bindingOf picks one id holds
+	ad, ok := additionalData(id, side, adAs)
+	if !ok {
+		return "", fmt.Errorf("seal undo: the identity cannot hold binding %q", b)
+	}
 	nonce := k.nonceOf(ad, plain, len(plain)+k.aead.Overhead())
 	out := k.aead.Seal(nonce, nonce, plain, ad) // nonce || ciphertext || tag
 	value := make([]byte, 0, len(sealedPrefix)+2+len(k.ID)+1+base64.RawURLEncoding.EncodedLen(len(out)))
@@ -335,6 +350,11 @@ func (r *Ring) open(id Identity, side Side, value string) (Record, string, error
 	}
 	nonce := sealed[:nonceBytes]
 	plain, err := k.aead.Open(nil, nonce, sealed[nonceBytes:], ad)
+	if err != nil && b == BindUID {
+		// a seal of a build before the uid's source was bound
+		ad, _ = additionalData(id, side, bindUIDUnsourced)
+		plain, err = k.aead.Open(nil, nonce, sealed[nonceBytes:], ad)
+	}
 	if err != nil {
 		return Record{}, "", ErrUnauthentic
 	}
@@ -345,7 +365,26 @@ func (r *Ring) open(id Identity, side Side, value string) (Record, string, error
 	if err := json.Unmarshal(plain, &rec); err != nil {
 		return Record{}, "", fmt.Errorf("%w: the sealed record is not JSON", ErrMalformed)
 	}
+	if !createdInWindow(b, id, rec) {
+		return Record{}, "", ErrUnauthentic
+	}
 	return rec, keyID, rec.check()
+}
+
+// createdInWindow reports whether a record of binding b may open on id by its time: a name- or
+// generateName-bound record only on an object created within NameBindWindow of its sealing
+// (one without a time, of an earlier build, not on any created object). An object without a
+// creationTimestamp (id.Created 0: not one an apiserver stored, which always sets it) is not
+// checked.
+func createdInWindow(b Binding, id Identity, rec Record) bool {
+	if b != BindName && b != BindGenerateName || id.Created == 0 {
+		return true
+	}
+	if rec.Sealed == 0 {
+		return false
+	}
+	d := time.Duration(id.Created-rec.Sealed) * time.Second
+	return d <= NameBindWindow && d >= -NameBindWindow
 }
 
 // splitBinding returns the binding of a sealed value and the rest after it ("<key ID>.<body>").

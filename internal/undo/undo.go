@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Annotation is the annotation in which a write chain records its undo.
@@ -50,20 +51,56 @@ type Entry struct {
 // applies them backwards), and Writers, a fingerprint of each hook of the write chain that
 // recorded them (engine: of its name and revision), which tells a reader whether the chain
 // configured now would put the change back on the next write.
+//
+// Sealed, on a record bound to a name or a generateName (a Create, before the object has a
+// uid), is when it was sealed (Unix seconds): it opens only on an object created within
+// NameBindWindow of that time (Identity.Created), so not on a deleted and re-created object
+// of the same name.
 type Record struct {
 	Writers []string `json:"w,omitempty"`
 	Entries []Entry  `json:"e"`
+	Sealed  int64    `json:"t,omitempty"`
 }
+
+// NameBindWindow is how far apart a name- or generateName-bound seal's time (Record.Sealed,
+// synchook's clock) and the object's metadata.creationTimestamp (the apiserver's clock, in
+// whole seconds) may be for it to open: 30 s either way. The apiserver creates the object
+// right after the Create chain that sealed it answered (vcluster's syncer creates it at once;
+// kube-apiserver within its webhook timeout, at most 30 s); the earlier side covers the two
+// clocks' skew and the timestamp's truncation. What remains: an object deleted and re-created
+// with the same name within 30 s of the first creation, before the next write re-seals with
+// the uid, can still open a copy of the first one's seal.
+const NameBindWindow = 30 * time.Second
+
+// now is the clock Seal reads for Record.Sealed (tests set it).
+var now = time.Now
 
 // Identity is what a sealed undo is bound to: the object it was written on. UID is the uid
 // that object has for as long as it exists (on the host side vcluster's
 // vcluster.loft.sh/object-uid, else metadata.uid; on the virtual side metadata.uid), "" where
 // none exists yet (a Create). GenerateName is metadata.generateName, which binds a Create that
 // has no Name yet.
+//
+// UIDSource says where UID came from (UIDFromMetadata or UIDFromObjectUID): a seal opens only
+// where the uid comes from the same place, so that a tenant who can set one cannot pose as
+// the other. Created is metadata.creationTimestamp in Unix seconds (0: the object has none,
+// as before it is created): it bounds where a name-bound seal opens (NameBindWindow).
 type Identity struct {
 	APIVersion, Kind, Namespace, Name string
 	UID, GenerateName                 string
+	UIDSource                         UIDSource
+	Created                           int64
 }
+
+// UIDSource is where an Identity's UID comes from.
+type UIDSource string
+
+// The sources of a uid: the object's own metadata.uid, or on the host side vcluster's
+// vcluster.loft.sh/object-uid annotation (the virtual object's uid).
+const (
+	UIDFromMetadata  UIDSource = "metadata.uid"
+	UIDFromObjectUID UIDSource = "vcluster.loft.sh/object-uid"
+)
 
 // Side is the cluster an object lives in, part of what a sealed undo is bound to.
 type Side string
@@ -81,19 +118,29 @@ type Binding byte
 // The bindings. Seal picks the strongest the Identity allows: BindUID where a uid exists,
 // BindGenerateName for a Create that has a generateName and no name yet, else BindName.
 const (
-	// BindUID: name and uid. Opens only on the object of that uid.
+	// BindUID: name, uid and where the uid came from (Identity.UIDSource). Opens only on the
+	// object of that uid, taken from the same source. Seals of builds before the source was
+	// bound (the same letter, no source) open where the uid matches from the source the
+	// object has (vcluster's object-uid on the host side where set, else metadata.uid), until
+	// the object's next write re-seals them.
 	BindUID Binding = 'u'
-	// BindName: name only (a Create of a named object, before the apiserver gives it a uid).
-	// Opens on any object of that name; the next write seals it again with the uid.
+	// BindName: name only (a Create of a named object, before the apiserver gives it a uid)
+	// and the time of sealing (Record.Sealed). Opens only on an object of that name created
+	// within NameBindWindow of that time; the next write seals it again with the uid.
 	BindName Binding = 'n'
-	// BindGenerateName: generateName only (a Create with metadata.generateName and no name).
-	// Opens only on an object whose name starts with that generateName; objects created with
-	// the same generateName in one namespace can open each other's such seals.
+	// BindGenerateName: generateName only (a Create with metadata.generateName and no name)
+	// and the time of sealing. Opens only on an object whose name starts with that
+	// generateName, created within NameBindWindow of that time; objects created with the
+	// same generateName in one namespace within that window can open each other's such seals.
 	BindGenerateName Binding = 'g'
 	// BindLegacy: an "s1." value of builds before uids were bound (name only). Opens on the
 	// physical side only, never on the virtual side.
 	BindLegacy Binding = '1'
 )
+
+// bindUIDUnsourced is how builds before Identity.UIDSource bound a uid: the additional data
+// without the source. Open tries it for a BindUID value that does not open with the source.
+const bindUIDUnsourced Binding = 0
 
 // bindingOf returns the Binding Seal uses for id.
 func bindingOf(id Identity) Binding {
@@ -122,6 +169,15 @@ func additionalData(id Identity, side Side, b Binding) (ad []byte, ok bool) {
 	case BindName:
 		fields = []string{"synchook.io/undo s2 n", string(side), id.APIVersion, id.Kind, id.Namespace, id.Name}
 	case BindUID:
+		if id.UID == "" {
+			return nil, false
+		}
+		source := id.UIDSource
+		if source == "" {
+			source = UIDFromMetadata
+		}
+		fields = []string{"synchook.io/undo s2 u", string(side), id.APIVersion, id.Kind, id.Namespace, id.Name, id.UID, string(source)}
+	case bindUIDUnsourced:
 		if id.UID == "" {
 			return nil, false
 		}

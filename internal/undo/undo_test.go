@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -233,6 +234,20 @@ func TestASealOpensOnlyWhereItsBindingFits(t *testing.T) {
 		}
 		return v
 	}
+	fromObjectUID := withUID
+	fromObjectUID.UIDSource = undo.UIDFromObjectUID
+	legacyUID := undo.SealUnsourced(t, r, withUID, undo.Physical, rec)
+	untimedName := undo.SealUntimed(t, r, named, undo.Virtual, rec)
+	sealedAt := time.Now().Unix() // the seals above; the window is 30 s, the cases 5 min or 20 s off
+	at := func(id undo.Identity, uid string, created int64) undo.Identity {
+		id.UID, id.Created = uid, created
+		return id
+	}
+	createdNow := at(named, "uid-1", sealedAt)
+	createdSkewed := at(named, "uid-1", sealedAt-20)
+	createdLater := at(named, "uid-2", sealedAt+300)
+	createdEarlier := at(named, "uid-2", sealedAt-300)
+	siblingLater := at(named2, "uid-3", sealedAt+300)
 	cases := []struct {
 		name    string
 		value   string
@@ -249,6 +264,18 @@ func TestASealOpensOnlyWhereItsBindingFits(t *testing.T) {
 		{"a nameless Create's seal does not open on a name without the prefix", seal(nameless, undo.Physical), undo.BindGenerateName, other, undo.Physical, false},
 		{"a nameless Create's seal does not open under another generateName", seal(nameless, undo.Physical), undo.BindGenerateName, otherPrefix, undo.Physical, false},
 		{"a nameless Create's seal does not open on the other side", seal(nameless, undo.Physical), undo.BindGenerateName, named2, undo.Virtual, false},
+		// the uid's source (issue 43): vcluster's object-uid and metadata.uid are not one another
+		{"a seal of metadata.uid does not open on an object-uid of that value", seal(withUID, undo.Physical), undo.BindUID, fromObjectUID, undo.Physical, false},
+		{"a seal of an object-uid does not open on a metadata.uid of that value", seal(fromObjectUID, undo.Physical), undo.BindUID, withUID, undo.Physical, false},
+		{"a seal of an object-uid opens on that object-uid", seal(fromObjectUID, undo.Physical), undo.BindUID, fromObjectUID, undo.Physical, true},
+		{"a seal of a build before the source was bound opens on its uid", legacyUID, undo.BindUID, fromObjectUID, undo.Physical, true},
+		// the time of a Create's seal against the object's creationTimestamp (issue 43)
+		{"a name-bound seal opens on the object created by its Create", seal(named, undo.Virtual), undo.BindName, createdNow, undo.Virtual, true},
+		{"a name-bound seal opens within the window either way", seal(named, undo.Virtual), undo.BindName, createdSkewed, undo.Virtual, true},
+		{"a name-bound seal does not open on a re-created object of that name", seal(named, undo.Virtual), undo.BindName, createdLater, undo.Virtual, false},
+		{"a name-bound seal does not open on an object created before it", seal(named, undo.Virtual), undo.BindName, createdEarlier, undo.Virtual, false},
+		{"a generateName-bound seal does not open on a later sibling", seal(nameless, undo.Physical), undo.BindGenerateName, siblingLater, undo.Physical, false},
+		{"a name-bound seal without a time (an earlier build's) does not open on a created object", untimedName, undo.BindName, createdNow, undo.Virtual, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
