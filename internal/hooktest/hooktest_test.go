@@ -246,8 +246,10 @@ func TestUpdateWritesOnlyInsideTheTestFilesTree(t *testing.T) {
 			outside := t.TempDir()
 			tree := filepath.Join(outside, "repo", "tests")
 			write(t, outside, map[string]string{"kubeconfig": kubeconfig})
-			write(t, tree, map[string]string{"config.yaml": labelsConfig, "pod.yaml": pod,
-				hooktest.FileName: "config: config.yaml\ncases:\n  - name: the label\n    object: pod.yaml\n    expect: {object: " + tt.expect + "}\n"})
+			write(t, tree, map[string]string{
+				"config.yaml": labelsConfig, "pod.yaml": pod,
+				hooktest.FileName: "config: config.yaml\ncases:\n  - name: the label\n    object: pod.yaml\n    expect: {object: " + tt.expect + "}\n",
+			})
 			if tt.setup != nil {
 				tt.setup(t, tree, outside)
 			}
@@ -267,8 +269,10 @@ func TestUpdateWritesOnlyInsideTheTestFilesTree(t *testing.T) {
 		tree := filepath.Join(outside, "repo", "tests")
 		abs := filepath.Join(outside, "kubeconfig")
 		write(t, outside, map[string]string{"kubeconfig": kubeconfig})
-		write(t, tree, map[string]string{"config.yaml": labelsConfig, "pod.yaml": pod,
-			hooktest.FileName: "config: config.yaml\ncases:\n  - name: the label\n    object: pod.yaml\n    expect: {object: " + abs + "}\n"})
+		write(t, tree, map[string]string{
+			"config.yaml": labelsConfig, "pod.yaml": pod,
+			hooktest.FileName: "config: config.yaml\ncases:\n  - name: the label\n    object: pod.yaml\n    expect: {object: " + abs + "}\n",
+		})
 		code, _, errOut := run(t, tree, hooktest.Options{Update: true}, false)
 		if code != hooktest.ExitInvalid || !strings.Contains(errOut, abs) {
 			t.Errorf("exit %d, stderr %q; want %d naming %q", code, errOut, hooktest.ExitInvalid, abs)
@@ -283,12 +287,14 @@ func TestUpdateWritesOnlyInsideTheTestFilesTree(t *testing.T) {
 // symbolic link to another file of the tree.
 func TestUpdateWritesInsideTheTreeThroughSubdirectoriesAndLinks(t *testing.T) {
 	tree := t.TempDir()
-	write(t, tree, map[string]string{"config.yaml": labelsConfig, "pod.yaml": pod,
+	write(t, tree, map[string]string{
+		"config.yaml": labelsConfig, "pod.yaml": pod,
 		"expected/a.yaml": "{}", "expected/b.yaml": "{}", "expected/c.yaml": "{}",
 		hooktest.FileName: "config: config.yaml\ncases:\n" +
 			"  - {name: a, object: pod.yaml, expect: {object: expected/a.yaml}}\n" +
 			"  - {name: b, object: pod.yaml, expect: {object: expected/../expected/b.yaml}}\n" +
-			"  - {name: c, object: pod.yaml, expect: {object: c.yaml}}\n"})
+			"  - {name: c, object: pod.yaml, expect: {object: c.yaml}}\n",
+	})
 	symlink(t, "expected/c.yaml", filepath.Join(tree, "c.yaml"))
 	if code, out, errOut := run(t, tree, hooktest.Options{Update: true}, false); code != hooktest.ExitOK || strings.Count(out, "--- UPDATED: ") != 3 {
 		t.Fatalf("--update: exit %d:\n%s%s", code, out, errOut)
