@@ -92,23 +92,21 @@ func reserved(key string) bool {
 
 // labelsFor returns the labels f copies from the namespace of the object (own namespace
 // namespace, annotations annotations) of hook type t, looked up in ctx's namespaces.Source:
-// none when the object has no namespace or it does not exist; an error without a Source or
-// when the Source cannot tell. A namespace label whose value is not a label value, or whose
-// key (renamed) is not a label key or is reserved, is skipped: namespace labels are tenant input.
+// none when the object names no namespace (namespaces.Source.Namespace); an error without a
+// Source, and one naming the namespace when it does not exist (namespaces.ErrNotFound) or
+// cannot be read by ctx's end (namespaces.ErrUnknown): never the object without the labels.
+// A namespace label whose value is not a label value, or whose key (renamed) is not a label
+// key or is reserved, is skipped: namespace labels are tenant input.
 func (f *FromNamespace) labelsFor(ctx context.Context, t hooks.HookType, namespace string, annotations map[string]string) (map[string]string, error) {
 	src, ok := namespaces.From(ctx)
 	if !ok {
 		return nil, fmt.Errorf("fromNamespace: %w", namespaces.ErrNoSource)
 	}
-	name := src.Name(t, namespace, annotations)
-	if name == "" {
-		return nil, nil
+	_, ns, err := src.Namespace(ctx, t, namespace, annotations)
+	if err != nil {
+		return nil, fmt.Errorf("fromNamespace: %w", err)
 	}
-	ns, err := src.Lookup.Get(ctx, name)
-	if err != nil || ns == nil {
-		if err != nil {
-			return nil, fmt.Errorf("fromNamespace: namespace %q: %w", name, err)
-		}
+	if ns == nil {
 		return nil, nil
 	}
 	out := map[string]string{}
@@ -131,7 +129,7 @@ func (f *FromNamespace) labelsFor(ctx context.Context, t hooks.HookType, namespa
 // LabelsFuncFor returns the mutate function of the labels hook for hook type t: LabelsFunc, and
 // with l.FromNamespace, first the labels it copies from the object's namespace (the hook's own
 // labels win on a key both set). Errors: LabelsFunc's, and those of the namespace lookup
-// (no Source in ctx, a cache not synced by the hook's deadline).
+// (no Source in ctx, a namespace that does not exist or is not read by the hook's deadline).
 func LabelsFuncFor(l Labels, t hooks.HookType) hooks.MutateFunc {
 	static := LabelsFunc(l)
 	if l.FromNamespace == nil {

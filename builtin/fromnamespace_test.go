@@ -3,6 +3,7 @@ package builtin_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/namespaces"
+	"github.com/synchook/synchook/internal/namespaces/namespacestest"
 )
 
 var tenantNamespaces = namespaces.Static{
@@ -68,7 +70,6 @@ func TestFromNamespaceCopiesTheLabelsOfTheNamespaceTheObjectCameFrom(t *testing.
 			vcluster, hooks.CreatePhysical, hostPod("search", "payments"), "platform.example.com/managed=true tenant.example.com/team=search",
 		},
 		"a host object vcluster did not sync (no object-namespace) gets none": {vcluster, hooks.CreatePhysical, hostPod("", "payments"), "platform.example.com/managed=true"},
-		"a namespace that does not exist gives none":                          {vcluster, hooks.CreatePhysical, hostPod("gone", ""), "platform.example.com/managed=true"},
 		"a virtual object's object-namespace annotation is the tenant's: its own namespace counts": {
 			vcluster, hooks.CreateVirtual, func() *corev1.Pod { p := hostPod("payments", ""); p.Namespace = "search"; return p }(),
 			"platform.example.com/managed=true tenant.example.com/team=search",
@@ -93,6 +94,12 @@ func TestFromNamespaceCopiesTheLabelsOfTheNamespaceTheObjectCameFrom(t *testing.
 			}
 		})
 	}
+	t.Run("a namespace that does not exist fails the hook, naming it", func(t *testing.T) {
+		_, err := runLabels(t, vcluster, hooks.CreatePhysical, hostPod("gone", ""))
+		if !errors.Is(err, namespaces.ErrNotFound) || !strings.Contains(err.Error(), `fromNamespace: namespace "gone"`) {
+			t.Errorf("error %v, want ErrNotFound naming namespace gone", err)
+		}
+	})
 	t.Run("without a namespace source the hook fails rather than write without the labels", func(t *testing.T) {
 		if _, err := runLabels(t, t.Context(), hooks.CreatePhysical, hostPod("payments", "")); !errors.Is(err, namespaces.ErrNoSource) {
 			t.Errorf("error %v, want ErrNoSource", err)
@@ -118,4 +125,50 @@ func TestCheckFromNamespaceNamesTheBadKey(t *testing.T) {
 			t.Errorf("%s: %v, want an error containing %q", name, err, tt.want)
 		}
 	}
+}
+
+// TestFromNamespaceWaitsForANamespaceTheCacheHasNotSeen: a tenant creates a namespace and a pod
+// at once, and the pod reaches the hook before the namespace cache's watch delivers the
+// namespace. The hook waits for it within the request's deadline and copies its labels, or fails
+// naming the namespace; it never writes the pod without them.
+func TestFromNamespaceWaitsForANamespaceTheCacheHasNotSeen(t *testing.T) {
+	payments := tenantNamespaces["payments"]
+	run := func(ctx context.Context, c *namespacestest.Cluster) <-chan error {
+		out := make(chan error, 1)
+		go func() {
+			got, err := runLabels(t, namespaces.WithSource(ctx, namespaces.Source{Lookup: c.Cache, Virtual: true}), hooks.CreatePhysical, hostPod("payments", ""))
+			if err == nil && got["tenant.example.com/team"] != "payments" {
+				err = fmt.Errorf("labels %v, want tenant.example.com/team=payments", got)
+			}
+			out <- err
+		}()
+		return out
+	}
+	t.Run("the watch delivers the namespace while the hook waits: the pod gets its labels", func(t *testing.T) {
+		c := namespacestest.New(t, namespacestest.Options{})
+		res := run(t.Context(), c)
+		namespacestest.WaitingFor(t, c, "payments", res)
+		c.Deliver(t, payments)
+		if err := <-res; err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("the deadline passes first: the hook fails naming the namespace", func(t *testing.T) {
+		c := namespacestest.New(t, namespacestest.Options{Read: namespacestest.Hang})
+		ctx, cancel := context.WithCancelCause(t.Context())
+		res := run(ctx, c)
+		namespacestest.WaitingFor(t, c, "payments", res)
+		cancel(context.DeadlineExceeded)
+		err := <-res
+		if !errors.Is(err, namespaces.ErrUnknown) || !strings.Contains(err.Error(), `fromNamespace: namespace "payments"`) {
+			t.Fatalf("error %v, want ErrUnknown naming namespace payments", err)
+		}
+	})
+	t.Run("the direct read says the namespace does not exist: the hook fails naming it", func(t *testing.T) {
+		c := namespacestest.New(t, namespacestest.Options{Read: namespacestest.NotFound})
+		err := <-run(t.Context(), c)
+		if !errors.Is(err, namespaces.ErrNotFound) || !strings.Contains(err.Error(), `fromNamespace: namespace "payments"`) {
+			t.Fatalf("error %v, want ErrNotFound naming namespace payments", err)
+		}
+	})
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/synchook/synchook/certs"
 	"github.com/synchook/synchook/config"
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/namespaces"
 	"github.com/synchook/synchook/internal/testenv"
@@ -234,6 +235,30 @@ func TestAdmissionOnARealAPIServer(t *testing.T) {
 		var got corev1.Pod
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "denied"}, &got); err == nil {
 			t.Errorf("refused pod exists")
+		}
+	})
+
+	t.Run("a pod created right after its namespace gets the namespace's labels", func(t *testing.T) {
+		// The namespace cache may not have the new namespace when the pod's request comes: it
+		// waits for its watch or reads the namespace directly, never labels the pod without it.
+		fresh := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fresh", Labels: map[string]string{"synchook-e2e": "true", "team": "search"}}}
+		if err := c.Create(ctx, fresh); err != nil {
+			t.Fatal(err)
+		}
+		pod := newPod("fresh", nil)
+		pod.Namespace = fresh.Name
+		if err := c.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		if pod.Labels["team"] != "search" {
+			t.Errorf("labels %v, want team=search from namespace fresh", pod.Labels)
+		}
+	})
+
+	t.Run("the namespace cache says a namespace the apiserver does not have is not found, naming it", func(t *testing.T) {
+		_, _, err := namespaces.Source{Lookup: nsCache}.Namespace(ctx, hooks.CreatePhysical, "never-created", nil)
+		if !errors.Is(err, namespaces.ErrNotFound) || !strings.Contains(err.Error(), `namespace "never-created"`) {
+			t.Errorf("error %v, want ErrNotFound naming namespace never-created", err)
 		}
 	})
 }

@@ -319,3 +319,39 @@ func symlink(t *testing.T, target, link string) {
 		t.Fatal(err)
 	}
 }
+
+// A namespace the test file does not list does not exist: a hook that reads it fails the
+// request naming it (as under vcluster, where it is an error too), never runs as if the
+// namespace had no labels.
+func TestANamespaceTheFileDoesNotListFailsTheRequestNamingIt(t *testing.T) {
+	config := `
+hooks:
+  - name: team-from-namespace
+    resources: [{apiVersion: v1, kind: Pod}]
+    types: [CreatePhysical]
+    labels: {fromNamespace: {keys: [team]}}
+`
+	test := `
+config: config.yaml
+namespaces:
+  - metadata: {name: payments, labels: {team: payments}}
+cases:
+  - name: a listed namespace gives its labels
+    object: {apiVersion: v1, kind: Pod, metadata: {name: web, namespace: payments}, spec: {containers: [{name: web, image: nginx}]}}
+    expect: {match: subset, object: {metadata: {labels: {team: payments}}}}
+  - name: an unlisted one fails the request
+    object: pod.yaml
+    expect: {error: 'fromNamespace: namespace "ns": namespace not found (the test file''s namespaces: does not list it)'}
+`
+	d := dir(t, map[string]string{"config.yaml": config, "pod.yaml": pod, hooktest.FileName: test})
+	if code, out, errOut := run(t, d, hooktest.Options{}, false); code != hooktest.ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	// Without the error expected, the case fails with it.
+	unexpected := strings.Replace(test, "    expect: {error: 'fromNamespace: namespace \"ns\": namespace not found (the test file''s namespaces: does not list it)'}\n", "", 1)
+	d = dir(t, map[string]string{"config.yaml": config, "pod.yaml": pod, hooktest.FileName: unexpected})
+	code, out, _ := run(t, d, hooktest.Options{}, false)
+	if code != hooktest.ExitFailed || !strings.Contains(out, `namespace "ns"`) {
+		t.Errorf("exit %d, want %d and the output naming namespace ns:\n%s", code, hooktest.ExitFailed, out)
+	}
+}

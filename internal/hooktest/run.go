@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
@@ -78,9 +79,9 @@ func RunFile(ctx context.Context, f *File, opts Options) ([]Result, error) {
 	if missing := missingHooks(reg, f.RequireHooks); len(missing) > 0 {
 		return []Result{{File: name, Case: "(all cases)", Skipped: fmt.Sprintf("this binary has no Go hook %s: run the program that has it (go run . test)", strings.Join(missing, ", "))}}, nil
 	}
-	lookup := namespaces.Static{}
+	lookup := fileNamespaces{namespaces.Static{}}
 	for i := range f.Namespaces {
-		lookup[f.Namespaces[i].Name] = &f.Namespaces[i]
+		lookup.Static[f.Namespaces[i].Name] = &f.Namespaces[i]
 	}
 	ctx = namespaces.WithSource(ctx, namespaces.Source{Lookup: lookup, Virtual: f.VirtualNamespaces})
 	var out []Result
@@ -353,3 +354,17 @@ func writeInside(dir, name string, data []byte) error {
 
 // errUpdated is runCase's answer for a case whose expected object file it rewrote.
 var errUpdated = errors.New("expected object updated")
+
+// fileNamespaces are a test file's namespaces: a namespace it does not list does not exist (a
+// hook that reads it fails the case's request, as under vcluster), and the error says where
+// to list it.
+type fileNamespaces struct{ namespaces.Static }
+
+// Get implements namespaces.Lookup.
+func (n fileNamespaces) Get(ctx context.Context, name string) (*corev1.Namespace, error) {
+	ns, err := n.Static.Get(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the test file's namespaces: does not list it)", err)
+	}
+	return ns, nil
+}

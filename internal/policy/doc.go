@@ -34,12 +34,17 @@
 //   - namespaceObject is the Namespace the object came from, from the request's
 //     namespaces.Source (under vcluster the tenant's namespace in the virtual cluster, named
 //     by the host object's vcluster.loft.sh/object-namespace; see package namespaces), with its
-//     name, uid, labels and annotations only; null without a Source (offline, admission mode),
-//     for a cluster-scoped object, or when the namespace does not exist. request.userInfo is
-//     empty; request.dryRun is false and request.options is null.
-//   - spec.matchConstraints.namespaceSelector matches that Namespace's labels; a namespaced
-//     object whose namespace is not found is not selected, one in a request without a Source
-//     fails (by failurePolicy); cluster-scoped objects are not judged by it. objectSelector,
+//     name, uid, labels and annotations only; null for a cluster-scoped object (and a host
+//     object vcluster did not sync, which names none). A namespaced object in a request
+//     without a Source (offline), or whose namespace does not exist or is not read by the
+//     request's deadline (a namespace cache that has not seen it waits for it: see
+//     namespaces.Cache), fails the request with an error naming the namespace
+//     (namespaces.ErrNoSource, ErrNotFound, ErrUnknown): the policy never runs as if the
+//     namespace had no labels. request.userInfo is empty; request.dryRun is false and
+//     request.options is null.
+//   - spec.matchConstraints.namespaceSelector matches that Namespace's labels, looked up as
+//     for namespaceObject, with the same errors: a NotIn selector never skips an object
+//     because its namespace is not known yet; cluster-scoped objects are not judged by it. objectSelector,
 //     excludeResourceRules, resourceNames and scope are honoured; matchPolicy has no effect
 //     (the hook gets the exact kind).
 //   - A policy on DELETE does nothing in a cluster (there is no object to mutate); here

@@ -78,24 +78,21 @@ func (p *Policy) MutateFunc(t hooks.HookType) (hooks.MutateFunc, error) {
 }
 
 // namespaceOf returns the Namespace the object of hook type t came from, from ctx's
-// namespaces.Source (namespaces.Source.Name); nil for a cluster-scoped object, one whose
-// namespace does not exist, or, when needed is false, a request without a Source. needed (a
-// namespaceSelector to match) makes a missing Source an error.
-func namespaceOf(ctx context.Context, t hooks.HookType, obj client.Object, needed bool) (*corev1.Namespace, error) {
+// namespaces.Source (namespaces.Source.Namespace), for what (the field that needs it); nil for
+// a cluster-scoped object or one that names none (a host object vcluster did not sync). A
+// namespaced object without a Source, or whose namespace does not exist or is not read by
+// ctx's end, is an error naming the namespace: never a namespace without labels.
+func namespaceOf(ctx context.Context, t hooks.HookType, obj client.Object, what string) (*corev1.Namespace, error) {
+	if obj.GetNamespace() == "" {
+		return nil, nil
+	}
 	src, ok := namespaces.From(ctx)
 	if !ok {
-		if needed {
-			return nil, fmt.Errorf("spec.matchConstraints.namespaceSelector: %w", namespaces.ErrNoSource)
-		}
-		return nil, nil
+		return nil, fmt.Errorf("%s: %w", what, namespaces.ErrNoSource)
 	}
-	name := src.Name(t, obj.GetNamespace(), obj.GetAnnotations())
-	if name == "" {
-		return nil, nil
-	}
-	ns, err := src.Lookup.Get(ctx, name)
+	_, ns, err := src.Namespace(ctx, t, obj.GetNamespace(), obj.GetAnnotations())
 	if err != nil {
-		return nil, fmt.Errorf("namespace %q: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return ns, nil
 }
@@ -132,13 +129,19 @@ func (p *Policy) mutate(ctx context.Context, hookType hooks.HookType, ruleOp adm
 		return obj, nil
 	}
 	var ns *corev1.Namespace
-	if selects := p.nsSelector != nil && obj.GetNamespace() != ""; selects || p.readsNamespace {
-		if ns, err = namespaceOf(ctx, hookType, obj, selects); err != nil {
+	if p.nsSelector != nil || p.readsNamespace {
+		what := "namespaceObject"
+		if p.nsSelector != nil {
+			what = "spec.matchConstraints.namespaceSelector"
+		}
+		if ns, err = namespaceOf(ctx, hookType, obj, what); err != nil {
 			return nil, p.failure(err)
 		}
 	}
+	// A cluster-scoped object is not judged by namespaceSelector, as in a cluster; a host
+	// object that names no namespace (vcluster did not sync it) is not selected.
 	if p.nsSelector != nil && obj.GetNamespace() != "" && (ns == nil || !p.nsSelector.Matches(labels.Set(ns.Labels))) {
-		return obj, nil // a cluster-scoped object is not judged by namespaceSelector, as in a cluster
+		return obj, nil
 	}
 	var tc managedfields.TypeConverter
 	if p.applyConfig {
