@@ -36,7 +36,9 @@ type File struct {
 	// file then has no cases.
 	ConfigError string `json:"configError,omitempty"`
 	// Namespaces are the Namespace objects hooks look up (labels fromNamespace, a policy's
-	// namespaceObject and namespaceSelector).
+	// namespaceObject and namespaceSelector), and the only ones there are: a hook that reads
+	// one the file does not list fails the request with an error naming it
+	// (namespaces.ErrNotFound).
 	Namespaces []corev1.Namespace `json:"namespaces,omitempty"`
 	// VirtualNamespaces: the Namespaces are the virtual cluster's, as under vcluster, so an
 	// object of a physical hook type came from the one its vcluster.loft.sh/object-namespace
