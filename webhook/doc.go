@@ -26,6 +26,14 @@
 //	HTTP 413  the body is larger than Options.MaxRequestBytes; it is not read further
 //	HTTP 429  every hook-chain slot is busy (engine.RunnerOptions.MaxConcurrent); Retry-After: 1
 //
+// The hooks run on request.object, or on request.oldObject for a DELETE (the object being
+// deleted). For an UPDATE to an Update* hook type, request.oldObject (the stored object) is also
+// handed to the hooks, undecoded (engine.MutateOptions.OldObject: hooks.OldObject,
+// hooks.DecodeOldObject; a MutatingAdmissionPolicy's CEL oldObject); it is never patched. A
+// malformed one (not a JSON object of the request's kind, or one that does not decode where a
+// hook reads it) is answered with status.code 400 and a message that starts with
+// "request.oldObject:", as a malformed object is with 400.
+//
 // The package does not create certificates (see package certs) and does not decide what a
 // caller does when the sidecar fails (that is the caller's failure policy).
 package webhook

@@ -73,7 +73,12 @@ func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		done := m.Start(metrics.TransportAdmission, hookType, gvk, start)
 		defer func() { done(res, runErr) }()
 	}
-	res, runErr = h.s.runner.MutateValidJSON(ctx, gvk, hookType, object) // decodeReview checked the body whole
+	// decodeReview checked the body whole: the object and the old object are valid JSON.
+	res, runErr = h.s.runner.MutateWithOptions(ctx, gvk, hookType, object,
+		engine.MutateOptions{ValidJSON: true, OldObject: oldObjectOf(req, hookType)})
+	if errors.Is(runErr, hooks.ErrMalformedOldObject) {
+		runErr = fmt.Errorf("request.oldObject: %w", runErr)
+	}
 	if errors.Is(runErr, engine.ErrOverloaded) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, runErr.Error(), http.StatusTooManyRequests)
@@ -273,6 +278,17 @@ func requestObject(req *admissionv1.AdmissionRequest) (schema.GroupVersionKind, 
 		return gvk, nil, fmt.Errorf("request has no kind, and its object: %w", err)
 	}
 	return gvk, raw, nil
+}
+
+// oldObjectOf returns the old object the hooks of hookType get for req: request.oldObject (the
+// stored object) of an UPDATE, for an Update* hook type, when the request has both object and
+// oldObject; nil otherwise (a DELETE's oldObject is the object itself: requestObject). It is a
+// sub-slice of the body, never decoded here.
+func oldObjectOf(req *admissionv1.AdmissionRequest, hookType hooks.HookType) []byte {
+	if req.Operation != admissionv1.Update || (hookType != hooks.UpdatePhysical && hookType != hooks.UpdateVirtual) || len(req.Object.Raw) == 0 {
+		return nil
+	}
+	return req.OldObject.Raw // nil when absent or null (cutObjects)
 }
 
 // requestTimeout returns the smaller of def and the ?timeout= duration kube-apiserver sends.

@@ -132,18 +132,31 @@ func (e *PanicError) Error() string { return "panic: " + e.Value }
 // type or GVK than it was given.
 var ErrWrongKind = errors.New("hook returned a different kind of object")
 
-// DecodeError is returned by Run when the request object is not valid JSON for its GVK, or
-// (Err an *InputError) is of another kind or has keys that readers could take differently.
+// DecodeError is returned by Run when the request object (or its old object: Old) is not
+// valid JSON for its GVK, or (Err an *InputError) is of another kind or has keys that readers
+// could take differently.
 type DecodeError struct {
 	GVK schema.GroupVersionKind
+	// Old says the error is about the request's old object (MutateOptions.OldObject), not its
+	// object; errors.Is then finds hooks.ErrMalformedOldObject.
+	Old bool
 	Err error
 }
 
 func (e *DecodeError) Error() string {
-	return fmt.Sprintf("decode %s object: %v", e.GVK.Kind, e.Err)
+	what := "object"
+	if e.Old {
+		what = "old object"
+	}
+	return fmt.Sprintf("decode %s %s: %v", e.GVK.Kind, what, e.Err)
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }
+
+// Is reports whether target is hooks.ErrMalformedOldObject and e is about the old object.
+func (e *DecodeError) Is(target error) bool {
+	return e.Old && target == hooks.ErrMalformedOldObject //nolint:errorlint // a sentinel, compared as errors.Is does
+}
 
 // Failure is what kind of failure an error of Runner.Mutate is, for transports, which each map
 // it to their own codes (webhook: HTTP statuses, internal/bridge: gRPC codes); it carries no
@@ -154,7 +167,8 @@ type Failure int
 const (
 	// NoFailure: the error is nil.
 	NoFailure Failure = iota
-	// Invalid: the object is not valid JSON for its kind, or ambiguous (*DecodeError).
+	// Invalid: the object (or the old object) is not valid JSON for its kind, or ambiguous
+	// (*DecodeError, hooks.ErrMalformedOldObject).
 	Invalid
 	// Protected: a hook changed apiVersion, kind, name, namespace or uid, or its change's undo
 	// was too large or would hold a Secret value without a key (patch.ErrForbiddenPath,
@@ -189,7 +203,7 @@ func Classify(err error) (Failure, int32) {
 		apiStatus apierrors.APIStatus
 	)
 	switch {
-	case errors.As(err, &decodeErr):
+	case errors.As(err, &decodeErr), errors.Is(err, hooks.ErrMalformedOldObject):
 		return Invalid, 0
 	case errors.Is(err, patch.ErrForbiddenPath), errors.Is(err, ErrUndoTooLarge), errors.Is(err, ErrUndoNeedsKey):
 		return Protected, 0
@@ -235,6 +249,14 @@ func (r *Registry) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t ho
 	return NewRunner(r, RunnerOptions{}).Mutate(ctx, gvk, t, raw)
 }
 
+// MutateWithOptions is Mutate with the optional parts of the request in opts: an old object for
+// an Update* hook type (see MutateOptions and Runner.MutateWithOptions), e.g. for `synchook
+// test` to run a case as an admission UPDATE. Like Mutate it runs without limits, per-hook
+// deadlines or an observer.
+func (r *Registry) MutateWithOptions(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, opts MutateOptions) (Result, error) {
+	return NewRunner(r, RunnerOptions{}).MutateWithOptions(ctx, gvk, t, raw, opts)
+}
+
 // run is Mutate with the Runner rn's limits, deadlines and observer.
 func (rn *call) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
 	top, err := rn.reg.checkInput(gvk, t, raw, rn.validJSON) // before any chain reads it: input.go
@@ -242,6 +264,11 @@ func (rn *call) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.Ho
 		return Result{}, err
 	}
 	rn.top = top
+	if rn.old != nil {
+		if ctx, err = rn.reg.withOldObject(ctx, gvk, t, rn.old, rn.validJSON); err != nil {
+			return Result{}, err
+		}
+	}
 	if rn.reg.listChain(gvk, t) != nil { // a list of a hooked kind is a batch: list.go
 		return rn.runList(ctx, gvk, t, raw)
 	}

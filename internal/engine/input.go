@@ -2,6 +2,9 @@ package engine
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -77,6 +80,35 @@ func (r *Registry) checkInput(gvk schema.GroupVersionKind, t hooks.HookType, raw
 		return topLevel{}, &DecodeError{GVK: gvk, Err: err}
 	}
 	return top, nil
+}
+
+// withOldObject checks old, the old object of a request for (gvk, t) (MutateOptions.OldObject),
+// as checkInput checks the object, and returns ctx carrying it for the chain's hooks
+// (hooks.WithOldObject). A (gvk, t) without a chain leaves it out (nothing runs); a list of a
+// hooked kind refuses it. valid says old is known to be valid JSON. The errors are
+// *DecodeErrors with Old set.
+func (r *Registry) withOldObject(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, old []byte, valid bool) (context.Context, error) {
+	if r.chains[Key{GVK: gvk, Type: t}] == nil {
+		if r.listChain(gvk, t) != nil {
+			return nil, &DecodeError{GVK: gvk, Old: true, Err: &InputError{Reason: "an old object is for one object, not a list"}}
+		}
+		return ctx, nil
+	}
+	if !valid && !jsonscan.Valid(old) {
+		err := json.Unmarshal(old, new(json.RawMessage)) // only to name the syntax error
+		if err == nil {                                  // unreachable: both agree on validity
+			err = errors.New("invalid JSON")
+		}
+		return nil, &DecodeError{GVK: gvk, Old: true, Err: err}
+	}
+	top, err := shapeOf(r.scheme, gvk, false).check(old, gvk, "old object", "the request is for")
+	if err == nil && top.raw == nil {
+		err = errors.New("not a JSON object")
+	}
+	if err != nil {
+		return nil, &DecodeError{GVK: gvk, Old: true, Err: err}
+	}
+	return hooks.WithOldObject(ctx, old), nil
 }
 
 // checkItem is checkInput for item, an item (valid JSON) of a list whose items are of kind gvk.

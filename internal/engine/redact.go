@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -49,12 +50,12 @@ func isSecret(gvk schema.GroupVersionKind) bool {
 // WithheldError is the cause of a HookError in place of the error or panic of a hook that
 // failed on a Secret or SecretList: its message is fixed text that holds nothing of the hook's
 // text. It keeps what the transports map to a status code: errors.Is and errors.As see
-// context.DeadlineExceeded, context.Canceled, ErrWrongKind, ErrUndoTooLarge, ErrOverloaded and
-// patch.ErrForbiddenPath when the hook's error wrapped them, a *PanicError (whose Value is
-// "withheld" and which has no Stack) when the hook panicked, a *DecodeError when the hook
-// returned one, and an *apierrors.StatusError with the code (not the message) of a Kubernetes
-// API status error the hook returned, so hooks.StatusCode gives the same code as for the
-// hook's own error.
+// context.DeadlineExceeded, context.Canceled, ErrWrongKind, ErrUndoTooLarge, ErrOverloaded,
+// patch.ErrForbiddenPath and hooks.ErrMalformedOldObject when the hook's error wrapped them, a
+// *PanicError (whose Value is "withheld" and which has no Stack) when the hook panicked, a
+// *DecodeError when the hook returned one, and an *apierrors.StatusError with the code (not
+// the message) of a Kubernetes API status error the hook returned, so hooks.StatusCode gives
+// the same code as for the hook's own error.
 type WithheldError struct {
 	// Panicked says the hook panicked (else it returned an error).
 	Panicked bool
@@ -109,7 +110,7 @@ func hookFailure(gvk schema.GroupVersionKind, err error) error {
 
 // sentinels are the errors that keep their identity through withhold, with the text they add
 // to the message (synchook's own text, never the hook's).
-var sentinels = []error{context.DeadlineExceeded, context.Canceled, ErrWrongKind, ErrUndoTooLarge, ErrOverloaded, patch.ErrForbiddenPath}
+var sentinels = []error{context.DeadlineExceeded, context.Canceled, ErrWrongKind, ErrUndoTooLarge, ErrOverloaded, patch.ErrForbiddenPath, hooks.ErrMalformedOldObject}
 
 // withhold returns the *WithheldError of err, a hook's error or panic on an object of kind gvk.
 func withhold(gvk schema.GroupVersionKind, err error) *WithheldError {

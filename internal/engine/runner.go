@@ -115,6 +115,8 @@ type call struct {
 	// validJSON is set for requests known to be valid JSON (MutateValidJSON, a List's items):
 	// the label/annotation fast path and the List split do not check them again.
 	validJSON bool
+	// old is the request's old object (MutateOptions.OldObject); nil: none.
+	old []byte
 	// keepOwnUndo makes write chains treat an undo synchook wrote like any other value
 	// instead of applying it first (ownUndo): for the idempotency check, whose second run
 	// must run the hooks on the first run's result.
@@ -183,12 +185,50 @@ func (r *Runner) Registry() *Registry { return r.reg }
 // for an object of another kind or with ambiguous keys: input.go), *HookError naming
 // the hook when one fails, *ItemError for a list item, ErrOverloaded when every slot is busy.
 func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
-	return r.mutate(ctx, gvk, t, raw, false)
+	return r.mutate(ctx, gvk, t, raw, MutateOptions{})
 }
 
-// mutate is Mutate, with validJSON saying raw is known to be valid JSON.
-func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, validJSON bool) (Result, error) {
-	res, err := r.newCall(validJSON).runWhole(ctx, gvk, t, raw)
+// MutateOptions are the optional parts of one request of Runner.MutateWithOptions and
+// Registry.MutateWithOptions. The zero value is a request of Mutate.
+type MutateOptions struct {
+	// OldObject is the JSON of the object that raw replaces in an update: the stored object,
+	// as admission's UPDATE sends it in request.oldObject. nil (or empty): none, as under
+	// vcluster, whose plugin protocols send none. It may be given only with an Update* hook
+	// type, and only for one object (not a list kind).
+	//
+	// When the kind has a chain for the hook type, the engine checks it as it checks the
+	// object (checkInput: valid JSON, a JSON object, its apiVersion and kind, when present,
+	// those of gvk, no repeated or case-variant keys at its top level or in its metadata) and
+	// hands it to the chain's hooks in their context (hooks.WithOldObject: hooks.OldObject,
+	// hooks.DecodeOldObject); it decodes it never, a hook does when it reads it. It is input as
+	// much as raw is: never patched, never used for the object's identity (the guard, loops,
+	// undo seals and the answer read raw only), not captured (RunnerOptions.Capture). A
+	// malformed one is a *DecodeError whose Old is set (errors.Is finds
+	// hooks.ErrMalformedOldObject): 400 / InvalidArgument, like a malformed object. The bytes
+	// are kept, not copied, until Mutate returns (and by a hook abandoned at its deadline until
+	// it returns): they must not change meanwhile.
+	OldObject []byte
+	// ValidJSON says raw and OldObject are known to be valid JSON (MutateValidJSON).
+	ValidJSON bool
+}
+
+// MutateWithOptions is Mutate with the optional parts of the request in opts (an old object).
+// A non-empty opts.OldObject with a hook type other than Update* is an error, before any hook
+// runs.
+func (r *Runner) MutateWithOptions(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, opts MutateOptions) (Result, error) {
+	return r.mutate(ctx, gvk, t, raw, opts)
+}
+
+// mutate is Mutate with opts.
+func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, opts MutateOptions) (Result, error) {
+	c := r.newCall(opts.ValidJSON)
+	if len(opts.OldObject) > 0 {
+		if t != hooks.UpdatePhysical && t != hooks.UpdateVirtual {
+			return Result{}, fmt.Errorf("%s: an old object is given only with an Update hook type", Key{GVK: gvk, Type: t})
+		}
+		c.old = opts.OldObject
+	}
+	res, err := c.runWhole(ctx, gvk, t, raw)
 	if err == nil && r.loops != nil && res.Patch != nil && (t == hooks.UpdatePhysical || t == hooks.UpdateVirtual) {
 		r.loops.observe(r.reg, gvk, t, res.metadata, res.Patch)
 	}
@@ -203,7 +243,7 @@ func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hook
 // and the List split then do not check it again. Passing invalid JSON is a bug of the caller;
 // the answer is then undefined (no panic).
 func (r *Runner) MutateValidJSON(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
-	return r.mutate(ctx, gvk, t, raw, true)
+	return r.mutate(ctx, gvk, t, raw, MutateOptions{ValidJSON: true})
 }
 
 // runWhole is run for one whole request: when the kind has a chain for t, the request holds

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	celgo "github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +62,9 @@ type Policy struct {
 	// readsNamespace: an expression names namespaceObject, so a request looks its namespace up
 	// (one that does not costs no lookup and cannot fail on one).
 	readsNamespace bool
+	// readsOldObject: an expression names oldObject, so an UPDATE decodes the call's old object
+	// (hooks.OldObject) for it; a policy that does not costs no decode.
+	readsOldObject bool
 }
 
 // readsNamespaceObject reports whether an expression of spec (variables, matchConditions,
@@ -108,8 +112,9 @@ func Compile(p *admissionregistrationv1.MutatingAdmissionPolicy, scheme *runtime
 // limits of the apiserver. All problems are reported together, as a field.ErrorList aggregate
 // wrapped with ErrInvalid, each naming its field, e.g.
 // `spec.mutations[0].jsonPatch.expression: Invalid value: "...": compilation failed: ...`.
-// Refused: a missing metadata.name; spec.paramKind (no params); spec.reinvocationPolicy
-// IfNeeded (no reinvocation); resource rules with subresources ("pods/status") or resources "*"; a rule resource that
+// Refused: a missing metadata.name; spec.paramKind (no params); an expression that uses
+// authorizer (no requesting user; the error names the expression's field, e.g.
+// spec.matchConditions[1].expression); spec.reinvocationPolicy IfNeeded (no reinvocation); resource rules with subresources ("pods/status") or resources "*"; a rule resource that
 // matches no kind; an ApplyConfiguration mutation when a selected kind is a custom resource
 // (no schema); an unknown failurePolicy, patchType or operation. failurePolicy defaults to
 // Fail, reinvocationPolicy to Never.
@@ -183,16 +188,127 @@ const compileMode = environment.NewExpressions
 // compile compiles the variables, matchConditions and mutations of p into out, returning the
 // problems.
 func (out *Policy) compile(p *admissionregistrationv1.MutatingAdmissionPolicy, spec *field.Path) field.ErrorList {
-	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	envs := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
+	compiler, err := plugincel.NewCompositedCompiler(envs)
 	if err != nil {
 		return field.ErrorList{field.InternalError(spec, fmt.Errorf("CEL compiler: %w", err))}
 	}
 	out.compiler = compiler
-	// No params and no authorizer: expressions that use them do not compile.
+	env, err := envs.Env(compileMode)
+	if err != nil {
+		return field.ErrorList{field.InternalError(spec, fmt.Errorf("CEL environment: %w", err))}
+	}
+	// No params and no authorizer: expressions that use them do not compile; one that uses
+	// authorizer is refused with why, in place of CEL's "undeclared reference".
+	refused, authErrs := out.scanIdentifiers(env, p.Spec, spec)
 	decls := plugincel.OptionalVariableDeclarations{}
 	errs := compileVariables(compiler, p.Spec.Variables, spec, decls)
 	errs = append(errs, out.compileMatchConditions(compiler, p, spec, decls)...)
-	return append(errs, out.compileMutations(compiler, p.Spec.Mutations, spec, decls)...)
+	errs = append(errs, out.compileMutations(compiler, p.Spec.Mutations, spec, decls)...)
+	errs = slices.DeleteFunc(errs, func(e *field.Error) bool { return e.Type == field.ErrorTypeInvalid && refused.Has(e.Field) })
+	return append(authErrs, errs...)
+}
+
+// noAuthorizer is why an expression that uses authorizer is refused.
+const noAuthorizer = "uses authorizer: synchook runs behind a syncer, with no requesting user to authorize " +
+	"(request.userInfo is empty), so authorizer and authorizer.requestResource are not available"
+
+// scanIdentifiers reads which variables the expressions of spec (at specPath) name, from their
+// syntax trees (freeIdentifiers): it sets out.readsOldObject when one names oldObject, and
+// returns the fields (paths as strings) of those that name authorizer with an error for each.
+func (out *Policy) scanIdentifiers(env *celgo.Env, spec admissionregistrationv1.MutatingAdmissionPolicySpec, specPath *field.Path) (sets.Set[string], field.ErrorList) {
+	type expression struct {
+		path *field.Path
+		text string
+	}
+	var exprs []expression
+	for i, v := range spec.Variables {
+		exprs = append(exprs, expression{specPath.Child("variables").Index(i).Child("expression"), v.Expression})
+	}
+	for i, c := range spec.MatchConditions {
+		exprs = append(exprs, expression{specPath.Child("matchConditions").Index(i).Child("expression"), c.Expression})
+	}
+	for i, m := range spec.Mutations {
+		path := specPath.Child("mutations").Index(i)
+		switch {
+		case m.PatchType == admissionregistrationv1.PatchTypeJSONPatch && m.JSONPatch != nil:
+			exprs = append(exprs, expression{path.Child("jsonPatch", "expression"), m.JSONPatch.Expression})
+		case m.PatchType == admissionregistrationv1.PatchTypeApplyConfiguration && m.ApplyConfiguration != nil:
+			exprs = append(exprs, expression{path.Child("applyConfiguration", "expression"), m.ApplyConfiguration.Expression})
+		}
+	}
+	refused := sets.New[string]()
+	var errs field.ErrorList
+	for _, e := range exprs {
+		ids := freeIdentifiers(env, e.text)
+		if ids.Has("oldObject") {
+			out.readsOldObject = true
+		}
+		if ids.Has("authorizer") {
+			refused.Insert(e.path.String())
+			errs = append(errs, field.Invalid(e.path, e.text, noAuthorizer))
+		}
+	}
+	return refused, errs
+}
+
+// freeIdentifiers returns the identifiers that expression reads from its environment, as env
+// parses it: every identifier not bound inside it by a comprehension (all, exists, map, filter,
+// cel.bind, …) where it appears; authorizer in authorizer.requestResource, not fields
+// (object.authorizer) nor text ("authorizer"). nil when expression does not parse (its
+// compilation says why).
+func freeIdentifiers(env *celgo.Env, expression string) sets.Set[string] {
+	parsed, iss := env.Parse(expression)
+	if iss.Err() != nil {
+		return nil
+	}
+	out := sets.New[string]()
+	addFree(parsed.NativeRep().Expr(), nil, out)
+	return out
+}
+
+// addFree adds to out the identifiers of e not in bound (the comprehension variables in scope).
+func addFree(e celast.Expr, bound []string, out sets.Set[string]) {
+	switch e.Kind() {
+	case celast.IdentKind:
+		if name := strings.TrimPrefix(e.AsIdent(), "."); !slices.Contains(bound, name) {
+			out.Insert(name)
+		}
+	case celast.SelectKind:
+		addFree(e.AsSelect().Operand(), bound, out)
+	case celast.CallKind:
+		call := e.AsCall()
+		if call.IsMemberFunction() {
+			addFree(call.Target(), bound, out)
+		}
+		for _, a := range call.Args() {
+			addFree(a, bound, out)
+		}
+	case celast.ListKind:
+		for _, el := range e.AsList().Elements() {
+			addFree(el, bound, out)
+		}
+	case celast.MapKind:
+		for _, entry := range e.AsMap().Entries() {
+			addFree(entry.AsMapEntry().Key(), bound, out)
+			addFree(entry.AsMapEntry().Value(), bound, out)
+		}
+	case celast.StructKind:
+		for _, f := range e.AsStruct().Fields() {
+			addFree(f.AsStructField().Value(), bound, out)
+		}
+	case celast.ComprehensionKind:
+		c := e.AsComprehension()
+		addFree(c.IterRange(), bound, out)
+		addFree(c.AccuInit(), bound, out)
+		loop := append(slices.Clip(bound), c.IterVar(), c.AccuVar())
+		if c.HasIterVar2() {
+			loop = append(loop, c.IterVar2())
+		}
+		addFree(c.LoopCondition(), loop, out)
+		addFree(c.LoopStep(), loop, out)
+		addFree(c.Result(), append(slices.Clip(bound), c.AccuVar()), out)
+	}
 }
 
 // checkNamed returns the problems of the name and expression of the entry at path (a variable

@@ -36,6 +36,11 @@ type conformanceCase struct {
 	// namespaceSelector, when set, is the policy's spec.matchConstraints.namespaceSelector
 	// (YAML flow). The bound namespace is labelled team=payments.
 	namespaceSelector string
+	// update makes the case an UPDATE (the policy's operations are [UPDATE]): the Pod, labelled
+	// v=1, is created for real in the bound namespace, and the request updates it to v=2
+	// (pod's changes apply to the created one); synchook's hook gets the stored Pod as its old
+	// object (hooks.WithOldObject), as the admission endpoint hands on request.oldObject.
+	update bool
 }
 
 func conformanceCases() []conformanceCase {
@@ -181,6 +186,28 @@ func conformanceCases() []conformanceCase {
       jsonPatch:
         expression: '[JSONPatch{op: "remove", path: "/spec/hostname"}]'
 `},
+		{name: "update-reads-oldobject", update: true, spec: `
+  variables:
+    - name: was
+      expression: 'oldObject == null ? "none" : oldObject.metadata.labels["v"]'
+  mutations:
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: >-
+          [JSONPatch{op: "add", path: "/metadata/labels/was", value: variables.was},
+           JSONPatch{op: "add", path: "/metadata/annotations", value: {
+             "changed": string(oldObject != null && object.metadata.labels["v"] != oldObject.metadata.labels["v"]),
+             "old-image": string(oldObject.spec.containers[0].image)}}]
+`, pod: func(p *corev1.Pod) { p.Spec.Containers[0].Image = "nginx:1.29" }},
+		{name: "update-matchcondition-on-oldobject", update: true, spec: `
+  matchConditions:
+    - name: v-changed
+      expression: 'oldObject.metadata.labels["v"] != object.metadata.labels["v"]'
+  mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: 'Object{metadata: Object.metadata{labels: {"from": oldObject.metadata.labels["v"]}}}'
+`},
 	}
 }
 
@@ -209,6 +236,11 @@ func basePod(name, caseName string) *corev1.Pod {
 //     creationTimestamp, managedFields, generation), status, the namespace, and spec.priority /
 //     spec.preemptionPolicy (set by the Priority plugin from priorityClassName before policies
 //     run, so on the D pass of a result without them they are set again).
+//
+// An UPDATE case (conformanceCase.update) differs in steps 1 and 2: X is a Pod created for real
+// in the bound namespace (the stored object) with the case's change, S the dry-run update to X,
+// and synchook's hook gets the stored Pod as its old object (CEL's oldObject), as the admission
+// endpoint hands on request.oldObject.
 //
 // When the apiserver refuses the request, synchook must fail too (messages are logged).
 func TestConformance(t *testing.T) {
@@ -279,19 +311,30 @@ func TestConformance(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := basePod("p-"+strings.ReplaceAll(tc.name, "_", "-"), tc.name)
-			if tc.pod != nil {
-				tc.pod(pod)
+			var (
+				x, s           *corev1.Pod
+				serverErr, err error
+				typ, callCtx   = hooks.CreatePhysical, nsCtx
+			)
+			if tc.update {
+				var old []byte
+				x, s, old, serverErr = dryRunUpdate(ctx, t, c, pod, tc.pod, bound)
+				typ, callCtx = hooks.UpdatePhysical, hooks.WithOldObject(nsCtx, old)
+			} else {
+				if tc.pod != nil {
+					tc.pod(pod)
+				}
+				x, err = dryRunCreate(ctx, c, pod, plain)
+				if err != nil {
+					t.Fatalf("baseline dry-run: %v", err)
+				}
+				x.Namespace = bound
+				clean(x)
+				s, serverErr = dryRunCreate(ctx, c, x.DeepCopy(), bound)
 			}
-			x, err := dryRunCreate(ctx, c, pod, plain)
-			if err != nil {
-				t.Fatalf("baseline dry-run: %v", err)
-			}
-			x.Namespace = bound
-			clean(x)
-			s, serverErr := dryRunCreate(ctx, c, x.DeepCopy(), bound)
-			fn, err := compiled[i].MutateFunc(hooks.CreatePhysical)
+			fn, err := compiled[i].MutateFunc(typ)
 			must(t, err)
-			o, oursErr := fn(nsCtx, x.DeepCopy())
+			o, oursErr := fn(callCtx, x.DeepCopy())
 			switch {
 			case serverErr != nil && oursErr != nil:
 				t.Logf("both fail:\n  apiserver: %v\n  synchook:  %v", serverErr, oursErr)
@@ -331,7 +374,11 @@ func loadCase(t *testing.T, tc conformanceCase) *admissionregistrationv1.Mutatin
 		must(t, err)
 		return p
 	}
-	m := strings.Replace(manifest(strings.TrimPrefix(tc.spec, "\n")), "[CREATE, UPDATE]", "[CREATE]", 1)
+	ops := "[CREATE]"
+	if tc.update {
+		ops = "[UPDATE]"
+	}
+	m := strings.Replace(manifest(strings.TrimPrefix(tc.spec, "\n")), "[CREATE, UPDATE]", ops, 1)
 	if tc.namespaceSelector != "" {
 		m = strings.Replace(m, "    resourceRules:", "    namespaceSelector: "+tc.namespaceSelector+"\n    resourceRules:", 1)
 	}
@@ -370,6 +417,31 @@ func dryRunCreate(ctx context.Context, c client.Client, pod *corev1.Pod, ns stri
 	return pod, err
 }
 
+// dryRunUpdate creates pod, labelled v=1, in namespace ns (for real: it is the stored object)
+// and dry-run updates it to label v=2 with change applied (nil: none). It returns the object
+// of the update request (x, the stored Pod with the changes), what the apiserver would store
+// (s, or serverErr when it refuses the update) and the stored Pod's JSON (the request's
+// oldObject).
+func dryRunUpdate(ctx context.Context, t *testing.T, c client.Client, pod *corev1.Pod, change func(*corev1.Pod), ns string) (x, s *corev1.Pod, old []byte, serverErr error) {
+	t.Helper()
+	stored := pod.DeepCopy()
+	stored.Namespace = ns
+	stored.Labels["v"] = "1"
+	must(t, c.Create(ctx, stored))
+	withKind := stored.DeepCopy()
+	withKind.APIVersion, withKind.Kind = "v1", "Pod" // as kube-apiserver sends oldObject
+	old, err := json.Marshal(withKind)
+	must(t, err)
+	x = stored.DeepCopy()
+	x.Labels["v"] = "2"
+	if change != nil {
+		change(x)
+	}
+	s = x.DeepCopy()
+	serverErr = c.Update(ctx, s, client.DryRunAll)
+	return x, s, old, serverErr
+}
+
 // clean drops what the apiserver sets on create, so the object can be sent again.
 func clean(p *corev1.Pod) {
 	p.UID, p.ResourceVersion, p.CreationTimestamp, p.ManagedFields, p.Generation = "", "", metav1.Time{}, nil, 0
@@ -383,6 +455,7 @@ func comparable(t *testing.T, p *corev1.Pod) map[string]any {
 	clean(p)
 	p.Namespace = ""
 	p.Spec.Priority, p.Spec.PreemptionPolicy = nil, nil
+	p.TypeMeta = metav1.TypeMeta{} // what the client leaves there differs between create and update
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
 	must(t, err)
 	return m

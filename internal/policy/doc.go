@@ -14,8 +14,10 @@
 // Hook type → admission request:
 //
 //	Create*  operation CREATE, object = the object, oldObject = null
-//	Update*  operation UPDATE, object = the object, oldObject = null (the hook does not see
-//	         the stored object)
+//	Update*  operation UPDATE, object = the object, oldObject = the stored object when the
+//	         transport sends one (admission UPDATE: request.oldObject, hooks.OldObject),
+//	         decoded like the object (same Go type and kind); null when it sends none
+//	         (vcluster's plugin protocols never do)
 //	Delete*  operation DELETE, object = oldObject = the object
 //	Get*     operation UPDATE, object = oldObject = the object (there is no admission
 //	         operation for a read; this keeps both variables set)
@@ -30,7 +32,14 @@
 //   - No defaulting: a cluster defaults the object after every mutation (e.g. a container
 //     added by a policy gets terminationMessagePath, imagePullPolicy); synchook does not, so
 //     later mutations of the same policy see the fields as the previous mutation left them.
-//   - No authorizer: expressions that use `authorizer` fail to compile.
+//   - No authorizer: synchook runs behind a syncer (or the apiserver's webhook call) with no
+//     requesting user to authorize, so a policy with an expression that uses `authorizer`
+//     (or authorizer.requestResource) is refused at load, naming the expression's field
+//     (e.g. spec.matchConditions[1].expression).
+//   - oldObject on Update* is the caller's input, as the object is: it is never patched and
+//     never used for the object's identity; one that does not decode fails the request
+//     (whatever the failurePolicy). It is decoded only for a policy whose expressions name
+//     oldObject.
 //   - namespaceObject is the Namespace the object came from, from the request's
 //     namespaces.Source (under vcluster the tenant's namespace in the virtual cluster, named
 //     by the host object's vcluster.loft.sh/object-namespace; see package namespaces), with its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -97,6 +98,25 @@ func namespaceOf(ctx context.Context, t hooks.HookType, obj client.Object, what 
 	return ns, nil
 }
 
+// oldObjectOf returns the old object of the call (hooks.DecodeOldObject) as a new object of the
+// Go type of obj with the kind gvk, or nil when the call has none. An old object that does not
+// decode is an error wrapping hooks.ErrMalformedOldObject and naming oldObject.
+func oldObjectOf(ctx context.Context, gvk schema.GroupVersionKind, obj client.Object) (client.Object, error) {
+	if _, ok := hooks.OldObject(ctx); !ok {
+		return nil, nil
+	}
+	old, ok := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+	if !ok { // unreachable: obj is a pointer to a struct that is a client.Object
+		return nil, fmt.Errorf("oldObject: cannot make a %T", obj)
+	}
+	old.GetObjectKind().SetGroupVersionKind(gvk)
+	if _, err := hooks.DecodeOldObject(ctx, old); err != nil {
+		return nil, fmt.Errorf("oldObject: %w", err)
+	}
+	old.GetObjectKind().SetGroupVersionKind(gvk) // the CEL activation reads the kind from it, as from obj
+	return old, nil
+}
+
 // allOperations returns the operations of every kind, once each.
 func (p *Policy) allOperations() []admissionregistrationv1.OperationType {
 	var out []admissionregistrationv1.OperationType
@@ -115,7 +135,10 @@ func (p *Policy) allOperations() []admissionregistrationv1.OperationType {
 var ErrMutation = errors.New("mutating admission policy failed")
 
 // mutate runs the policy on obj for a request of operation reqOp, selected by rule operation
-// ruleOp ("" for any); withOld sets oldObject to obj.
+// ruleOp ("" for any); withOld sets oldObject to obj. For UPDATE (ruleOp Update) oldObject is
+// the call's old object (hooks.OldObject: the stored object of an admission UPDATE), decoded
+// into the Go type of obj with obj's kind, when the call has one and an expression names
+// oldObject; else null.
 func (p *Policy) mutate(ctx context.Context, hookType hooks.HookType, ruleOp admissionregistrationv1.OperationType, reqOp admission.Operation, withOld bool, obj client.Object) (client.Object, error) {
 	gvk, typed, err := p.kindOf(obj)
 	if err != nil {
@@ -160,8 +183,17 @@ func (p *Policy) mutate(ctx context.Context, hookType hooks.HookType, ruleOp adm
 		defer obj.GetObjectKind().SetGroupVersionKind(orig)
 	}
 	var old runtime.Object
-	if withOld {
+	switch {
+	case withOld:
 		old = obj
+	case ruleOp == admissionregistrationv1.Update && p.readsOldObject:
+		o, err := oldObjectOf(ctx, gvk, obj)
+		if err != nil {
+			return nil, p.failure(err) // a malformed request, whatever the failurePolicy
+		}
+		if o != nil {
+			old = o
+		}
 	}
 	attrs := admission.NewAttributesRecord(obj, old, gvk, obj.GetNamespace(), obj.GetName(), t.gvr, "", reqOp, nil, false, nil)
 	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk}
