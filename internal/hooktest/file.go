@@ -27,8 +27,9 @@ const FileName = "synchook-test.yaml"
 type File struct {
 	// Name names the suite in the output; default the file's path.
 	Name string `json:"name,omitempty"`
-	// Config is the synchook config file (YAML) the hooks come from, relative to the test file.
-	Config string `json:"config,omitempty"`
+	// Config is the synchook config the hooks come from: a file name (YAML, relative to the
+	// test file) or the config inline (a mapping with hooks:, as in the file).
+	Config json.RawMessage `json:"config,omitempty"`
 	// Values is a vcluster values file whose plugins.synchook.config is the config (plugin.yaml).
 	// At most one of Config and Values; neither: no config hooks (a program's Go hooks only).
 	Values string `json:"values,omitempty"`
@@ -104,7 +105,13 @@ func Load(path string) (*File, error) {
 	bad := func(key, format string, a ...any) error {
 		return fmt.Errorf("%w %s: %s: %s", ErrInvalid, path, key, fmt.Sprintf(format, a...))
 	}
-	if f.Config != "" && f.Values != "" {
+	if string(f.Config) == "null" {
+		f.Config = nil
+	}
+	if len(f.Config) > 0 && f.Config[0] != '"' && f.Config[0] != '{' {
+		return nil, bad("config", "a file name or the config inline (a mapping with hooks:), not %.40s", f.Config)
+	}
+	if len(f.Config) > 0 && f.Values != "" {
 		return nil, bad("values", "set config or values, not both")
 	}
 	if f.ConfigError != "" && len(f.Cases) > 0 {

@@ -44,7 +44,7 @@ func Main(ctx context.Context, paths []string, opts Options, junit bool, w, errw
 			}
 			fmt.Fprintf(errw, "synchook test: %v\n", err)
 			invalid = true
-			continue
+			rs = []Result{{File: path, Case: "(file refused)", Refused: err.Error()}}
 		}
 		if !junit {
 			for _, r := range rs {
@@ -53,21 +53,27 @@ func Main(ctx context.Context, paths []string, opts Options, junit bool, w, errw
 		}
 		all = append(all, rs...)
 	}
-	failed, skipped := 0, 0
+	failed, skipped, refused := 0, 0, 0
 	for _, r := range all {
-		if !r.Passed() {
+		switch {
+		case r.Refused != "":
+			refused++
+		case !r.Passed():
 			failed++
-		}
-		if r.Skipped != "" {
+		case r.Skipped != "":
 			skipped++
 		}
 	}
-	if junit {
+	cases := len(all) - refused
+	switch {
+	case junit:
 		writeJUnit(w, all)
-	} else if failed > 0 || invalid {
-		fmt.Fprintf(w, "FAIL\t%d of %d cases failed in %d files\n", failed, len(all), len(files))
-	} else {
-		fmt.Fprintf(w, "ok\t%d cases in %d files (%d files skipped)\n", len(all)-skipped, len(files), skipped)
+	case refused > 0:
+		fmt.Fprintf(w, "FAIL\t%s refused, %d of %d cases failed in %d files\n", plural(refused, "file"), failed, cases, len(files))
+	case failed > 0:
+		fmt.Fprintf(w, "FAIL\t%d of %d cases failed in %d files\n", failed, cases, len(files))
+	default:
+		fmt.Fprintf(w, "ok\t%d cases in %d files (%d files skipped)\n", cases-skipped, len(files), skipped)
 	}
 	switch {
 	case invalid:
@@ -81,6 +87,9 @@ func Main(ctx context.Context, paths []string, opts Options, junit bool, w, errw
 // writeResult writes one case's line, and under a failure its reason and diff, indented.
 func writeResult(w io.Writer, r Result) {
 	switch {
+	case r.Refused != "":
+		fmt.Fprintf(w, "--- REFUSED: %s\n    %s\n", r.File, r.Refused)
+		return
 	case r.Skipped != "":
 		fmt.Fprintf(w, "--- SKIP: %s: %s\n    %s\n", r.File, r.Case, r.Skipped)
 		return
@@ -112,6 +121,7 @@ type junitSuite struct {
 	Name     string      `xml:"name,attr"`
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
 	Time     string      `xml:"time,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
@@ -121,6 +131,7 @@ type junitCase struct {
 	ClassName string        `xml:"classname,attr"`
 	Time      string        `xml:"time,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Error     *junitFailure `xml:"error,omitempty"`
 	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 }
 
@@ -149,7 +160,11 @@ func writeJUnit(w io.Writer, results []Result) {
 		if r.Skipped != "" {
 			c.Skipped = &junitSkipped{Message: r.Skipped}
 		}
-		if !r.Passed() {
+		switch {
+		case r.Refused != "": // an invalid file or a config that would not start: an error, not a failure
+			c.Error = &junitFailure{Message: firstLine(r.Refused), Text: r.Refused}
+			s.Errors++
+		case !r.Passed():
 			c.Failure = &junitFailure{Message: firstLine(r.Failure), Text: r.Failure + "\n" + r.Diff}
 			s.Failures++
 		}
@@ -170,6 +185,14 @@ func writeJUnit(w io.Writer, results []Result) {
 	enc.Indent("", "  ")
 	_ = enc.Encode(out)
 	fmt.Fprintln(w)
+}
+
+// plural returns "1 file", "2 files".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

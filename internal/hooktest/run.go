@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/synchook/synchook/internal/hoststore"
 	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/namespaces"
+	"github.com/synchook/synchook/internal/sidecar"
 	"github.com/synchook/synchook/internal/undo"
 )
 
@@ -46,11 +48,14 @@ type Result struct {
 	Updated bool
 	// Failure says why the case failed ("" when it passed); Diff is expected against actual.
 	Failure, Diff string
-	Duration      time.Duration
+	// Refused is the error of a file that did not run: invalid, or a config the server
+	// would refuse to start with (Main's exit 2; a JUnit error, not a failure).
+	Refused  string
+	Duration time.Duration
 }
 
 // Passed reports whether the case passed.
-func (r Result) Passed() bool { return r.Failure == "" }
+func (r Result) Passed() bool { return r.Failure == "" && r.Refused == "" }
 
 // RunFile runs the cases of f. Errors are those of an invalid file or config (not of a case).
 func RunFile(ctx context.Context, f *File, opts Options) ([]Result, error) {
@@ -62,7 +67,7 @@ func RunFile(ctx context.Context, f *File, opts Options) ([]Result, error) {
 		name = f.path
 	}
 	start := time.Now()
-	reg, err := f.registry(opts)
+	reg, err := f.registry(ctx, opts)
 	if f.ConfigError != "" {
 		r := Result{File: name, Case: "config is refused", Duration: time.Since(start)}
 		switch {
@@ -102,13 +107,24 @@ func RunFile(ctx context.Context, f *File, opts Options) ([]Result, error) {
 	return out, nil
 }
 
-// registry builds the registry of f's config and opts.Register, undo on and sealed with a
+// registry builds the registry of f's config and opts.Register through the load path every
+// command that runs hooks takes (sidecar.RegistryOf: the server's checks, its idempotency
+// self-test included, so a config that passes its tests starts), undo on and sealed with a
 // throwaway key, provenance as the config says (compared without the build version).
-func (f *File) registry(opts Options) (*engine.Registry, error) {
+func (f *File) registry(ctx context.Context, opts Options) (*engine.Registry, error) {
 	cfg := &config.Config{}
 	switch {
-	case f.Config != "":
-		path := filepath.Join(f.dir, f.Config)
+	case len(f.Config) > 0 && f.Config[0] == '{': // inline
+		var err error
+		if cfg, err = config.ParseIn(f.Config, f.dir); err != nil {
+			return nil, configErr(f, "config", err)
+		}
+	case len(f.Config) > 0:
+		var name string
+		if err := json.Unmarshal(f.Config, &name); err != nil {
+			return nil, fmt.Errorf("%w %s: config: %w", ErrInvalid, f.path, err)
+		}
+		path := filepath.Join(f.dir, name)
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("%w %s: config: %w", ErrInvalid, f.path, err)
@@ -142,14 +158,11 @@ func (f *File) registry(opts Options) (*engine.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Provenance: cfg.Provenance, Version: testVersion, Keys: undo.NewKeeper(ring)})
-	if err := cfg.Build(reg); err != nil {
+	reg, err := sidecar.RegistryOf(ctx, cfg, sidecar.RegistryConfig{
+		Keys: undo.NewKeeper(ring), Version: testVersion, Register: opts.Register,
+	})
+	if err != nil {
 		return nil, configErr(f, "config", err)
-	}
-	if opts.Register != nil {
-		if err := opts.Register(reg); err != nil {
-			return nil, configErr(f, "Go hooks", err)
-		}
 	}
 	return reg, nil
 }
@@ -216,9 +229,15 @@ func (f *File) runCase(ctx context.Context, reg *engine.Registry, i int, opts Op
 			return failure, diff, err
 		}
 	}
-	if read, write := readOf(t); write && !c.Expect.NoRoundTrip {
+	if read, update, write := readOf(t); write && !c.Expect.NoRoundTrip {
 		// The read runs on what the host stores (package hoststore's model of the apiserver:
-		// empty maps and lists dropped), and what the syncer sent is compared as stored too.
+		// empty maps and lists dropped, a Create's creationTimestamp its own), and what the
+		// syncer sent is compared as stored too.
+		sentRaw := in
+		if t != update {
+			now := time.Now()
+			res, sentRaw = hoststore.Created(res, now), hoststore.Created(in, now)
+		}
 		stored, err := hoststore.Store(gvk, res)
 		if err != nil {
 			return fmt.Sprintf("the host would refuse what the write gave: %v", err), "", nil
@@ -227,7 +246,7 @@ func (f *File) runCase(ctx context.Context, reg *engine.Registry, i int, opts Op
 		if err != nil {
 			return fmt.Sprintf("the read (%s) of what the host stores failed: %v", read, err), "", nil
 		}
-		sent, err := hoststore.Store(gvk, in)
+		sent, err := hoststore.Store(gvk, sentRaw)
 		if err != nil {
 			return fmt.Sprintf("the host would refuse the object the syncer sends: %v", err), "", nil
 		}
@@ -235,6 +254,13 @@ func (f *File) runCase(ctx context.Context, reg *engine.Registry, i int, opts Op
 			return fmt.Sprintf("the read (%s) gives an object the syncer cannot decode: %v", read, err), "", nil
 		}
 		if d := roundTripDiff(sent, back, c.Expect.ReadKeeps); d != "" {
+			if only := createOnly(reg, gvk, t); len(only) > 0 {
+				return fmt.Sprintf("the read (%s) does not give the syncer back what it sent: %s run on %s but not on %s, "+
+					"and a read keeps a Create-only change (the syncer's updates would never make it again). "+
+					"The usual fix: list %s in their types too (UPDATE in a policy's rules); "+
+					"or declare the kept paths in expect.readKeeps (docs/day2.md#what-each-operation-does)",
+					read, strings.Join(only, ", "), t, update, update), d, nil
+			}
 			return fmt.Sprintf("the read (%s) does not give the syncer back what it sent: a trace of the hooks stays (declare what a read legitimately keeps in expect.readKeeps)", read), d, nil
 		}
 	}
@@ -271,15 +297,41 @@ func (f *File) compareExpected(reg *engine.Registry, c *Case, key string, gvk sc
 	return "", "", nil
 }
 
-// readOf returns the read hook type paired with t and whether t is a write that has one.
-func readOf(t hooks.HookType) (hooks.HookType, bool) {
+// readOf returns, for a write t, the read hook type paired with it and the Update type of its
+// side; write is false for any other t.
+func readOf(t hooks.HookType) (read, update hooks.HookType, write bool) {
 	switch t {
 	case hooks.CreatePhysical, hooks.UpdatePhysical:
-		return hooks.GetPhysical, true
+		return hooks.GetPhysical, hooks.UpdatePhysical, true
 	case hooks.CreateVirtual, hooks.UpdateVirtual:
-		return hooks.GetVirtual, true
+		return hooks.GetVirtual, hooks.UpdateVirtual, true
 	}
-	return "", false
+	return "", "", false
+}
+
+// createOnly returns the hooks of gvk's chain of t that its side's Update chain does not hold:
+// for a Create t, the hooks whose change a read keeps (docs/day2.md); nil for any other t.
+func createOnly(reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookType) []string {
+	_, update, write := readOf(t)
+	if !write || t == update {
+		return nil
+	}
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	chains := map[hooks.HookType][]string{}
+	for _, rc := range reg.Capabilities().Resources {
+		if rc.APIVersion == apiVersion && rc.Kind == kind {
+			for _, ht := range rc.HookTypes {
+				chains[ht.Type] = ht.Hooks
+			}
+		}
+	}
+	var out []string
+	for _, h := range chains[t] {
+		if h != engine.UndoAnnotation && !slices.Contains(chains[update], h) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // mutate runs the chain of t on raw and returns the resulting object.

@@ -20,6 +20,7 @@ package hoststore
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -48,4 +49,34 @@ func StoreWith(scheme *runtime.Scheme, gvk schema.GroupVersionKind, raw []byte) 
 		return nil, fmt.Errorf("store %s: %w", gvk.Kind, err)
 	}
 	return json.Marshal(obj)
+}
+
+// Created returns raw, a JSON object, with metadata.creationTimestamp set to at (whole seconds,
+// UTC, RFC 3339) as a kube-apiserver stores a Create: it replaces whatever the request carried
+// (vcluster sends none; a client may send any). A read of a Create's object sees that time,
+// which bounds where a Create's name-bound undo opens (undo.NameBindWindow). raw as it is when
+// it is not a JSON object (or its metadata not one).
+func Created(raw []byte, at time.Time) []byte {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+		return raw
+	}
+	var meta map[string]json.RawMessage
+	if m, ok := obj["metadata"]; ok && (json.Unmarshal(m, &meta) != nil || meta == nil) {
+		return raw
+	}
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	ts, _ := json.Marshal(at.UTC().Truncate(time.Second).Format(time.RFC3339))
+	meta["creationTimestamp"] = ts
+	var err error
+	if obj["metadata"], err = json.Marshal(meta); err != nil {
+		return raw
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return raw
+	}
+	return out
 }

@@ -238,6 +238,24 @@ func BuildRegistry(ctx context.Context, c RegistryConfig) (*engine.Registry, err
 	if source.Kind == config.SourceDefault && c.NoDefaultConfig {
 		cfg, sourceName = &config.Config{}, "none (Go hooks only)"
 	}
+	reg, err := RegistryOf(ctx, cfg, c)
+	if err != nil {
+		return nil, err
+	}
+	c.Log.Info("hooks loaded", "config", sourceName, "chains", len(reg.Keys()))
+	return reg, nil
+}
+
+// RegistryOf is the one load path of a parsed config, for every command that runs hooks
+// (serve, the vcluster plugins, mutate, replay, and `synchook test`, which must refuse what
+// would not start): a registry with automatic undo on, holding cfg's hooks followed by those
+// of c.Register, after checking that every chain is idempotent on sample objects (unless
+// c.SkipIdempotencyCheck). c's config source fields (ConfigFile, EnvVars, Getenv,
+// NoDefaultConfig) and Log are not read. Errors wrap ErrConfig.
+func RegistryOf(ctx context.Context, cfg *config.Config, c RegistryConfig) (*engine.Registry, error) {
+	if c.Log.GetSink() == nil {
+		c.Log = logr.Discard()
+	}
 	// Automatic undo is on: what the hooks add on the way down comes off on the way up, so the
 	// syncer never sees it as a difference (hooks opt out with undo: false / Undo() false).
 	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Provenance: c.Provenance || cfg.Provenance, Version: c.Version, Keys: c.Keys})
@@ -254,7 +272,6 @@ func BuildRegistry(ctx context.Context, c RegistryConfig) (*engine.Registry, err
 	} else if err := reg.CheckIdempotent(ctx, sampleObjects(c.Samples)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c.Log.Info("hooks loaded", "config", sourceName, "chains", len(reg.Keys()))
 	return reg, nil
 }
 
