@@ -41,6 +41,11 @@ type File struct {
 	// one the file does not list fails the request with an error naming it
 	// (namespaces.ErrNotFound).
 	Namespaces []corev1.Namespace `json:"namespaces,omitempty"`
+	// Transport is how the config is served: "vcluster" (default: a vcluster plugin, whose
+	// protocols send the object only) or "admission" (`synchook serve` as kube-apiserver's
+	// mutating webhook, which also sends the stored object on UPDATE: a case's oldObject).
+	// A file with values: (plugin.yaml) is a vcluster config.
+	Transport string `json:"transport,omitempty"`
 	// VirtualNamespaces: the Namespaces are the virtual cluster's, as under vcluster, so an
 	// object of a physical hook type came from the one its vcluster.loft.sh/object-namespace
 	// annotation names. Default false: an object's own namespace.
@@ -64,6 +69,10 @@ type Case struct {
 	// Object is the object the syncer sends: a file (relative to the test file, YAML or JSON)
 	// or the object inline.
 	Object json.RawMessage `json:"object"`
+	// OldObject is the stored object kube-apiserver sends with an UPDATE (request.oldObject;
+	// a policy's CEL oldObject): a file or inline, on an Update type, in a file of transport
+	// admission only (vcluster sends none). Default none.
+	OldObject json.RawMessage `json:"oldObject,omitempty"`
 	// Expect is what must come out.
 	Expect Expect `json:"expect,omitempty"`
 }
@@ -86,6 +95,12 @@ type Expect struct {
 	// NoRoundTrip turns the round trip off for this case.
 	NoRoundTrip bool `json:"noRoundTrip,omitempty"`
 }
+
+// The transports a test file's config may be served by (File.Transport).
+const (
+	TransportVCluster  = "vcluster"
+	TransportAdmission = "admission"
+)
 
 // ErrInvalid is wrapped by every error about a test file (exit code 2).
 var ErrInvalid = errors.New("invalid test file")
@@ -120,6 +135,16 @@ func Load(path string) (*File, error) {
 	if f.ConfigError == "" && len(f.Cases) == 0 {
 		return nil, bad("cases", "at least one case")
 	}
+	switch f.Transport {
+	case "", TransportVCluster:
+		f.Transport = TransportVCluster
+	case TransportAdmission:
+		if f.Values != "" {
+			return nil, bad("transport", "admission, but values: is a vcluster config (plugin.yaml)")
+		}
+	default:
+		return nil, bad("transport", "%q: want %s (default) or %s", f.Transport, TransportVCluster, TransportAdmission)
+	}
 	seen := map[string]int{}
 	for i := range f.Cases {
 		c := &f.Cases[i]
@@ -139,6 +164,15 @@ func Load(path string) (*File, error) {
 		}
 		if len(c.Object) == 0 || string(c.Object) == "null" {
 			return nil, bad(key+".object", "required: a file or the object inline")
+		}
+		if len(c.OldObject) > 0 && string(c.OldObject) != "null" {
+			switch t := hooks.HookType(c.Type); {
+			case f.Transport != TransportAdmission:
+				return nil, bad(key+".oldObject", "vcluster sends no old object (its plugin protocols carry the object only), so hooks of a vcluster config never see one; "+
+					"give oldObject in a file with transport: admission (synchook serve, where kube-apiserver sends the stored object on UPDATE)")
+			case t != hooks.UpdatePhysical && t != hooks.UpdateVirtual:
+				return nil, bad(key+".oldObject", "on an Update type only (kube-apiserver sends it on UPDATE; a DELETE's object is the stored object), not %s", t)
+			}
 		}
 		if m := c.Expect.Match; m != "" && m != "exact" && m != "subset" {
 			return nil, bad(key+".expect.match", "%q: want exact or subset", m)

@@ -137,3 +137,62 @@ func TestACreateOfAnObjectWithAnOldCreationTimestampRoundTrips(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
+
+// oldConfig labels a Pod on UPDATE with the app label its stored version had (CEL oldObject),
+// "none" where there is no stored version (vcluster sends none).
+const oldConfig = `
+hooks:
+  - name: was
+    types: [UpdatePhysical, DeletePhysical]
+    policy:
+      apiVersion: admissionregistration.k8s.io/v1
+      kind: MutatingAdmissionPolicy
+      metadata: {name: was}
+      spec:
+        reinvocationPolicy: Never
+        matchConstraints:
+          resourceRules:
+            - {apiGroups: [""], apiVersions: [v1], operations: [UPDATE, DELETE], resources: [pods]}
+        mutations:
+          - patchType: ApplyConfiguration
+            applyConfiguration:
+              expression: >-
+                Object{metadata: Object.metadata{labels: {"was": oldObject == null ? "none" : oldObject.metadata.labels["app"]}}}
+`
+
+// A case gives the request as production sends it: oldObject on an admission UPDATE, none
+// under vcluster (refused there, naming why), and Delete cases.
+func TestTheRequestAsProductionSendsIt(t *testing.T) {
+	old := strings.Replace(pod, "labels: {app: web}", "labels: {app: old-web}", 1)
+	admission := `config: config.yaml
+transport: admission
+cases:
+  - name: an UPDATE with the stored object
+    type: UpdatePhysical
+    object: pod.yaml
+    oldObject: old.yaml
+    expect: {match: subset, object: {metadata: {labels: {was: old-web}}}, noRoundTrip: true}
+  - name: an UPDATE without one
+    type: UpdatePhysical
+    object: pod.yaml
+    expect: {match: subset, object: {metadata: {labels: {was: none}}}, noRoundTrip: true}
+  - name: a DELETE, whose object is the stored one
+    type: DeletePhysical
+    object: pod.yaml
+    expect: {match: subset, object: {metadata: {labels: {was: web}}}}
+`
+	d := dir(t, map[string]string{"config.yaml": oldConfig, "pod.yaml": pod, "old.yaml": old, hooktest.FileName: admission})
+	if code, out, errOut := run(t, d, hooktest.Options{}, false); code != hooktest.ExitOK {
+		t.Errorf("admission: exit %d\n%s%s", code, out, errOut)
+	}
+	vcluster := strings.Replace(admission, "transport: admission\n", "", 1)
+	d = dir(t, map[string]string{"config.yaml": oldConfig, "pod.yaml": pod, "old.yaml": old, hooktest.FileName: vcluster})
+	if code, _, errOut := run(t, d, hooktest.Options{}, false); code != hooktest.ExitInvalid || !strings.Contains(errOut, "cases[0].oldObject: vcluster sends no old object") {
+		t.Errorf("vcluster config with oldObject: exit %d, %s", code, errOut)
+	}
+	onCreate := strings.Replace(admission, "    type: UpdatePhysical\n    object: pod.yaml\n    oldObject", "    type: CreatePhysical\n    object: pod.yaml\n    oldObject", 1)
+	d = dir(t, map[string]string{"config.yaml": oldConfig, "pod.yaml": pod, "old.yaml": old, hooktest.FileName: onCreate})
+	if code, _, errOut := run(t, d, hooktest.Options{}, false); code != hooktest.ExitInvalid || !strings.Contains(errOut, "on an Update type only") {
+		t.Errorf("oldObject on a Create: exit %d, %s", code, errOut)
+	}
+}

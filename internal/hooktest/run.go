@@ -211,7 +211,13 @@ func (f *File) runCase(ctx context.Context, reg *engine.Registry, i int, opts Op
 		return "", "", fmt.Errorf("%w %s: %s.object: %w", ErrInvalid, f.path, key, err)
 	}
 	t := hooks.HookType(c.Type)
-	res, runErr := mutate(ctx, reg, gvk, t, in, opts.Timeout)
+	var old []byte
+	if len(c.OldObject) > 0 && string(c.OldObject) != "null" {
+		if old, err = f.objectJSON(c.OldObject, key+".oldObject"); err != nil {
+			return "", "", err
+		}
+	}
+	res, runErr := mutateWith(ctx, reg, gvk, t, in, old, opts.Timeout)
 	if c.Expect.Error != "" {
 		switch {
 		case runErr == nil:
@@ -336,9 +342,15 @@ func createOnly(reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookT
 
 // mutate runs the chain of t on raw and returns the resulting object.
 func mutate(ctx context.Context, reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, timeout time.Duration) ([]byte, error) {
+	return mutateWith(ctx, reg, gvk, t, raw, nil, timeout)
+}
+
+// mutateWith is mutate with the request's old object (nil: none), as the admission endpoint
+// passes kube-apiserver's request.oldObject of an UPDATE.
+func mutateWith(ctx context.Context, reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookType, raw, old []byte, timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := reg.Mutate(ctx, gvk, t, raw)
+	res, err := reg.MutateWithOptions(ctx, gvk, t, raw, engine.MutateOptions{OldObject: old})
 	if err != nil {
 		return nil, err
 	}
