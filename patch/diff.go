@@ -98,6 +98,12 @@ func (d *differ) object(path []byte, a, b []byte) bool {
 			continue
 		}
 		matched[j] = true
+		if m.Key == "" && !bytes.Equal(m.Value, bm[j].Value) {
+			// evanphx/json-patch, kube-apiserver's applier and ours, cannot address below an
+			// empty key ("//0" does not apply, "//-" adds nothing): the value goes whole
+			d.emit("replace", child, bm[j].Value)
+			continue
+		}
 		d.value(child, m.Value, bm[j].Value)
 	}
 	for j, m := range bm {

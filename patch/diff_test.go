@@ -156,3 +156,22 @@ func hasEmptyKey(doc []byte) bool {
 	}
 	return walk(v)
 }
+
+// Below an empty key the diff replaces the value whole: evanphx/json-patch (kube-apiserver's
+// applier) cannot address into it (FuzzApplyOps found "//0").
+func TestDiffBelowAnEmptyKeyReplacesItWhole(t *testing.T) {
+	for _, c := range [][2]string{{`{"":[0],"b":{"":""}}`, `{"":[]}`}, {`{"":{"a":1}}`, `{"":{"a":2,"b":3}}`}, {`{"x":{"":[1,2]}}`, `{"x":{"":[2]}}`}} {
+		ops, err := patch.Diff([]byte(c[0]), []byte(c[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := patch.Marshal(ops)
+		got, err := patch.Apply([]byte(c[0]), p)
+		var gv, wv any
+		_ = json.Unmarshal(got, &gv)
+		_ = json.Unmarshal([]byte(c[1]), &wv)
+		if err != nil || !reflect.DeepEqual(gv, wv) {
+			t.Errorf("%s → %s: patch %s gives %s, %v", c[0], c[1], p, got, err)
+		}
+	}
+}
