@@ -384,12 +384,12 @@ func (c *Client) onFailure(ctx context.Context, err *Error) error {
 	return nil
 }
 
-// operations maps the verb of a hook type to the admission operation sent with it. Get hook
-// types have none and send an empty operation.
-var operations = map[string]admissionv1.Operation{
-	"Create": admissionv1.Create,
-	"Update": admissionv1.Update,
-	"Delete": admissionv1.Delete,
+// operations maps the operation of a hook type to the admission operation sent with it. Get
+// hook types have none and send an empty operation.
+var operations = map[hooks.Op]admissionv1.Operation{
+	hooks.OpCreate: admissionv1.Create,
+	hooks.OpUpdate: admissionv1.Update,
+	hooks.OpDelete: admissionv1.Delete,
 }
 
 // review POSTs an AdmissionReview for object to /mutate/{t} and returns the JSON Patch of the
@@ -403,11 +403,7 @@ func (c *Client) review(ctx context.Context, t hooks.HookType, gvk schema.GroupV
 		Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
 		Namespace: namespace,
 		Name:      name,
-	}
-	for verb, op := range operations {
-		if strings.HasPrefix(string(t), verb) {
-			req.Operation = op
-		}
+		Operation: operations[t.Op()],
 	}
 	body, err := encodeReview(req, object)
 	if err != nil {

@@ -52,7 +52,7 @@ const (
 // name it: Ignore for the Get hook types, Fail for Create, Update and Delete (an object is never
 // written without its hooks).
 func DefaultFailurePolicy(t hooks.HookType) FailurePolicy {
-	if t == hooks.GetPhysical || t == hooks.GetVirtual {
+	if t.Reads() {
 		return Ignore
 	}
 	return Fail

@@ -28,14 +28,6 @@ const (
 	Virtual Side = "Virtual"
 )
 
-// hookTypes returns the Create, Update, Delete and Get hook types of s.
-func (s Side) hookTypes() (create, update, del, get hooks.HookType) {
-	if s == Virtual {
-		return hooks.CreateVirtual, hooks.UpdateVirtual, hooks.DeleteVirtual, hooks.GetVirtual
-	}
-	return hooks.CreatePhysical, hooks.UpdatePhysical, hooks.DeletePhysical, hooks.GetPhysical
-}
-
 // Wrap returns a client.Client that runs the hooks of side through hc around every call of c:
 //
 //   - Get runs Get{side} on the object after the read; List runs Get{side} on all items in one
@@ -59,8 +51,13 @@ func (s Side) hookTypes() (create, update, del, get hooks.HookType) {
 // controller-runtime's client/interceptor around c, with one method of wrapper per
 // intercepted call.
 func Wrap(c client.Client, hc *Client, side Side) client.Client {
-	w := &wrapper{hc: hc, side: side, scheme: c.Scheme()}
-	w.types.create, w.types.update, w.types.del, w.types.get = side.hookTypes()
+	w := &wrapper{hc: hc, scheme: c.Scheme()}
+	hs := hooks.Physical // side as package hooks names it
+	if side == Virtual {
+		hs = hooks.Virtual
+	}
+	w.types.create, w.types.update = hooks.HookTypeOf(hs, hooks.OpCreate), hooks.HookTypeOf(hs, hooks.OpUpdate)
+	w.types.del, w.types.get = hooks.HookTypeOf(hs, hooks.OpDelete), hooks.HookTypeOf(hs, hooks.OpGet)
 	return interceptor.NewClient(withWatch(c), interceptor.Funcs{
 		Get:               w.get,
 		List:              w.list,
@@ -96,7 +93,6 @@ func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (
 // client call are those functions.
 type wrapper struct {
 	hc     *Client
-	side   Side
 	scheme *runtime.Scheme
 	// types are the hook types of side's calls.
 	types struct{ create, update, del, get hooks.HookType }
@@ -243,8 +239,7 @@ func (w *wrapper) checkApply(ctx context.Context, obj runtime.ApplyConfiguration
 	if err != nil {
 		return fmt.Errorf("hookclient: apply configuration: %w", err)
 	}
-	create, update, _, _ := w.side.hookTypes()
-	for _, t := range []hooks.HookType{create, update} {
+	for _, t := range []hooks.HookType{w.types.create, w.types.update} {
 		if w.hc.Hooked(ctx, gvk, t) {
 			return &Error{
 				Type: t, GVK: gvk, Object: "apply configuration",

@@ -285,7 +285,7 @@ func requestObject(req *admissionv1.AdmissionRequest) (schema.GroupVersionKind, 
 // oldObject; nil otherwise (a DELETE's oldObject is the object itself: requestObject). It is a
 // sub-slice of the body, never decoded here.
 func oldObjectOf(req *admissionv1.AdmissionRequest, hookType hooks.HookType) []byte {
-	if req.Operation != admissionv1.Update || (hookType != hooks.UpdatePhysical && hookType != hooks.UpdateVirtual) || len(req.Object.Raw) == 0 {
+	if req.Operation != admissionv1.Update || hookType.Op() != hooks.OpUpdate || len(req.Object.Raw) == 0 {
 		return nil
 	}
 	return req.OldObject.Raw // nil when absent or null (cutObjects)

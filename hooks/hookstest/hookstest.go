@@ -92,14 +92,6 @@ func Run[T client.Object](t testing.TB, hook hooks.ClientHook, typ hooks.HookTyp
 	return out, res.Patch, nil
 }
 
-// readOf maps each write hook type to the read of what it wrote.
-var readOf = map[hooks.HookType]hooks.HookType{
-	hooks.CreatePhysical: hooks.GetPhysical,
-	hooks.UpdatePhysical: hooks.GetPhysical,
-	hooks.CreateVirtual:  hooks.GetVirtual,
-	hooks.UpdateVirtual:  hooks.GetVirtual,
-}
-
 // RoundTrip runs hook on obj for the write hook type write (CreatePhysical, UpdatePhysical,
 // CreateVirtual or UpdateVirtual), then the read of the same side (GetPhysical or GetVirtual)
 // on the result, as the syncer reads back what it wrote, and reports (t.Error) every field
@@ -107,7 +99,7 @@ var readOf = map[hooks.HookType]hooks.HookType{
 // It fails the test (t.Fatal) for another hook type, when either call fails, and as Run does.
 func RoundTrip[T client.Object](t testing.TB, hook hooks.ClientHook, write hooks.HookType, obj T) T {
 	t.Helper()
-	read, ok := readOf[write]
+	read, ok := write.ReadOf()
 	if !ok {
 		t.Fatalf("hookstest.RoundTrip: %s is no write hook type (CreatePhysical, UpdatePhysical, CreateVirtual, UpdateVirtual)", write)
 	}

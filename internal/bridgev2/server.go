@@ -399,14 +399,6 @@ func (s *Server) hostClient(config string) (client.Client, string, error) {
 	return c, ic.CurrentNamespace, nil
 }
 
-// readType is the hook type that reads objects of side.
-func readType(side undo.Side) hooks.HookType {
-	if side == undo.Virtual {
-		return hooks.GetVirtual
-	}
-	return hooks.GetPhysical
-}
-
 // coverUndoReads registers the read types of the kinds the Keeper knows undos were sealed on
 // and announces them (GetPluginConfig). It runs in Initialize, before vcluster sends Mutate.
 func (s *Server) coverUndoReads(log logr.Logger) {
@@ -435,7 +427,7 @@ func (s *Server) coverUndoReads(log logr.Logger) {
 func (s *Server) logUncovered(log logr.Logger) {
 	var missing []string
 	for _, k := range s.opts.Keys.SealedKinds() {
-		if !s.runner.Registry().Has(k.GVK, readType(k.Side)) {
+		if !s.runner.Registry().Has(k.GVK, hooks.HookTypeOf(hooks.Side(k.Side), hooks.OpGet)) {
 			missing = append(missing, k.String())
 		}
 	}

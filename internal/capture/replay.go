@@ -11,7 +11,6 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	"sigs.k8s.io/yaml"
 
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
@@ -120,7 +119,7 @@ func (p *Replayer) Replay(ctx context.Context, rec *Record) (*Outcome, error) {
 	}
 	if !out.Equal {
 		out.Diff = diff(render(out.Captured, out.CapturedError), render(out.Replayed, out.ReplayedError))
-		out.Unverifiable = p.ForeignKey && (rec.HookType == hooks.GetPhysical || rec.HookType == hooks.GetVirtual) && carriesSealedUndo(rec.Object)
+		out.Unverifiable = p.ForeignKey && rec.HookType.Reads() && carriesSealedUndo(rec.Object)
 	}
 	return out, nil
 }

@@ -335,7 +335,7 @@ func (rn *call) applyChain(ctx context.Context, c *chain, doc []byte) ([]byte, i
 
 // runChain is runOps for a chain without an undo to apply first.
 func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, error) {
-	if _, write := undoPair[c.key.Type]; write && rn.reg.opts.Undo && !rn.keepOwnUndo && rn.mayCarryUndo(raw) {
+	if _, write := c.key.Type.ReadOf(); write && rn.reg.opts.Undo && !rn.keepOwnUndo && rn.mayCarryUndo(raw) {
 		if steps, carry, own := rn.ownUndo(c, raw); own {
 			return rn.runRestored(ctx, c, raw, steps, carry)
 		}
@@ -595,7 +595,7 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 	} else {
 		before, _ = obj.DeepCopyObject().(client.Object)
 	}
-	if _, write := undoPair[c.key.Type]; write {
+	if _, write := c.key.Type.ReadOf(); write {
 		if ann := obj.GetAnnotations(); dropReserved(ann) { // after the copy: the removal is a change
 			obj.SetAnnotations(ann)
 		}
@@ -718,7 +718,7 @@ func (rn *call) runStripDoc(ctx context.Context, c *chain, raw []byte, records b
 		return outcome{}, errNotDocPath // the request's own object, with metadata: what the rest reads
 	}
 	doc := jsondoc.New(raw)
-	if _, write := undoPair[c.key.Type]; write { // the reserved annotations are synchook's (dropReserved)
+	if _, write := c.key.Type.ReadOf(); write { // the reserved annotations are synchook's (dropReserved)
 		for _, k := range reservedAnnotations {
 			doc.Remove([]string{"metadata", "annotations", k})
 		}
@@ -805,7 +805,7 @@ func runUnstructured(ctx context.Context, rn *call, c *chain, raw []byte, obj cl
 	if err != nil {
 		return outcome{}, fmt.Errorf("encode %s: %w", gvk.Kind, err)
 	}
-	if _, write := undoPair[c.key.Type]; write {
+	if _, write := c.key.Type.ReadOf(); write {
 		if ann := obj.GetAnnotations(); dropReserved(ann) { // after the encoding: the removal is a change
 			obj.SetAnnotations(ann)
 		}

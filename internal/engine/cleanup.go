@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
@@ -58,7 +59,7 @@ func (r *Registry) Cleanup(ctx context.Context, gvk schema.GroupVersionKind, sid
 	}
 	var res CleanupResult
 	if value, ok := annotations[UndoAnnotation].(string); ok {
-		key := Key{GVK: gvk, Type: readTypeOf(side)}
+		key := Key{GVK: gvk, Type: hooks.HookTypeOf(hooks.Side(side), hooks.OpGet)}
 		s := subject(key, raw)
 		s.Doc = func() (undo.Doc, error) { return doc, nil } // read before anything is applied
 		steps, unrestored, dropped := r.rule(key).PlanCleanup(s, value)

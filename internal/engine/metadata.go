@@ -284,7 +284,7 @@ func (c *chain) runMetadata(ctx context.Context, rn *call, raw []byte, undo bool
 // and returns what they made.
 func (c *chain) metadataHooked(ctx context.Context, rn *call, namespace string, before [2]map[string]string) (*hooks.Metadata, error) {
 	m := &hooks.Metadata{Namespace: namespace, Labels: maps.Clone(before[0]), Annotations: maps.Clone(before[1])}
-	if _, write := undoPair[c.key.Type]; write {
+	if _, write := c.key.Type.ReadOf(); write {
 		dropReserved(m.Annotations) // synchook's own: never what the request brings (undo.go)
 	}
 	err := c.supervise(ctx, rn, func(running *atomic.Int32) error {

@@ -21,7 +21,8 @@ const ProvenanceAnnotation = "synchook.io/mutated-by"
 // and writes to the virtual cluster never mark the tenant's object: vcluster copies what it
 // reads to the other side, and the tenant must not see the platform's hook names there.
 func (r *Registry) marksProvenance(c *chain) bool {
-	return r.opts.Provenance && (c.key.Type == hooks.CreatePhysical || c.key.Type == hooks.UpdatePhysical)
+	_, stores := c.key.Type.ReadOf() // a Create or an Update
+	return r.opts.Provenance && stores && c.key.Type.Side() == hooks.Physical
 }
 
 // provenanceMark returns "name@version#sha" for a hook that turned pre into post.

@@ -98,7 +98,7 @@ func (c *chain) of(key Key, hs []namedFunc) *chain {
 // c's hook type has a read pair and no hook of c opted out (a chain is undone whole or not at
 // all: a hook whose change the tenant should see makes its whole chain visible).
 func (r *Registry) recordsUndo(c *chain) bool {
-	if _, ok := undoPair[c.key.Type]; !ok || !r.opts.Undo {
+	if _, ok := c.key.Type.ReadOf(); !ok || !r.opts.Undo {
 		return false
 	}
 	for _, h := range c.hooks {
@@ -271,7 +271,7 @@ func (r *Registry) register(h hooks.ClientHook, revision string, builtin bool) e
 		}
 		c.hooks = append(c.hooks, nf)
 		c.writers = append(c.writers, hookDigest(name, revision))
-		if read, ok := undoPair[t]; ok && r.opts.Undo && undo {
+		if read, ok := t.ReadOf(); ok && r.opts.Undo && undo {
 			rk := Key{GVK: gvk, Type: read}
 			if r.chains[rk] == nil {
 				r.chains[rk] = c.of(rk, nil)
@@ -297,11 +297,7 @@ func (r *Registry) CoverUndoReads(kinds []undo.Kind) []Key {
 	}
 	var added []Key
 	for _, k := range kinds {
-		t := hooks.GetPhysical
-		if k.Side == undo.Virtual {
-			t = hooks.GetVirtual
-		}
-		key := Key{GVK: k.GVK, Type: t}
+		key := Key{GVK: k.GVK, Type: hooks.HookTypeOf(hooks.Side(k.Side), hooks.OpGet)}
 		if c := r.chains[key]; c != nil {
 			c.undoRead = true
 			continue

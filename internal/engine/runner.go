@@ -223,13 +223,13 @@ func (r *Runner) MutateWithOptions(ctx context.Context, gvk schema.GroupVersionK
 func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, opts MutateOptions) (Result, error) {
 	c := r.newCall(opts.ValidJSON)
 	if len(opts.OldObject) > 0 {
-		if t != hooks.UpdatePhysical && t != hooks.UpdateVirtual {
+		if t.Op() != hooks.OpUpdate {
 			return Result{}, fmt.Errorf("%s: an old object is given only with an Update hook type", Key{GVK: gvk, Type: t})
 		}
 		c.old = opts.OldObject
 	}
 	res, err := c.runWhole(ctx, gvk, t, raw)
-	if err == nil && r.loops != nil && res.Patch != nil && (t == hooks.UpdatePhysical || t == hooks.UpdateVirtual) {
+	if err == nil && r.loops != nil && res.Patch != nil && t.Op() == hooks.OpUpdate {
 		r.loops.observe(r.reg, gvk, t, res.metadata, res.Patch)
 	}
 	if r.capture != nil && !errors.Is(err, ErrOverloaded) && !errors.As(err, new(*InputError)) {

@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -62,21 +61,9 @@ const (
 // ring returns the key ring in use, or nil without a key.
 func (r *Registry) ring() *undo.Ring { return r.opts.Keys.Ring() }
 
-// sideOf returns the cluster the objects of hook type t live in.
-func sideOf(t hooks.HookType) undo.Side {
-	if strings.HasSuffix(string(t), "Virtual") {
-		return undo.Virtual
-	}
-	return undo.Physical
-}
-
-// updateType returns the Update hook type of the side of t.
-func updateType(t hooks.HookType) hooks.HookType {
-	if sideOf(t) == undo.Virtual {
-		return hooks.UpdateVirtual
-	}
-	return hooks.UpdatePhysical
-}
+// sideOf returns the cluster the objects of hook type t live in, as undo names it (the same
+// strings: TestSideNames).
+func sideOf(t hooks.HookType) undo.Side { return undo.Side(t.Side()) }
 
 // ObjectUIDAnnotation is the annotation in which vcluster records, on a host object, the uid
 // of the virtual object it was synced from (set before CreatePhysical; the syncer never copies
@@ -228,7 +215,7 @@ func (r *call) undoAnnotationOf(raw []byte) (string, bool) {
 // hook of writers (same name, same revision): its next write puts back whatever the undo takes
 // off.
 func (r *Registry) rewrites(key Key, writers []string) bool {
-	wc := r.chains[Key{GVK: key.GVK, Type: updateType(key.Type)}]
+	wc := r.chains[Key{GVK: key.GVK, Type: key.Type.UpdateOf()}]
 	if wc == nil || !r.recordsUndo(wc) || len(writers) == 0 {
 		return false
 	}
@@ -238,17 +225,6 @@ func (r *Registry) rewrites(key Key, writers []string) bool {
 		}
 	}
 	return true
-}
-
-// readType returns the read hook type of the side of t.
-func readType(t hooks.HookType) hooks.HookType { return readTypeOf(sideOf(t)) }
-
-// readTypeOf returns the read hook type of side.
-func readTypeOf(side undo.Side) hooks.HookType {
-	if side == undo.Virtual {
-		return hooks.GetVirtual
-	}
-	return hooks.GetPhysical
 }
 
 // isImmutable reports whether the JSON object raw says immutable: true (a Secret or ConfigMap
@@ -270,8 +246,9 @@ func (r *call) ownUndo(c *chain, raw []byte) (steps []undo.Step, carry []UndoEnt
 	if !had {
 		return nil, nil, false
 	}
-	readKey := Key{GVK: c.key.GVK, Type: readType(c.key.Type)}
-	update := c.key.Type == hooks.UpdatePhysical || c.key.Type == hooks.UpdateVirtual
+	read, _ := c.key.Type.ReadOf() // runChain calls ownUndo for a Create or an Update only
+	readKey := Key{GVK: c.key.GVK, Type: read}
+	update := c.key.Type.Op() == hooks.OpUpdate
 	p, ok := r.reg.rule(readKey).PlanWrite(update, r.subjectOf(readKey, raw, jsondoc.New(raw)), value)
 	return p.Steps, p.Carry, ok
 }

@@ -88,12 +88,6 @@ type UndoSkipObserver interface {
 // UndoEntry is one change of a write chain and how to take it back (undo.Entry).
 type UndoEntry = undo.Entry
 
-// undoPair maps each write hook type to the read hook type that undoes it.
-var undoPair = map[hooks.HookType]hooks.HookType{
-	hooks.CreatePhysical: hooks.GetPhysical, hooks.UpdatePhysical: hooks.GetPhysical,
-	hooks.CreateVirtual: hooks.GetVirtual, hooks.UpdateVirtual: hooks.GetVirtual,
-}
-
 // ProvenanceAnnotation and UndoAnnotation are reserved: a write chain removes what the object
 // brings of them before its hooks run.
 var reservedAnnotations = [...]string{UndoAnnotation, ProvenanceAnnotation}
@@ -134,7 +128,7 @@ func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, doc *jsondoc
 		return UndoIdentity
 	}
 	if len(p.Carry) > 0 {
-		wc := rn.reg.chains[Key{GVK: c.key.GVK, Type: updateType(c.key.Type)}]
+		wc := rn.reg.chains[Key{GVK: c.key.GVK, Type: c.key.Type.UpdateOf()}]
 		if wc == nil {
 			wc = &chain{key: c.key}
 		}

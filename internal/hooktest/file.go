@@ -170,7 +170,7 @@ func Load(path string) (*File, error) {
 			case f.Transport != TransportAdmission:
 				return nil, bad(key+".oldObject", "vcluster sends no old object (its plugin protocols carry the object only), so hooks of a vcluster config never see one; "+
 					"give oldObject in a file with transport: admission (synchook serve, where kube-apiserver sends the stored object on UPDATE)")
-			case t != hooks.UpdatePhysical && t != hooks.UpdateVirtual:
+			case t.Op() != hooks.OpUpdate:
 				return nil, bad(key+".oldObject", "on an Update type only (kube-apiserver sends it on UPDATE; a DELETE's object is the stored object), not %s", t)
 			}
 		}

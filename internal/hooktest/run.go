@@ -235,12 +235,12 @@ func (f *File) runCase(ctx context.Context, reg *engine.Registry, i int, opts Op
 			return failure, diff, err
 		}
 	}
-	if read, update, write := readOf(t); write && !c.Expect.NoRoundTrip {
+	if read, write := t.ReadOf(); write && !c.Expect.NoRoundTrip {
 		// The read runs on what the host stores (package hoststore's model of the apiserver:
 		// empty maps and lists dropped, a Create's creationTimestamp its own), and what the
 		// syncer sent is compared as stored too.
 		sentRaw := in
-		if t != update {
+		if t.Op() == hooks.OpCreate {
 			now := time.Now()
 			res, sentRaw = hoststore.Created(res, now), hoststore.Created(in, now)
 		}
@@ -265,7 +265,7 @@ func (f *File) runCase(ctx context.Context, reg *engine.Registry, i int, opts Op
 					"and a read keeps a Create-only change (the syncer's updates would never make it again). "+
 					"The usual fix: list %s in their types too (UPDATE in a policy's rules); "+
 					"or declare the kept paths in expect.readKeeps (docs/day2.md#what-each-operation-does)",
-					read, strings.Join(only, ", "), t, update, update), d, nil
+					read, strings.Join(only, ", "), t, t.UpdateOf(), t.UpdateOf()), d, nil
 			}
 			return fmt.Sprintf("the read (%s) does not give the syncer back what it sent: a trace of the hooks stays (declare what a read legitimately keeps in expect.readKeeps)", read), d, nil
 		}
@@ -303,25 +303,13 @@ func (f *File) compareExpected(reg *engine.Registry, c *Case, key string, gvk sc
 	return "", "", nil
 }
 
-// readOf returns, for a write t, the read hook type paired with it and the Update type of its
-// side; write is false for any other t.
-func readOf(t hooks.HookType) (read, update hooks.HookType, write bool) {
-	switch t {
-	case hooks.CreatePhysical, hooks.UpdatePhysical:
-		return hooks.GetPhysical, hooks.UpdatePhysical, true
-	case hooks.CreateVirtual, hooks.UpdateVirtual:
-		return hooks.GetVirtual, hooks.UpdateVirtual, true
-	}
-	return "", "", false
-}
-
 // createOnly returns the hooks of gvk's chain of t that its side's Update chain does not hold:
 // for a Create t, the hooks whose change a read keeps (docs/day2.md); nil for any other t.
 func createOnly(reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookType) []string {
-	_, update, write := readOf(t)
-	if !write || t == update {
+	if t.Op() != hooks.OpCreate {
 		return nil
 	}
+	update := t.UpdateOf()
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
 	chains := map[hooks.HookType][]string{}
 	for _, rc := range reg.Capabilities().Resources {

@@ -82,7 +82,7 @@ var ErrNoSource = errors.New("no namespace source: this transport does not look 
 // else the object's own namespace. A virtual object's annotation is never read (a tenant can
 // set it there).
 func (s Source) Name(t hooks.HookType, namespace string, annotations map[string]string) string {
-	if s.Virtual && physical(t) {
+	if s.Virtual && t.Side() == hooks.Physical {
 		return annotations[ObjectNamespaceAnnotation]
 	}
 	return namespace
@@ -108,14 +108,6 @@ func (s Source) Namespace(ctx context.Context, t hooks.HookType, namespace strin
 		return name, nil, fmt.Errorf("namespace %q: %w", name, err)
 	}
 	return name, ns, nil
-}
-
-func physical(t hooks.HookType) bool {
-	switch t {
-	case hooks.CreatePhysical, hooks.UpdatePhysical, hooks.DeletePhysical, hooks.GetPhysical:
-		return true
-	}
-	return false
 }
 
 // Static is a Lookup of a fixed set of Namespaces by name (synchook test's namespaces:); a name

@@ -28,12 +28,12 @@ import (
 // ruleOperationOf returns the resource rule operation that lets hook type t run, or "" for
 // the Get types (any operation lets them run).
 func ruleOperationOf(t hooks.HookType) admissionregistrationv1.OperationType {
-	switch t {
-	case hooks.CreatePhysical, hooks.CreateVirtual:
+	switch t.Op() {
+	case hooks.OpCreate:
 		return admissionregistrationv1.Create
-	case hooks.UpdatePhysical, hooks.UpdateVirtual:
+	case hooks.OpUpdate:
 		return admissionregistrationv1.Update
-	case hooks.DeletePhysical, hooks.DeleteVirtual:
+	case hooks.OpDelete:
 		return admissionregistrationv1.Delete
 	default:
 		return ""
