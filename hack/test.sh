@@ -63,7 +63,9 @@ go vet ./...
 
 if [ "${SKIP_LINT:-}" != 1 ]; then
   step "golangci-lint $GOLANGCI_LINT_VERSION"
-  "$BIN/golangci-lint" run ./...
+  # serialised around golangci-lint's lock: without it a second make test on the machine (another
+  # clone) fails at once with "parallel golangci-lint is running"
+  "$BIN/golangci-lint" run --allow-serial-runners ./...
 fi
 
 step "unit tests (race detector)"
