@@ -97,7 +97,7 @@ type Options struct {
 	// (5 s).
 	KeyRetry time.Duration
 	// OnKeyFallback, when set, is called once when Initialize answers without the key Secret,
-	// so that hooked writes are refused (engine.ErrUndoNeedsKey, FailedPrecondition): the host
+	// so that hooked writes are refused (undo.ErrNeedsKey, FailedPrecondition): the host
 	// did not answer in time or refused (the Server keeps trying in the background, and writes
 	// go through, sealed, once a try succeeds), or the InitConfig
 	// names no usable host (no kubeconfig, no currentNamespace, a kubeconfig that does not
@@ -427,7 +427,7 @@ func (s *Server) coverUndoReads(log logr.Logger) {
 func (s *Server) logUncovered(log logr.Logger) {
 	var missing []string
 	for _, k := range s.opts.Keys.SealedKinds() {
-		if !s.runner.Registry().Has(k.GVK, hooks.HookTypeOf(hooks.Side(k.Side), hooks.OpGet)) {
+		if !s.runner.Registry().Has(k.GVK, hooks.HookTypeOf(k.Side, hooks.OpGet)) {
 			missing = append(missing, k.String())
 		}
 	}

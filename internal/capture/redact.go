@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
@@ -283,14 +282,14 @@ func mapMetadataAt(tokens []string, v any, m mapper) any {
 	case tokens[1] != "annotations":
 	case len(tokens) == 2:
 		if a, ok := v.(map[string]any); ok {
-			if u, ok := a[engine.UndoAnnotation].(string); ok {
-				a[engine.UndoAnnotation] = mapUndo(u, m)
+			if u, ok := a[undo.Annotation].(string); ok {
+				a[undo.Annotation] = mapUndo(u, m)
 			}
 			if l, ok := a[corev1.LastAppliedConfigAnnotation].(string); ok {
 				a[corev1.LastAppliedConfigAnnotation] = m.str(l)
 			}
 		}
-	case len(tokens) == 3 && tokens[2] == engine.UndoAnnotation:
+	case len(tokens) == 3 && tokens[2] == undo.Annotation:
 		if u, ok := v.(string); ok {
 			return mapUndo(u, m)
 		}
@@ -317,7 +316,7 @@ func mapUndo(u string, m mapper) string {
 		// values, which a replay never has: both sides keep only that it was sealed.
 		return SealedUndo
 	}
-	var entries []engine.UndoEntry
+	var entries []undo.Entry
 	if err := json.Unmarshal([]byte(u), &entries); err != nil {
 		return m.str(u)
 	}

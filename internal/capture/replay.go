@@ -133,7 +133,7 @@ func carriesSealedUndo(object []byte) bool {
 	}
 	found := false
 	eachAnnotations(v, func(ann map[string]any) {
-		u, _ := ann[engine.UndoAnnotation].(string)
+		u, _ := ann[undo.Annotation].(string)
 		found = found || u == SealedUndo || undo.IsSealed(u)
 	})
 	return found
@@ -159,8 +159,8 @@ func eachAnnotations(v any, fn func(ann map[string]any)) {
 // of a list) by SealedUndo: sealed under two keys, equal records have different texts.
 func maskSeals(v any) {
 	eachAnnotations(v, func(ann map[string]any) {
-		if u, ok := ann[engine.UndoAnnotation].(string); ok && undo.IsSealed(u) {
-			ann[engine.UndoAnnotation] = SealedUndo
+		if u, ok := ann[undo.Annotation].(string); ok && undo.IsSealed(u) {
+			ann[undo.Annotation] = SealedUndo
 		}
 	})
 }

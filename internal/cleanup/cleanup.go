@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/undo"
 )
 
@@ -111,7 +110,7 @@ type Summary struct {
 	Unrestored int
 	// NotApplied is the number of undos not applied at all: clear text (a tenant may have
 	// written it), one that does not open with the key, no key, malformed, … (the reasons of
-	// engine.Registry.Cleanup's Dropped). Their hooks' changes stay.
+	// undo.Rule.Cleanup's Dropped). Their hooks' changes stay.
 	NotApplied int
 	// Refused is the number of objects whose restored version the apiserver refused as invalid
 	// (422 Invalid, 400 BadRequest): Run wrote them again with only their synchook.io/*
@@ -232,7 +231,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	}
 	r := &runner{
 		opts: opts,
-		reg:  engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: undo.NewKeeper(opts.Ring)}),
+		rule: undo.Rule{Ring: opts.Ring, MaxBytes: undo.DefaultMaxBytes}, // the hooks gone: Rewrites never
 		sum:  Summary{DryRun: opts.DryRun},
 	}
 	var todo []*unstructured.Unstructured
@@ -258,7 +257,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 // runner is one Run.
 type runner struct {
 	opts Options
-	reg  *engine.Registry
+	rule undo.Rule
 	sum  Summary
 }
 
@@ -303,10 +302,10 @@ func (r *runner) list(ctx context.Context, gvk schema.GroupVersionKind) ([]*unst
 	}
 }
 
-// hasReserved reports whether obj carries an annotation with engine.ReservedPrefix.
+// hasReserved reports whether obj carries an annotation with undo.ReservedPrefix.
 func hasReserved(obj *unstructured.Unstructured) bool {
 	for k := range obj.GetAnnotations() {
-		if strings.HasPrefix(k, engine.ReservedPrefix) {
+		if strings.HasPrefix(k, undo.ReservedPrefix) {
 			return true
 		}
 	}
@@ -361,9 +360,9 @@ func (r *runner) clean(ctx context.Context, obj *unstructured.Unstructured, n, t
 	}
 }
 
-// hasUndo reports whether obj carries an engine.UndoAnnotation.
+// hasUndo reports whether obj carries an undo.Annotation.
 func hasUndo(obj *unstructured.Unstructured) bool {
-	_, ok := obj.GetAnnotations()[engine.UndoAnnotation]
+	_, ok := obj.GetAnnotations()[undo.Annotation]
 	return ok
 }
 
@@ -372,7 +371,7 @@ var errGone = errors.New("object deleted meanwhile")
 
 // outcome is what cleanObject did to one object.
 type outcome struct {
-	engine.CleanupResult
+	undo.CleanupResult
 	// refused is the apiserver's answer to the restored object when it refused it as invalid
 	// (refusedAsInvalid) and only the synchook.io/* annotations were removed instead; nil
 	// otherwise.
@@ -392,7 +391,7 @@ func (r *runner) cleanObject(ctx context.Context, obj *unstructured.Unstructured
 		if err != nil {
 			return outcome{}, fmt.Errorf("encode: %w", err)
 		}
-		res, err := r.reg.Cleanup(ctx, gvk, undo.Physical, raw)
+		res, err := r.rule.Cleanup(ctx, gvk, undo.Physical, raw)
 		if err != nil || res.Object == nil || r.opts.DryRun {
 			return outcome{CleanupResult: res}, err
 		}
@@ -442,7 +441,7 @@ func (r *runner) dropReserved(ctx context.Context, gvk schema.GroupVersionKind, 
 		}
 		annotations := obj.GetAnnotations()
 		n := len(annotations)
-		maps.DeleteFunc(annotations, func(k, _ string) bool { return strings.HasPrefix(k, engine.ReservedPrefix) })
+		maps.DeleteFunc(annotations, func(k, _ string) bool { return strings.HasPrefix(k, undo.ReservedPrefix) })
 		if len(annotations) == n {
 			return nil // someone else removed them meanwhile
 		}
@@ -472,7 +471,7 @@ func (r *runner) get(ctx context.Context, gvk schema.GroupVersionKind, key clien
 	return obj, err
 }
 
-// droppedText explains a reason of engine.Registry.Cleanup's Dropped.
+// droppedText explains a reason of undo.Rule.Cleanup's Dropped.
 func droppedText(reason string) string {
 	switch reason {
 	case undo.ReasonNoKey:

@@ -146,7 +146,7 @@ func reservedAnnotations(t *testing.T, c client.Client, ns string) []string {
 	var out []string
 	for k, o := range objects(t, c, ns) {
 		for a := range o.GetAnnotations() {
-			if strings.HasPrefix(a, engine.ReservedPrefix) {
+			if strings.HasPrefix(a, undo.ReservedPrefix) {
 				out = append(out, k+" "+a)
 			}
 		}
@@ -373,7 +373,7 @@ func testRereadsOnConflict(t *testing.T, env *envtest.Environment) {
 	if err := base.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &pod); err != nil {
 		t.Fatal(err)
 	}
-	if pod.Labels["meanwhile"] != "yes" || pod.Labels["tenant"] != "" || pod.Annotations[engine.UndoAnnotation] != "" {
+	if pod.Labels["meanwhile"] != "yes" || pod.Labels["tenant"] != "" || pod.Annotations[undo.Annotation] != "" {
 		t.Errorf("labels %v annotations %v: want the concurrent label kept, the hook's label and the undo gone", pod.Labels, pod.Annotations)
 	}
 }

@@ -131,7 +131,7 @@ func TestCleanupOfTenantAndRefusedUndos(t *testing.T) {
 			name: "a sealed undo that opens is applied and the run exits 0",
 			objects: func(ns string) []string {
 				return []string{configMap(t, ns, "hooked", with(syncerLabels, "tenant", "a"), with(syncerAnnotations,
-					engine.UndoAnnotation, sealed(t, ring, "ConfigMap", ns, "hooked", undo.Entry{Path: "/metadata/labels/tenant", Hooked: raw("a")}),
+					undo.Annotation, sealed(t, ring, "ConfigMap", ns, "hooked", undo.Entry{Path: "/metadata/labels/tenant", Hooked: raw("a")}),
 					engine.ProvenanceAnnotation, "labels@v1#00000000"))}
 			},
 			wantCode: 0,
@@ -153,7 +153,7 @@ func TestCleanupOfTenantAndRefusedUndos(t *testing.T) {
 					undo.Entry{Path: "/metadata/annotations/vcluster.loft.sh~1object-namespace", Hooked: raw("team-a"), Original: raw("kube-system")},
 				)
 				return []string{configMap(t, ns, "settings", syncerLabels, with(syncerAnnotations,
-					engine.UndoAnnotation, forged, engine.ProvenanceAnnotation, "labels@v1#00000000"))}
+					undo.Annotation, forged, engine.ProvenanceAnnotation, "labels@v1#00000000"))}
 			},
 			wantCode: 1,
 			want: []string{
@@ -175,11 +175,11 @@ func TestCleanupOfTenantAndRefusedUndos(t *testing.T) {
 			objects: func(ns string) []string {
 				return []string{
 					configMap(t, ns, "a-refused", with(syncerLabels, "x", "a"), with(syncerAnnotations,
-						engine.UndoAnnotation, sealed(t, ring, "ConfigMap", ns, "a-refused",
+						undo.Annotation, sealed(t, ring, "ConfigMap", ns, "a-refused",
 							undo.Entry{Path: "/metadata/labels/x", Hooked: raw("a"), Original: raw("-bad value-")}),
 						engine.ProvenanceAnnotation, "labels@v1#00000000")),
 					configMap(t, ns, "b-after", with(syncerLabels, "y", "hooked"), with(syncerAnnotations,
-						engine.UndoAnnotation, sealed(t, ring, "ConfigMap", ns, "b-after",
+						undo.Annotation, sealed(t, ring, "ConfigMap", ns, "b-after",
 							undo.Entry{Path: "/metadata/labels/y", Hooked: raw("hooked"), Original: raw("original")}))),
 				}
 			},
@@ -207,7 +207,7 @@ func TestCleanupOfTenantAndRefusedUndos(t *testing.T) {
 			name: "an undo path holding a newline and an escape sequence is printed quoted",
 			objects: func(ns string) []string {
 				return []string{configMap(t, ns, "quoted", syncerLabels, with(syncerAnnotations,
-					engine.UndoAnnotation, sealed(t, ring, "ConfigMap", ns, "quoted", undo.Entry{Path: forgedPath, Hooked: raw("h"), Original: raw("o")})))}
+					undo.Annotation, sealed(t, ring, "ConfigMap", ns, "quoted", undo.Entry{Path: forgedPath, Hooked: raw("h"), Original: raw("o")})))}
 			},
 			wantCode: 1,
 			want: []string{
@@ -332,7 +332,7 @@ func TestCleanupOfTenantAndRefusedUndos(t *testing.T) {
 				createNamespace(t, c, ns)
 				for _, name := range []string{"a", "b"} {
 					create(t, c, configMap(t, ns, name, with(syncerLabels, "x", "hooked"), with(syncerAnnotations,
-						engine.UndoAnnotation, sealed(t, ring, "ConfigMap", ns, name, undo.Entry{Path: "/metadata/labels/x", Hooked: raw("hooked"), Original: raw("original")}))))
+						undo.Annotation, sealed(t, ring, "ConfigMap", ns, name, undo.Entry{Path: "/metadata/labels/x", Hooked: raw("hooked"), Original: raw("original")}))))
 				}
 				updates := 0
 				cl := interceptor.NewClient(mustWithWatch(t, env.Config), interceptor.Funcs{
@@ -363,7 +363,7 @@ func TestCleanupOfTenantAndRefusedUndos(t *testing.T) {
 					t.Errorf("b's label x=%q, want its undo applied", got)
 				}
 				a := objs["ConfigMap/a"]
-				_, hasUndo := a.GetAnnotations()[engine.UndoAnnotation]
+				_, hasUndo := a.GetAnnotations()[undo.Annotation]
 				if hasUndo != (tc.wantFailed > 0) || a.GetLabels()["x"] != "hooked" {
 					t.Errorf("a: undo annotation %v, label x=%q; want the undo gone unless it failed, the hook's label kept", hasUndo, a.GetLabels()["x"])
 				}

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/undo"
 )
 
@@ -50,7 +49,7 @@ func TestAnS1UndoOfTheLastBuildOpensOnTheHostOnlyAndIsResealedWithTheUIDAtTheNex
 		t.Fatalf("the host read of an s1 undo: %s, want labels %s and no trace", view, want)
 	}
 	next := mutatedOK(t, reg, hooks.UpdatePhysical, view)
-	sealed := decodePod(t, next).Annotations[engine.UndoAnnotation]
+	sealed := decodePod(t, next).Annotations[undo.Annotation]
 	if b, ok := undo.BindingOf(sealed); !ok || b != undo.BindUID {
 		t.Fatalf("the next write sealed %.12q, want an s2 value bound to the uid", sealed)
 	}
@@ -71,7 +70,7 @@ func TestAHostSealIsBoundToVclustersObjectUID(t *testing.T) {
 	sent := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-x-team-a-x-vc","namespace":"vc",` +
 		`"annotations":{"vcluster.loft.sh/object-uid":"virtual-1"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}`)
 	created := mutatedOK(t, reg, hooks.CreatePhysical, sent)
-	if b, _ := undo.BindingOf(decodePod(t, created).Annotations[engine.UndoAnnotation]); b != undo.BindUID {
+	if b, _ := undo.BindingOf(decodePod(t, created).Annotations[undo.Annotation]); b != undo.BindUID {
 		t.Fatalf("CreatePhysical with vcluster's object-uid sealed with binding %q, want the uid", b)
 	}
 	// The apiserver gives the host object its own uid; the seal still opens (object-uid).
@@ -98,10 +97,10 @@ func TestReplayingAnOlderSealOfTheSameObjectChangesOnlyWhatItsHooksStillHold(t *
 	}
 	first := mutatedOK(t, reg, hooks.UpdatePhysical, withUID(map[string]string{"app": "web", "team": "old"}))
 	second := mutatedOK(t, reg, hooks.UpdatePhysical, withUID(map[string]string{"app": "api", "team": "new"}))
-	older := decodePod(t, first).Annotations[engine.UndoAnnotation]
+	older := decodePod(t, first).Annotations[undo.Annotation]
 
 	p := decodePod(t, second)
-	p.Annotations[engine.UndoAnnotation] = older
+	p.Annotations[undo.Annotation] = older
 	replayed, _ := json.Marshal(p)
 	view := decodePod(t, mutatedOK(t, reg, hooks.GetPhysical, replayed))
 	if view.Labels["team"] != "old" {

@@ -172,7 +172,7 @@ const (
 	Invalid
 	// Protected: a hook changed apiVersion, kind, name, namespace or uid, or its change's undo
 	// was too large or would hold a Secret value without a key (patch.ErrForbiddenPath,
-	// ErrUndoTooLarge, ErrUndoNeedsKey).
+	// undo.ErrTooLarge, undo.ErrNeedsKey).
 	Protected
 	// Overloaded: every concurrency slot was busy; no hook ran (ErrOverloaded).
 	Overloaded
@@ -205,7 +205,7 @@ func Classify(err error) (Failure, int32) {
 	switch {
 	case errors.As(err, &decodeErr), errors.Is(err, hooks.ErrMalformedOldObject):
 		return Invalid, 0
-	case errors.Is(err, patch.ErrForbiddenPath), errors.Is(err, ErrUndoTooLarge), errors.Is(err, ErrUndoNeedsKey):
+	case errors.Is(err, patch.ErrForbiddenPath), errors.Is(err, undo.ErrTooLarge), errors.Is(err, undo.ErrNeedsKey):
 		return Protected, 0
 	case errors.Is(err, ErrOverloaded):
 		return Overloaded, 0
@@ -378,17 +378,18 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 // undo's steps are applied first and the annotation removed, the chain runs on that object,
 // and the patch goes from raw to the result, so the new undo records only the new change and
 // never the old undo (no nesting).
-func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []undo.Step, carry []UndoEntry) (outcome, error) {
+func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []undo.Step, carry []undo.Entry) (outcome, error) {
 	if !rn.validJSON && !jsonscan.Valid(raw) { // the Doc splits only what it reads
 		var v any
 		return outcome{}, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
 	}
 	doc := jsondoc.New(raw)
-	if res := undo.Apply(ctx, doc, steps); res.Reason == UndoDeadline {
+	switch res := undo.Restore(ctx, doc, steps); res.Reason {
+	case "":
+	case undo.ReasonDeadline:
 		return outcome{}, fmt.Errorf("%s: restore the earlier undo: %w", c.key, ctx.Err())
-	}
-	if patch.Guard("", doc.Ops()) != nil { // undo's plans refuse identity paths: cannot happen
-		return outcome{}, fmt.Errorf("%s: restoring the earlier undo would change identity", c.key)
+	default:
+		return outcome{}, fmt.Errorf("%s: the earlier undo cannot be applied: %s", c.key, res.Reason)
 	}
 	restored, err := doc.Bytes()
 	if err != nil {
@@ -404,14 +405,14 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []u
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	}
 	if len(carry) > 0 && rn.reg.recordsUndo(c) {
-		if _, has := doc.Lookup([]string{"metadata", "annotations", UndoAnnotation}); !has {
+		if _, has := doc.Lookup([]string{"metadata", "annotations", undo.Annotation}); !has {
 			// the chain changed nothing: record them alone
 			meta, _ := rn.metadataOf(raw)
-			value, err := rn.reg.sealUndoFor(c, identityIn(c.key.GVK, sideOf(c.key.Type), meta), nil, carry)
+			value, err := rn.reg.seal(c, meta, nil, carry)
 			if err != nil {
-				return outcome{}, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+				return outcome{}, err
 			}
-			setAnnotation(doc, UndoAnnotation, value) // false: no metadata object to carry them on
+			undo.SetAnnotation(doc, value) // false: no metadata object to carry them on
 		}
 	}
 	if !doc.Changed() {
@@ -432,11 +433,11 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []u
 }
 
 // withUndo returns ops (a patch of raw) followed by the operation that records, in
-// UndoAnnotation, how to go back from the hooked object to raw, sealed (sealUndo), after the
-// carried entries carry.
-func (r *call) withUndo(c *chain, raw []byte, ops []patch.Operation, carry []UndoEntry) ([]patch.Operation, error) {
+// undo.Annotation, how to go back from the hooked object to raw, sealed (Registry.seal), after
+// the carried entries carry.
+func (r *call) withUndo(c *chain, raw []byte, ops []patch.Operation, carry []undo.Entry) ([]patch.Operation, error) {
 	// The state of metadata and its annotations after ops: raw's, unless an operation is on
-	// either of them or the whole document (then applied, as are patches undoEntriesOf can't
+	// either of them or the whole document (then applied, as are patches undo.EntriesOf can't
 	// read without the result).
 	doc := r.indexOf(raw)
 	entries, ok := undo.EntriesOf(ops, doc)
@@ -454,15 +455,22 @@ func (r *call) withUndo(c *chain, raw []byte, ops []patch.Operation, carry []Und
 		return ops, nil
 	}
 	annotations, _ := doc.Lookup("/metadata/annotations")
-	if len(annotations) == 0 || string(annotations) == "null" {
-		entries = append([]UndoEntry{undo.EmptyMapEntry("/metadata/annotations")}, entries...)
-	}
-	value, err := r.sealUndo(c, raw, entries, carry)
+	rawMeta, _ := r.metadataOf(raw) // identity as raw has it: the guard keeps it
+	value, err := r.reg.seal(c, rawMeta, undo.RecordOn(annotations, entries), carry)
 	if err != nil {
-		return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+		return nil, err
 	}
 	meta, hasMeta := doc.Lookup("/metadata")
-	return append(ops, undoOperation(meta, hasMeta, annotations, value)), nil
+	return append(ops, undo.AnnotationOp(meta, hasMeta, annotations, value)), nil
+}
+
+// applyOps applies the JSON Patch ops to doc.
+func applyOps(doc []byte, ops ...patch.Operation) ([]byte, error) {
+	p, err := patch.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	return patch.Apply(doc, p)
 }
 
 // runUndoRead is runOps for a read chain that first applies the undo recorded by its kind's
@@ -497,7 +505,7 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 	doc := jsondoc.New(raw)
 	plan := rn.reg.rule(c.key).PlanRead(rn.subjectOf(c.key, raw, doc), value)
 	reason := plan.Reason
-	if reason == "" && rn.reg.undoOnMetadata(c, plan) {
+	if reason == "" {
 		o, dropped, err := inner.undoMetadata(ctx, c, raw, plan)
 		if !errors.Is(err, errNotMetadataPath) {
 			if dropped != "" {
@@ -505,8 +513,6 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 			}
 			return o, err
 		}
-	}
-	if reason == "" {
 		reason = inner.undoView(ctx, c, raw, doc, plan)
 	}
 	if reason != "" {
@@ -654,7 +660,7 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 // (chainStats): before holds the two maps as decoded, out is the hooked object. It encodes out
 // once and diffs that with raw itself (metadataOps: raw is the request's JSON, so no rebase);
 // when more than the two maps differ it reports false and the caller compares the whole object.
-// The undo, when records is set, is sealed into the encoding (spliceAnnotation), which is the
+// The undo, when records is set, is sealed into the encoding (undo.SpliceAnnotation), which is the
 // answer where a merging decoder reads it right.
 func runLight(ctx context.Context, rn *call, c *chain, raw []byte, before, out client.Object, records bool) (outcome, bool, error) {
 	after, err := json.Marshal(out)
@@ -673,14 +679,13 @@ func runLight(ctx context.Context, rn *call, c *chain, raw []byte, before, out c
 		return outcome{hooks: len(c.hooks)}, true, nil
 	}
 	if records {
-		meta, _ := rn.metadataOf(raw) // identity as the request has it (only the maps changed)
-		value, sealed, err := rn.sealWith(c, raw, identityIn(c.key.GVK, sideOf(c.key.Type), meta), &o.ops)
+		value, sealed, err := rn.sealWith(c, raw, &o.ops) // identity as the request has it (only the maps changed)
 		if err != nil || !sealed {
 			return outcome{}, sealed, err // not sealed: the whole compare records it
 		}
 		o.sealed = true
 		if value != "" {
-			if o.merge = spliceAnnotation(after, UndoAnnotation, value); o.merge == nil {
+			if o.merge = undo.SpliceAnnotation(after, value); o.merge == nil {
 				return outcome{}, false, nil
 			}
 		}
@@ -752,8 +757,7 @@ func (rn *call) runStripDoc(ctx context.Context, c *chain, raw []byte, records b
 	ops := doc.Ops()
 	if records {
 		n := len(ops)
-		meta, _ := rn.metadataOf(raw)
-		value, sealed, err := rn.sealWith(c, raw, identityIn(c.key.GVK, sideOf(c.key.Type), meta), &ops)
+		value, sealed, err := rn.sealWith(c, raw, &ops)
 		if err != nil {
 			return outcome{}, err
 		}

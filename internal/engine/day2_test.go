@@ -111,10 +111,10 @@ func TestTenConfigChangesKeepTheUndoSmallAndTheTenantViewClean(t *testing.T) {
 		if sp.Labels["team"] != value || sp.Labels["rev"] != value {
 			t.Fatalf("change %d: host labels %v, want team and rev %s", i, sp.Labels, value)
 		}
-		if n := len(sp.Annotations[engine.UndoAnnotation]); n == 0 || n > 2048 {
+		if n := len(sp.Annotations[undo.Annotation]); n == 0 || n > 2048 {
 			t.Fatalf("change %d: host undo is %d bytes, want 1..2048", i, n)
 		}
-		if strings.Count(sp.Annotations[engine.UndoAnnotation], "s2.") != 1 {
+		if strings.Count(sp.Annotations[undo.Annotation], "s2.") != 1 {
 			t.Fatalf("change %d: the undo nests an older one", i)
 		}
 	}
@@ -128,10 +128,10 @@ func TestAClearTextUndoOfAnEarlierBuildIsTheTenantsAndIsNeverApplied(t *testing.
 	reg := labelsRegistry(testKeeper(t), "v1")
 	old := podJSON(t, map[string]string{"app": "web", "team": "v0"})
 	p := decodePod(t, old)
-	p.Annotations = map[string]string{engine.UndoAnnotation: `[{"path":"/metadata/labels/team","hooked":"v0"}]`}
+	p.Annotations = map[string]string{undo.Annotation: `[{"path":"/metadata/labels/team","hooked":"v0"}]`}
 	stored, _ := json.Marshal(p)
 	view := mutatedOK(t, reg, hooks.GetPhysical, stored)
-	if vp := decodePod(t, view); vp.Labels["team"] != "v0" || vp.Annotations[engine.UndoAnnotation] == "" {
+	if vp := decodePod(t, view); vp.Labels["team"] != "v0" || vp.Annotations[undo.Annotation] == "" {
 		t.Fatalf("the view applied a clear-text undo: %s", view)
 	}
 	next := mutatedOK(t, reg, hooks.UpdatePhysical, view)
@@ -157,7 +157,7 @@ func TestARemovedHookLeavesNoTraceAndNothingAnUpdateCannotChangeBack(t *testing.
 	}
 	// The toleration stays recorded (Kept) on the view, so that no write loses it and
 	// synchook cleanup can list it.
-	if res, err := removed.Cleanup(t.Context(), podGVK, undo.Physical, view); err != nil || strings.Join(res.Unrestored, ",") != "/spec/tolerations" {
+	if res, err := cleanupRule(keys).Cleanup(t.Context(), podGVK, undo.Physical, view); err != nil || strings.Join(res.Unrestored, ",") != "/spec/tolerations" {
 		t.Errorf("cleanup of the view: %+v, %v; want /spec/tolerations listed", res, err)
 	}
 
@@ -174,10 +174,10 @@ func TestARemovedHookLeavesNoTraceAndNothingAnUpdateCannotChangeBack(t *testing.
 	p.Labels["rev"] = "1"
 	next, _ := json.Marshal(p)
 	again := mutatedOK(t, onlyTol, hooks.UpdatePhysical, next)
-	if res, err := removed.Cleanup(t.Context(), podGVK, undo.Physical, again); err != nil || strings.Join(res.Unrestored, ",") != "/spec/tolerations" {
+	if res, err := cleanupRule(keys).Cleanup(t.Context(), podGVK, undo.Physical, again); err != nil || strings.Join(res.Unrestored, ",") != "/spec/tolerations" {
 		t.Errorf("cleanup after the update: %+v, %v; want /spec/tolerations still listed", res, err)
 	}
-	if u := decodePod(t, again).Annotations[engine.UndoAnnotation]; strings.Count(u, "s2.") != 1 {
+	if u := decodePod(t, again).Annotations[undo.Annotation]; strings.Count(u, "s2.") != 1 {
 		t.Errorf("the undo after the update: %.40q", u)
 	}
 	if v2 := mutatedOK(t, onlyTol, hooks.GetPhysical, again); decodePod(t, v2).Labels["rev"] != "1" {
@@ -254,8 +254,8 @@ func TestASecretStripStoresNoFormOfTheValue(t *testing.T) {
 	})
 	t.Run("without a key the change is refused with an error that names the cause", func(t *testing.T) {
 		_, err := newReg(nil).Mutate(t.Context(), gvk, hooks.CreatePhysical, secret)
-		if !errors.Is(err, engine.ErrUndoNeedsKey) || !strings.Contains(err.Error(), "undo key") {
-			t.Fatalf("error %v, want ErrUndoNeedsKey naming the undo key", err)
+		if !errors.Is(err, undo.ErrNeedsKey) || !strings.Contains(err.Error(), "undo key") {
+			t.Fatalf("error %v, want undo.ErrNeedsKey naming the undo key", err)
 		}
 		if f, _ := engine.Classify(err); f != engine.Protected {
 			t.Errorf("failure %v, want Protected (422)", f)
@@ -301,10 +301,10 @@ func TestASealedUndoOpensOnlyOnItsOwnObjectAndIsDeterministic(t *testing.T) {
 		t.Fatal("sealing the same object twice gave different bytes: vcluster would write it forever")
 	}
 	// The same undo copied to a pod of another name does not open there.
-	u := decodePod(t, one).Annotations[engine.UndoAnnotation]
+	u := decodePod(t, one).Annotations[undo.Annotation]
 	other := strings.Replace(string(podWithAnnotation(t, map[string]string{"app": "web", "team": "a"}, u)), `"name":"web"`, `"name":"other"`, 1)
 	view := mutatedOK(t, reg, hooks.GetPhysical, []byte(other))
-	if decodePod(t, view).Labels["team"] != "a" || decodePod(t, view).Annotations[engine.UndoAnnotation] != u {
+	if decodePod(t, view).Labels["team"] != "a" || decodePod(t, view).Annotations[undo.Annotation] != u {
 		t.Errorf("a sealed undo copied to another pod was applied: %s", view)
 	}
 	// A key it does not know, and a damaged value, never open.
@@ -318,7 +318,7 @@ func TestASealedUndoOpensOnlyOnItsOwnObjectAndIsDeterministic(t *testing.T) {
 func podWithAnnotation(t *testing.T, labels map[string]string, undoValue string) []byte {
 	t.Helper()
 	p := decodePod(t, podJSON(t, labels))
-	p.Annotations = map[string]string{engine.UndoAnnotation: undoValue}
+	p.Annotations = map[string]string{undo.Annotation: undoValue}
 	b, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
@@ -350,7 +350,7 @@ func TestCleanupListsWhatItCannotRestoreEvenAfterOthersChangedIt(t *testing.T) {
 	p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists})
 	stored, _ = json.Marshal(p)
 
-	gone := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: keys})
+	gone := cleanupRule(keys) // the hooks gone
 	res, err := gone.Cleanup(t.Context(), podGVK, undo.Physical, stored)
 	if err != nil || res.Object == nil || res.Dropped != "" {
 		t.Fatalf("Cleanup: %+v, %v", res, err)
@@ -397,7 +397,7 @@ func TestAnArrayInsertOrRemoveIsOneUndoEntry(t *testing.T) {
 					t.Errorf("%s of %d: %d operations, want the element's and the undo's", name, n, res.Operations)
 				}
 				stored, _ := res.Object()
-				if u := decodePod(t, stored).Annotations[engine.UndoAnnotation]; len(u) > 600 {
+				if u := decodePod(t, stored).Annotations[undo.Annotation]; len(u) > 600 {
 					t.Errorf("%s of %d: an undo of %d bytes, want about one element's", name, n, len(u))
 				}
 				view := mutatedOK(t, reg, hooks.GetPhysical, stored)
@@ -455,4 +455,10 @@ func TestARoundTripLeavesNoEmptyMapsBehind(t *testing.T) {
 			t.Errorf("key %v: the read gives %s, want %s", keys != nil, view, x)
 		}
 	}
+}
+
+// cleanupRule is the rule `synchook cleanup` runs under with keys (internal/cleanup): the
+// hooks gone, the default size bound.
+func cleanupRule(keys *undo.Keeper) undo.Rule {
+	return undo.Rule{Ring: keys.Ring(), MaxBytes: undo.DefaultMaxBytes}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -148,7 +149,7 @@ func reservedKeysOnly(v json.RawMessage) bool {
 		return false
 	}
 	for k := range m {
-		if k != UndoAnnotation && k != ProvenanceAnnotation {
+		if k != undo.Annotation && k != ProvenanceAnnotation {
 			return false
 		}
 	}

@@ -29,12 +29,7 @@ type metadataDoc struct {
 	// absent or null (then metaEnd is the offset of that null, or -1 when absent).
 	metaStart, metaEnd int
 	namespace          string
-	// name is metadata.name when it is a string, "" otherwise; generateName and uid are the
-	// JSON literals of metadata's, decoded only when a seal needs them (identity). The
-	// identity a sealed undo is bound to: objectIdentity reads the same.
-	name              string
-	generateName, uid []byte
-	maps              [2]mapField // labels, annotations
+	maps               [2]mapField // labels, annotations
 }
 
 // mapField is metadata.labels or metadata.annotations: its value's offsets in raw (start < 0
@@ -95,7 +90,7 @@ func (c *chain) topMembers(raw []byte) (*topLevel, error) {
 	repeated := false
 	isObject := jsonscan.EachMember(raw, func(key, value []byte) bool {
 		var slot *[]byte
-		switch string(memberName(key)) {
+		switch string(jsonscan.MemberName(key)) {
 		case "metadata":
 			slot = &top.metadata
 		case "apiVersion":
@@ -119,16 +114,6 @@ func (c *chain) topMembers(raw []byte) (*topLevel, error) {
 		return nil, errNotMetadataPath
 	}
 	return top, nil
-}
-
-// memberName returns the name that a member's key literal (as jsonscan.EachMember gives it)
-// denotes, without copying it when it has no escapes.
-func memberName(key []byte) []byte {
-	if text, plain := jsonscan.PlainText(key); plain {
-		return text
-	}
-	s, _ := jsonscan.String(key)
-	return []byte(s)
 }
 
 // checkKind checks that the values of apiVersion and kind of an unstructured object (nil when
@@ -158,18 +143,9 @@ func (c *chain) parseMetadataValue(doc *metadataDoc, value []byte) error {
 		err  error
 	)
 	isObject := jsonscan.EachMember(value, func(key, v []byte) bool {
-		name := memberName(key)
+		name := jsonscan.MemberName(key)
 		i := 0
 		switch string(name) {
-		case "name": // checkInput refused a repeated name; the last one counts, as in objectIdentity
-			doc.name, _ = jsonscan.String(v)
-			return true
-		case "generateName":
-			doc.generateName = v
-			return true
-		case "uid":
-			doc.uid = v
-			return true
 		case "namespace":
 		case "labels":
 			i = 1
@@ -543,68 +519,31 @@ func escapeToken(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
-// recordMetadataUndo sets UndoAnnotation in m to the undo of the change from doc's labels and
-// annotations to m's (nothing when they are equal), recorded by the write chain c after the
-// carried entries carry, sealed for doc's object (sealUndo).
-func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metadata, carry []UndoEntry) error {
-	var entries []UndoEntry
-	for i, after := range []map[string]string{m.Labels, m.Annotations} {
-		before := doc.maps[i].value
-		field := doc.maps[i].name
-		removed, set := changedKeys(before, after)
-		var added []string
-		for _, k := range set {
-			if _, had := before[k]; had {
-				removed = append(removed, k) // changed: restored like a removed key
-			} else {
-				added = append(added, k)
-			}
-		}
-		slices.Sort(removed)
-		for _, k := range removed {
-			e := UndoEntry{Path: "/metadata/" + field + "/" + escapeToken(k), Original: jsonString(before[k])}
-			if v, ok := after[k]; ok {
-				e.Hooked = jsonString(v)
-			}
-			entries = append(entries, e)
-		}
-		for _, k := range added {
-			if field != "annotations" || k != UndoAnnotation {
-				entries = append(entries, UndoEntry{Path: "/metadata/" + field + "/" + escapeToken(k), Hooked: jsonString(after[k])})
-			}
-		}
-	}
+// recordMetadataUndo sets undo.Annotation in m to the undo of the change from doc's labels
+// and annotations to m's (nothing when they are equal), recorded by the write chain c after
+// the carried entries carry, sealed for doc's object (Registry.seal).
+func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metadata, carry []undo.Entry) error {
+	entries := append(undo.MapEntries("labels", doc.maps[0].value, m.Labels), undo.MapEntries("annotations", doc.maps[1].value, m.Annotations)...)
 	if len(entries) == 0 {
 		return nil
 	}
-	// Maps the change creates (the annotations one at least, for the undo itself) go again when
-	// they are left empty.
-	for i, after := range []map[string]string{m.Labels, m.Annotations} {
-		if doc.maps[i].value == nil && (len(after) > 0 || i == 1) {
-			entries = append([]UndoEntry{undo.EmptyMapEntry("/metadata/" + doc.maps[i].name)}, entries...)
-		}
+	var created []string // the maps the change creates (the annotations one at least, for the undo itself)
+	if doc.maps[0].value == nil && len(m.Labels) > 0 {
+		created = append(created, "/metadata/labels")
 	}
-	value, err := r.sealUndoFor(c, doc.identity(c.key), entries, carry)
+	if doc.maps[1].value == nil {
+		created = append(created, "/metadata/annotations")
+	}
+	var meta []byte
+	if doc.metaStart >= 0 {
+		meta = doc.raw[doc.metaStart:doc.metaEnd]
+	}
+	value, err := r.seal(c, meta, undo.Created(entries, created...), carry)
 	if err != nil {
 		return err
 	}
-	if m.Annotations == nil {
-		m.Annotations = map[string]string{}
-	}
-	m.Annotations[UndoAnnotation] = value
+	m.Annotations = undo.SetIn(m.Annotations, value)
 	return nil
-}
-
-// identity returns the identity a sealed undo of doc's object of the chain key's kind and side
-// is bound to, as objectIdentity finds it in the bytes, without scanning them again; for
-// sealing only (it leaves Created out, which only opening reads).
-func (doc *metadataDoc) identity(key Key) undo.Identity {
-	apiVersion, kind := key.GVK.ToAPIVersionAndKind()
-	generateName, _ := jsonscan.String(doc.generateName)
-	uid, _ := jsonscan.String(doc.uid)
-	id := undo.Identity{APIVersion: apiVersion, Kind: kind, Namespace: doc.namespace, Name: doc.name, GenerateName: generateName}
-	id.UID, id.UIDSource = uidOf(sideOf(key.Type), uid, doc.maps[1].value[ObjectUIDAnnotation])
-	return id
 }
 
 func jsonString(s string) json.RawMessage {

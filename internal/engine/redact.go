@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -50,7 +51,7 @@ func isSecret(gvk schema.GroupVersionKind) bool {
 // WithheldError is the cause of a HookError in place of the error or panic of a hook that
 // failed on a Secret or SecretList: its message is fixed text that holds nothing of the hook's
 // text. It keeps what the transports map to a status code: errors.Is and errors.As see
-// context.DeadlineExceeded, context.Canceled, ErrWrongKind, ErrUndoTooLarge, ErrOverloaded,
+// context.DeadlineExceeded, context.Canceled, ErrWrongKind, undo.ErrTooLarge, ErrOverloaded,
 // patch.ErrForbiddenPath and hooks.ErrMalformedOldObject when the hook's error wrapped them, a
 // *PanicError (whose Value is "withheld" and which has no Stack) when the hook panicked, a
 // *DecodeError when the hook returned one, and an *apierrors.StatusError with the code (not
@@ -110,7 +111,7 @@ func hookFailure(gvk schema.GroupVersionKind, err error) error {
 
 // sentinels are the errors that keep their identity through withhold, with the text they add
 // to the message (synchook's own text, never the hook's).
-var sentinels = []error{context.DeadlineExceeded, context.Canceled, ErrWrongKind, ErrUndoTooLarge, ErrOverloaded, patch.ErrForbiddenPath, hooks.ErrMalformedOldObject}
+var sentinels = []error{context.DeadlineExceeded, context.Canceled, ErrWrongKind, undo.ErrTooLarge, ErrOverloaded, patch.ErrForbiddenPath, hooks.ErrMalformedOldObject}
 
 // withhold returns the *WithheldError of err, a hook's error or panic on an object of kind gvk.
 func withhold(gvk schema.GroupVersionKind, err error) *WithheldError {

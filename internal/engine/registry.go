@@ -77,7 +77,7 @@ type chain struct {
 	unstructured bool
 	// objectType is the Go type newObject returns (the answer is encoded along it).
 	objectType reflect.Type
-	// writers are the fingerprints of the hooks (hookDigest), which a sealed undo this chain
+	// writers are the fingerprints of the hooks (undo.WriterDigest), which a sealed undo this chain
 	// records carries.
 	writers []string
 }
@@ -153,14 +153,14 @@ type RegistryOptions struct {
 	// Scheme resolves hook resources and decodes typed objects. Default client-go's scheme.
 	Scheme *runtime.Scheme
 	// Undo makes every write chain (CreatePhysical, UpdatePhysical, CreateVirtual,
-	// UpdateVirtual) record in the object's UndoAnnotation how to restore exactly the object the
+	// UpdateVirtual) record in the object's undo.Annotation how to restore exactly the object the
 	// syncer sent, and the paired read type (GetPhysical, GetVirtual) of the same kind apply it
 	// and remove the annotation before its own hooks run — registered for that kind even when it
 	// has no hooks, so that the syncer never sees the hooks' changes coming back. A chain with a
 	// hook whose Undo() is false records nothing. The synchook binary turns it on.
 	Undo bool
 	// MaxUndoBytes bounds the annotation's value; a change whose undo is larger fails with
-	// ErrUndoTooLarge. Default DefaultMaxUndoBytes (16 KiB).
+	// undo.ErrTooLarge. Default undo.DefaultMaxBytes (16 KiB).
 	MaxUndoBytes int
 	// Provenance makes every object a host write chain (CreatePhysical, UpdatePhysical) changed
 	// carry ProvenanceAnnotation: one "hook@version#sha" per hook that changed it, sha the first 8 hex digits of the SHA-256 of
@@ -172,7 +172,7 @@ type RegistryOptions struct {
 	Version string
 	// Keys holds the key ring that seals and opens undo annotations (package undo; sealed.go).
 	// Nil, or a Keeper without a Ring: no key — a write chain whose change must record an undo
-	// is refused (ErrUndoNeedsKey) and a read applies none. The Keeper may get its Ring after
+	// is refused (undo.ErrNeedsKey) and a read applies none. The Keeper may get its Ring after
 	// the Registry is built (a vcluster plugin v2 reads it at Initialize).
 	Keys *undo.Keeper
 }
@@ -183,7 +183,7 @@ func NewRegistryWithOptions(opts RegistryOptions) *Registry {
 		opts.Scheme = clientgoscheme.Scheme
 	}
 	if opts.MaxUndoBytes <= 0 {
-		opts.MaxUndoBytes = DefaultMaxUndoBytes
+		opts.MaxUndoBytes = undo.DefaultMaxBytes
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
@@ -249,9 +249,9 @@ func (r *Registry) register(h hooks.ClientHook, revision string, builtin bool) e
 	if mh, ok := h.(hooks.MetadataHook); ok {
 		meta = mh.MetadataFunc()
 	}
-	undo := true
+	recordsUndo := true
 	if u, ok := h.(hooks.Undoer); ok {
-		undo = u.Undo()
+		recordsUndo = u.Undo()
 	}
 	for _, t := range hooks.AllHookTypes() {
 		fn, ok := funcs[t]
@@ -265,13 +265,13 @@ func (r *Registry) register(h hooks.ClientHook, revision string, builtin bool) e
 			c.setObjectType()
 			r.chains[key] = c
 		}
-		nf := namedFunc{name: name, fn: fn, meta: meta, noUndo: !undo, revision: revision, builtin: builtin}
+		nf := namedFunc{name: name, fn: fn, meta: meta, noUndo: !recordsUndo, revision: revision, builtin: builtin}
 		if sh, ok := h.(stripper); ok && builtin {
 			nf.strip, nf.stripMatches = sh.StripPaths()
 		}
 		c.hooks = append(c.hooks, nf)
-		c.writers = append(c.writers, hookDigest(name, revision))
-		if read, ok := t.ReadOf(); ok && r.opts.Undo && undo {
+		c.writers = append(c.writers, undo.WriterDigest(name, revision))
+		if read, ok := t.ReadOf(); ok && r.opts.Undo && recordsUndo {
 			rk := Key{GVK: gvk, Type: read}
 			if r.chains[rk] == nil {
 				r.chains[rk] = c.of(rk, nil)
@@ -297,7 +297,7 @@ func (r *Registry) CoverUndoReads(kinds []undo.Kind) []Key {
 	}
 	var added []Key
 	for _, k := range kinds {
-		key := Key{GVK: k.GVK, Type: hooks.HookTypeOf(hooks.Side(k.Side), hooks.OpGet)}
+		key := Key{GVK: k.GVK, Type: hooks.HookTypeOf(k.Side, hooks.OpGet)}
 		if c := r.chains[key]; c != nil {
 			c.undoRead = true
 			continue
@@ -413,7 +413,7 @@ func (r *Registry) Capabilities() Capabilities {
 			}
 			names := make([]string, 0, len(c.hooks)+1)
 			if c.undoRead {
-				names = append(names, UndoAnnotation)
+				names = append(names, undo.Annotation)
 			}
 			for _, h := range c.hooks {
 				names = append(names, h.name)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/internal/undo"
 )
 
 // Observer is told about every hook call, for metrics and for noticing a hook that keeps
@@ -122,21 +123,21 @@ type call struct {
 	// must run the hooks on the first run's result.
 	keepOwnUndo bool
 	// carry are entries of an earlier undo that a write records before its own (undoPlan.carry).
-	carry []UndoEntry
+	carry []undo.Entry
 	// top is what checkInput found at the top level of the request's object (topOf).
 	top topLevel
 	// index is the index of the request's object (indexOf), built on first use.
 	index *jsonscan.Index
 }
 
-// mayCarryUndo reports whether raw may carry an UndoAnnotation: whether its metadata contains
-// the annotation's key (undoMarker). It looks only at metadata when checkInput's scan found
+// mayCarryUndo reports whether raw may carry an undo.Annotation: whether its metadata contains
+// the annotation's key (undo.Marker). It looks only at metadata when checkInput's scan found
 // it (the rest of a Pod is most of its bytes), else at all of raw.
 func (r *call) mayCarryUndo(raw []byte) bool {
 	if top := r.topOf(raw); top != nil {
-		return bytes.Contains(top.metadata, undoMarker)
+		return bytes.Contains(top.metadata, undo.Marker)
 	}
-	return bytes.Contains(raw, undoMarker)
+	return bytes.Contains(raw, undo.Marker)
 }
 
 // topOf returns what checkInput found at the top level of raw when raw is the request's

@@ -96,8 +96,8 @@ func FuzzStripDoc(f *testing.F) {
 			}
 			var w corev1.Pod
 			_ = json.Unmarshal(written, &w)
-			if v, ok := w.Annotations[engine.UndoAnnotation]; ok && !strings.HasPrefix(v, "s2.") {
-				t.Fatalf("%s: the host object keeps the tenant's %s %q", name, engine.UndoAnnotation, v)
+			if v, ok := w.Annotations[undo.Annotation]; ok && !strings.HasPrefix(v, "s2.") {
+				t.Fatalf("%s: the host object keeps the tenant's %s %q", name, undo.Annotation, v)
 			}
 			if res.Patch != nil {
 				if _, err := patch.Apply(raw, res.Patch); err != nil {
@@ -129,7 +129,7 @@ func typedJSON(t *testing.T, raw []byte) []byte {
 	if err := json.Unmarshal(raw, &p); err != nil {
 		t.Fatalf("%s: %v", raw, err)
 	}
-	delete(p.Annotations, engine.UndoAnnotation)
+	delete(p.Annotations, undo.Annotation)
 	if len(p.Annotations) == 0 {
 		p.Annotations = nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/tenanttest"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -59,14 +60,14 @@ func TestTenantAttacksInProcess(t *testing.T) {
 	t.Run("every dropped undo is counted by its reason", func(t *testing.T) {
 		obs.mu.Lock()
 		defer obs.mu.Unlock()
-		for _, reason := range []string{engine.UndoClearText, engine.UndoTooLarge, engine.UndoMalformed, engine.UndoUnauthentic} {
+		for _, reason := range []string{undo.ReasonClearText, undo.ReasonTooLarge, undo.ReasonMalformed, undo.ReasonUnauthentic} {
 			if obs.rejected[reason] == 0 {
 				t.Errorf("no undo counted as %q: %v", reason, obs.rejected)
 			}
 		}
 	})
 	t.Run("the loop detector does not blame the hooks for a tenant's annotation the chain keeps removing", func(t *testing.T) {
-		sent := tenanttest.Pod("web", map[string]string{engine.UndoAnnotation: "[]", engine.ProvenanceAnnotation: "x@y#z"})
+		sent := tenanttest.Pod("web", map[string]string{undo.Annotation: "[]", engine.ProvenanceAnnotation: "x@y#z"})
 		for range 2 * engine.DefaultLoopThreshold {
 			if _, err := r.Mutate(t.Context(), tenanttest.PodGVK, hooks.UpdatePhysical, sent); err != nil {
 				t.Fatal(err)
@@ -86,22 +87,22 @@ func TestWithoutAKeyAHookedWriteIsRefusedAndAReadAppliesNothing(t *testing.T) {
 	sent := []byte(strings.Replace(string(tenanttest.Pod("web", nil)), `"platform.example.com/team":"a"`, `"platform.example.com/team":"tenant"`, 1))
 	for _, typ := range []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical, hooks.CreateVirtual, hooks.UpdateVirtual} {
 		res, err := r.Mutate(t.Context(), tenanttest.PodGVK, typ, sent)
-		if !errors.Is(err, engine.ErrUndoNeedsKey) || res.Patch != nil {
-			t.Errorf("%s without a key: %v, patch %s; want ErrUndoNeedsKey and nothing written", typ, err, res.Patch)
+		if !errors.Is(err, undo.ErrNeedsKey) || res.Patch != nil {
+			t.Errorf("%s without a key: %v, patch %s; want undo.ErrNeedsKey and nothing written", typ, err, res.Patch)
 		}
 		if f, _ := engine.Classify(err); f != engine.Protected {
 			t.Errorf("%s: failure %v, want Protected (a failed precondition: the caller retries)", typ, f)
 		}
 	}
 	// A clear-text undo a tenant wrote, which fits the object: never applied.
-	stored := tenanttest.Pod("web", map[string]string{engine.UndoAnnotation: `[{"path":"/spec/serviceAccountName","hooked":"default","original":"platform-admin"}]`})
+	stored := tenanttest.Pod("web", map[string]string{undo.Annotation: `[{"path":"/spec/serviceAccountName","hooked":"default","original":"platform-admin"}]`})
 	res, err := r.Mutate(t.Context(), tenanttest.PodGVK, hooks.GetPhysical, stored)
 	if err != nil || res.Patch != nil {
 		t.Errorf("a read without a key: %v, patch %s; want the object as stored", err, res.Patch)
 	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	if obs.rejected[engine.UndoClearText] == 0 {
-		t.Errorf("no undo counted as %q: %v", engine.UndoClearText, obs.rejected)
+	if obs.rejected[undo.ReasonClearText] == 0 {
+		t.Errorf("no undo counted as %q: %v", undo.ReasonClearText, obs.rejected)
 	}
 }

@@ -1,43 +1,31 @@
 package engine
 
-// Automatic undo, and why a tenant cannot steer it.
+// Automatic undo: what the engine asks package undo, which holds the rule, the records, the
+// seal, the identity a seal binds to, the applier and cleanup (its doc says why a tenant
+// cannot steer any of it). The engine asks three things:
 //
-// A write chain (CreatePhysical, UpdatePhysical, CreateVirtual, UpdateVirtual) records in
-// UndoAnnotation how to go back from the hooked object to the object the syncer sent; the
-// paired read type (GetPhysical, GetVirtual) applies it, so the syncer never sees the hooks'
-// change come back and never fights it. The entries, the seal, the rule of what may be applied
-// and the one applier are package undo's; this file and sealed.go ask it.
+//   - before a write (runChain → ownUndo, runRestored): undo.Rule.PlanWrite and undo.Apply —
+//     an Update that brings an undo synchook wrote itself applies it first and records only
+//     the new change (never nested; a Create never does: what it brings is the tenant's);
+//   - after the compare (withUndo, sealWith, recordMetadataUndo): the entries of the change
+//     (undo.EntriesOf, undo.Entries, undo.MapEntries, with undo.Created's empty maps) sealed
+//     by undo.Rule.Seal with the newest key and written by one of undo's annotation writers.
+//     Without a key the write fails with undo.ErrNeedsKey and writes nothing;
+//   - on a read (runUndoRead → undoView, undoMetadata): undo.Rule.PlanRead and undo.Apply
+//     onto the object as the host stored it. What does not open is counted (UndoObserver),
+//     never applied, and the read never fails because of it.
 //
-// The annotation travels on the object, and everything on an object may have been written by
-// the tenant (the tenant model in the README): a tenant who sets synchook.io/undo on a virtual
-// object gets it copied to the host by the syncer. So nothing is applied unless it is sealed
-// and opens with synchook's key for this object (undo.Rule): clear text never, whatever it
-// holds, and no chain is re-run to "verify" anything.
-//
-// No undo can change identity: an entry that addresses apiVersion, kind, name, namespace or
-// uid drops the whole annotation. An entry whose path no longer holds what the hooks wrote is
-// skipped, never forced.
-//
-// Work is bounded whatever the annotation holds: its value is at most MaxUndoBytes as stored
-// (which bounds the entries), the entries are applied as edits on the request's object
-// (jsondoc.Doc: only the members on their paths are read, each once, and the rest of the bytes
-// copied, whatever their number), under the request's context and a concurrency slot. An annotation that is too large, clear text, unauthentic, malformed or touches
-// identity is dropped and counted (UndoObserver; synchook_undo_rejected_total{reason}); the
-// read never fails because of it.
-//
-// On the write side the reserved annotations (UndoAnnotation, ProvenanceAnnotation) are
-// synchook's alone: a write chain takes them off the object before its hooks run, so what a
-// tenant wrote there never reaches the host as written; the removal is part of the recorded
-// undo, so the reader gets the tenant's value back and sees no difference to "fix". An undo
-// synchook wrote itself (it opens) is applied first instead on an Update (sealed.go,
-// ownUndo): never nested.
+// On the write side the reserved annotations (undo.Annotation, ProvenanceAnnotation) are
+// synchook's alone: a write chain takes them off the object before its hooks run, and the
+// removal is part of the recorded undo, so the reader gets the tenant's value back.
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
+	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsondoc"
@@ -46,33 +34,8 @@ import (
 	"github.com/synchook/synchook/patch"
 )
 
-// UndoAnnotation is the annotation in which a write chain records how to restore the object
-// the syncer sent (RegistryOptions.Undo): undo.Annotation.
-const UndoAnnotation = undo.Annotation
-
-// DefaultMaxUndoBytes bounds the value of UndoAnnotation as stored (RegistryOptions.MaxUndoBytes):
-// undo.DefaultMaxBytes, 16 KiB.
-const DefaultMaxUndoBytes = undo.DefaultMaxBytes
-
-// ErrUndoTooLarge is the cause of a HookError when the undo of a chain's change would not fit
-// in DefaultMaxUndoBytes (RegistryOptions.MaxUndoBytes): the chain's change is refused (422),
-// since it could not be taken back on the way up.
-var ErrUndoTooLarge = errors.New("the change is too large to record its undo")
-
-// The reasons for which a read drops an UndoAnnotation (UndoObserver).
-const (
-	// UndoTooLarge: undo.ReasonTooLarge.
-	UndoTooLarge = undo.ReasonTooLarge
-	// UndoMalformed: undo.ReasonMalformed.
-	UndoMalformed = undo.ReasonMalformed
-	// UndoIdentity: undo.ReasonIdentity.
-	UndoIdentity = undo.ReasonIdentity
-	// UndoDeadline: undo.ReasonDeadline.
-	UndoDeadline = undo.ReasonDeadline
-)
-
-// UndoObserver is told when a read chain drops an UndoAnnotation, with one of the reasons
-// above (a Runner's Observer that also implements it: metrics.Recorder counts them).
+// UndoObserver is told when a read chain drops an undo.Annotation, with the undo.Reason* why
+// (a Runner's Observer that also implements it: metrics.Recorder counts them).
 type UndoObserver interface {
 	ObserveUndoRejected(t hooks.HookType, gvk schema.GroupVersionKind, reason string)
 }
@@ -85,12 +48,9 @@ type UndoSkipObserver interface {
 	ObserveUndoSkipped(t hooks.HookType, gvk schema.GroupVersionKind, reason string, n int)
 }
 
-// UndoEntry is one change of a write chain and how to take it back (undo.Entry).
-type UndoEntry = undo.Entry
-
-// ProvenanceAnnotation and UndoAnnotation are reserved: a write chain removes what the object
+// ProvenanceAnnotation and undo.Annotation are reserved: a write chain removes what the object
 // brings of them before its hooks run.
-var reservedAnnotations = [...]string{UndoAnnotation, ProvenanceAnnotation}
+var reservedAnnotations = [...]string{undo.Annotation, ProvenanceAnnotation}
 
 // dropReserved deletes the reserved annotations from ann and reports whether there were any.
 func dropReserved(ann map[string]string) bool {
@@ -113,72 +73,197 @@ func isReservedPath(p string) bool {
 	return isUndoPath(p) || p == "/metadata/annotations/synchook.io~1mutated-by"
 }
 
+// rule returns the one rule's inputs for the chains of key's kind and side (undo.Rule): the
+// keys, the size bound, and whether the kind's Update chain of that side rewrites a change.
+func (r *Registry) rule(key Key) undo.Rule {
+	return undo.Rule{Ring: r.opts.Keys.Ring(), MaxBytes: r.opts.MaxUndoBytes, Rewrites: func(writers []string) bool { return r.rewrites(key, writers) }}
+}
+
+// rewrites reports whether the Update chain of the side of key records undo and has every
+// hook of writers (same name, same revision): its next write puts back whatever the undo takes
+// off.
+func (r *Registry) rewrites(key Key, writers []string) bool {
+	wc := r.chains[Key{GVK: key.GVK, Type: key.Type.UpdateOf()}]
+	if wc == nil || !r.recordsUndo(wc) || len(writers) == 0 {
+		return false
+	}
+	for _, w := range writers {
+		if !slices.Contains(wc.writers, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// seal returns the annotation value for entries recorded by the write chain c on the object
+// whose metadata (JSON) is meta, after the carried entries carry (undo.Rule.Seal), and notes
+// the sealed kind. Errors: a *HookError of c wrapping undo.ErrNeedsKey or undo.ErrTooLarge.
+func (r *Registry) seal(c *chain, meta []byte, entries, carry []undo.Entry) (string, error) {
+	side := c.key.Type.Side()
+	rule := undo.Rule{Ring: r.opts.Keys.Ring(), MaxBytes: r.opts.MaxUndoBytes}
+	value, err := rule.Seal(undo.IdentityIn(c.key.GVK, side, meta), side, c.writers, entries, carry)
+	if err != nil {
+		return "", &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+	}
+	r.opts.Keys.NoteSealed(c.key.GVK, side)
+	return value, nil
+}
+
+// subjectOf is undo.SubjectOf for the object raw of the call, read from what checkInput found
+// when raw is the request's object (no scan of the whole object), with doc as its Doc.
+func (r *call) subjectOf(key Key, raw []byte, doc *jsondoc.Doc) undo.Subject {
+	meta, _ := r.metadataOf(raw)
+	immutable, _ := r.indexOf(raw).Lookup("/immutable")
+	side := key.Type.Side()
+	return undo.Subject{
+		GVK: key.GVK, ID: undo.IdentityIn(key.GVK, side, meta), Side: side, Immutable: string(immutable) == "true",
+		Doc: func() (undo.Doc, error) { return doc, nil },
+	}
+}
+
+// undoAnnotationOf is undo.AnnotationIn for the object raw of the call, read in its metadata
+// (metadataOf).
+func (r *call) undoAnnotationOf(raw []byte) (string, bool) {
+	meta, ok := r.metadataOf(raw)
+	if !ok {
+		return "", false
+	}
+	return undo.AnnotationIn(meta)
+}
+
+// ownUndo is undo's write plan (undo.Rule.PlanWrite) for the write chain c and the object raw
+// of the call: the undo synchook itself wrote there, which the write applies first. ok is
+// false when raw carries none (on a Create, always): whatever is there is the tenant's.
+func (r *call) ownUndo(c *chain, raw []byte) (steps []undo.Step, carry []undo.Entry, ok bool) {
+	value, had := r.undoAnnotationOf(raw) // runChain's caller gate (mayCarryUndo) looked for the marker
+	if !had {
+		return nil, nil, false
+	}
+	read, _ := c.key.Type.ReadOf() // runChain calls ownUndo for a Create or an Update only
+	readKey := Key{GVK: c.key.GVK, Type: read}
+	update := c.key.Type.Op() == hooks.OpUpdate
+	p, ok := r.reg.rule(readKey).PlanWrite(update, r.subjectOf(readKey, raw, jsondoc.New(raw)), value)
+	return p.Steps, p.Carry, ok
+}
+
+// sealOnto records the undo of ops — the patch of raw that the write chain c's hooks made, out
+// being the hooked typed object — on out itself, sealed (after the carried entries of the
+// call), and appends to ops the operation that writes it: so out's one encoding is the hooked
+// object with its undo. It reports false, changing nothing, where the entries need the hooked
+// document (sealWith): runChain then records it on the patch (withUndo).
+func (r *call) sealOnto(c *chain, raw []byte, out client.Object, ops *[]patch.Operation) (bool, error) {
+	value, ok, err := r.sealWith(c, raw, ops)
+	if err != nil || !ok || value == "" {
+		return ok, err
+	}
+	out.SetAnnotations(undo.SetIn(maps.Clone(out.GetAnnotations()), value)) // never the hook's own map
+	return true, nil
+}
+
+// sealWith seals the undo of ops for the object raw (identity as the request has it: the
+// guard keeps it), appends the operation that writes it to ops and returns the value ("" when
+// ops need no undo); false, changing nothing, where the entries need the hooked document (an
+// operation on metadata or its annotations as a whole, or one undo.EntriesOf cannot read on
+// raw alone).
+func (r *call) sealWith(c *chain, raw []byte, ops *[]patch.Operation) (string, bool, error) {
+	for _, op := range *ops {
+		if op.Path == "/metadata" || op.Path == "/metadata/annotations" {
+			return "", false, nil
+		}
+	}
+	entries, ok := undo.EntriesOf(*ops, r.indexOf(raw))
+	if !ok {
+		return "", false, nil
+	}
+	if len(entries) == 0 {
+		return "", true, nil
+	}
+	meta, hasMeta := r.metadataOf(raw)
+	var annotations []byte
+	if m, _, ok := jsonscan.Find(meta, "annotations"); ok {
+		annotations = m.Value
+	}
+	value, err := r.reg.seal(c, meta, undo.RecordOn(annotations, entries), r.carry)
+	if err != nil {
+		return "", false, err
+	}
+	*ops = append(*ops, undo.AnnotationOp(meta, hasMeta, annotations, value))
+	return value, true, nil
+}
+
 // undoView applies the plan p (steps that open, carried entries) to doc, the stored object raw
 // that the read chain c hands on: its edits take the undo off, and the carried entries stay
 // recorded on it, sealed as the kind's Update chain seals them alone (so that a view of an
 // object that holds only these entries is the object itself). It returns why the undo is
 // dropped ("" when it was applied); doc is then half-edited and must be dropped.
 func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, doc *jsondoc.Doc, p undo.Plan) string {
-	res := undo.Apply(ctx, doc, p.Steps)
+	res := undo.Restore(ctx, doc, p.Steps)
 	if res.Reason != "" {
 		return res.Reason
 	}
 	rn.observeUndoSkipped(c.key, res.Skipped)
-	if patch.Guard("", doc.Ops()) != nil { // cannot happen: undo's plans refuse identity paths
-		return UndoIdentity
-	}
 	if len(p.Carry) > 0 {
 		wc := rn.reg.chains[Key{GVK: c.key.GVK, Type: c.key.Type.UpdateOf()}]
 		if wc == nil {
 			wc = &chain{key: c.key}
 		}
-		if value, err := rn.sealUndo(wc, raw, nil, p.Carry); err == nil {
-			if !setAnnotation(doc, UndoAnnotation, value) {
-				return UndoMalformed
-			}
+		meta, _ := rn.metadataOf(raw)
+		if value, err := rn.reg.seal(wc, meta, nil, p.Carry); err == nil && !undo.SetAnnotation(doc, value) {
+			return undo.ReasonMalformed
 		}
 	}
 	return ""
 }
 
-// setAnnotation sets the annotation key to value on doc, making the annotations map when it is
-// absent (or not a map); false when metadata is not an object (undo.Tree.SetAnnotation).
-func setAnnotation(doc *jsondoc.Doc, key, value string) bool {
-	meta, _ := doc.Lookup([]string{"metadata"})
-	if _, ok := meta.(map[string]any); !ok {
-		return false
+// undoMetadata is undoView and the answer for an undo whose plan is on the labels and
+// annotations alone (undo.Plan.OnMetadataMaps) and whose read chain's own hooks, if any, are
+// MetadataHooks: undo.Apply on undo.MetadataMaps, no decode of the object, no JSON Patch
+// apply. dropped says why the undo was dropped ("" when it was applied). It returns
+// errNotMetadataPath for a request the fast path does not handle exactly (another plan, a
+// repeated key, a null map): the caller takes the general path.
+func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undo.Plan) (o outcome, dropped string, err error) {
+	if len(c.hooks) > 0 && !c.metadataOnly() || !p.OnMetadataMaps() {
+		return outcome{}, "", errNotMetadataPath
 	}
-	if ann, _ := doc.Lookup([]string{"metadata", "annotations"}); ann != nil {
-		if _, ok := ann.(map[string]any); ok {
-			ok, err := doc.Set([]string{"metadata", "annotations", key}, value)
-			return ok && err == nil
-		}
-	}
-	ok, err := doc.Set([]string{"metadata", "annotations"}, map[string]any{key: value})
-	return ok && err == nil
-}
-
-func applyOps(doc []byte, ops ...patch.Operation) ([]byte, error) {
-	p, err := patch.Marshal(ops)
+	doc, err := c.parseMetadata(raw, rn.validJSON, rn.topOf(raw))
 	if err != nil {
-		return nil, err
+		return outcome{}, "", err
 	}
-	return patch.Apply(doc, p)
+	var stored [2]map[string]string
+	for i, f := range doc.maps {
+		if f.start >= 0 && f.value == nil || f.dups {
+			return outcome{}, "", errNotMetadataPath
+		}
+		stored[i] = f.value // nil: absent
+	}
+	view := undo.MetadataMaps{maps.Clone(stored[0]), maps.Clone(stored[1])}
+	if view[1] == nil { // undo.Apply removes the annotation first: it is there (runUndoRead)
+		return outcome{}, "", errNotMetadataPath
+	}
+	res := undo.Apply(ctx, &view, p.Steps)
+	rn.observeUndoSkipped(c.key, res.Skipped)
+	dropped = res.Reason
+	if dropped != "" {
+		view = stored
+	}
+	after := [2]map[string]string(view)
+	if len(c.hooks) > 0 {
+		m, err := c.metadataHooked(ctx, rn, doc.namespace, after)
+		if err != nil {
+			return outcome{}, dropped, err
+		}
+		after, o.hooks = [2]map[string]string{m.Labels, m.Annotations}, len(c.hooks)
+	}
+	if dropped != "" && len(c.hooks) == 0 {
+		return o, dropped, nil
+	}
+	o.ops, o.merge, err = doc.answer(after)
+	return o, dropped, err
 }
 
-// undoAnnotationIn returns the value of UndoAnnotation in the metadata object meta.
-func undoAnnotationIn(meta []byte) (string, bool) {
-	ann, _, ok := jsonscan.Find(meta, "annotations")
-	if !ok {
-		return "", false
-	}
-	m, _, ok := jsonscan.Find(ann.Value, UndoAnnotation)
-	if !ok {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(m.Value, &s) != nil {
-		return "", false
-	}
-	return s, true
+// OpenedUndo returns the entries of the undo that the object raw (JSON) of kind gvk carries,
+// opened under the one rule as a read of hook type t's side opens it (undo.Rule.Opened, with
+// the registry's keys); false when it carries none. For `synchook test`.
+func (r *Registry) OpenedUndo(gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) ([]undo.Entry, bool, error) {
+	return r.rule(Key{GVK: gvk, Type: t}).Opened(gvk, t.Side(), raw)
 }

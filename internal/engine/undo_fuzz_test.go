@@ -118,7 +118,7 @@ func checkUndo(t *testing.T, reg *engine.Registry, pairs map[hooks.HookType]hook
 		if x.Annotations == nil {
 			x.Annotations = map[string]string{}
 		}
-		x.Annotations[engine.UndoAnnotation] = forgedUndo
+		x.Annotations[undo.Annotation] = forgedUndo
 	}
 	sent, err := json.Marshal(&x) // what a syncer sends: its typed object, encoded
 	if err != nil {
@@ -136,7 +136,7 @@ func checkUndo(t *testing.T, reg *engine.Registry, pairs map[hooks.HookType]hook
 		if err != nil {
 			continue // e.g. an undo too large: refused, nothing written
 		}
-		if forgedUndo != "" && annotation(t, hooked, engine.UndoAnnotation) == forgedUndo {
+		if forgedUndo != "" && annotation(t, hooked, undo.Annotation) == forgedUndo {
 			t.Fatalf("%s stored the tenant's undo as written: %s", write, hooked)
 		}
 		want := &x
@@ -226,7 +226,7 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 		}
 		if meta, ok := v["metadata"].(map[string]any); ok {
 			if ann, ok := meta["annotations"].(map[string]any); ok {
-				if u, ok := ann[engine.UndoAnnotation].(string); ok {
+				if u, ok := ann[undo.Annotation].(string); ok {
 					var entries []any
 					if json.Unmarshal([]byte(u), &entries) == nil {
 						canon := make([]string, len(entries))
@@ -235,7 +235,7 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 							canon[i] = string(b)
 						}
 						slices.Sort(canon)
-						ann[engine.UndoAnnotation] = canon
+						ann[undo.Annotation] = canon
 					}
 				}
 			}

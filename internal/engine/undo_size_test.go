@@ -13,6 +13,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/undo"
 )
 
 // TestUndoSizeIsTheChangeNotTheArray is a property test: for random edits of a random span of
@@ -82,7 +83,7 @@ func TestUndoSizeIsTheChangeNotTheArray(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		u := decodePod(t, stored).Annotations[engine.UndoAnnotation]
+		u := decodePod(t, stored).Annotations[undo.Annotation]
 		if res.Operations > k+2 || len(u) > 360+2*len(changedBytes) {
 			t.Fatalf("case %d (%s %d at %d of %d, key %v): %d operations and an undo of %d bytes for %d changed bytes",
 				i, e.kind, k, e.at, n, keyed, res.Operations, len(u), len(changedBytes))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/webhook"
 )
 
@@ -40,7 +41,7 @@ func TestUndoIsRegisteredOnTheReadTypeAndCanBeRefusedOrOptedOutOf(t *testing.T) 
 		found := false
 		for _, rc := range reg.Capabilities().Resources {
 			for _, ht := range rc.HookTypes {
-				if rc.Kind == "Pod" && ht.Type == hooks.GetPhysical && slices.Contains(ht.Hooks, engine.UndoAnnotation) {
+				if rc.Kind == "Pod" && ht.Type == hooks.GetPhysical && slices.Contains(ht.Hooks, undo.Annotation) {
 					found = true
 				}
 			}
@@ -60,8 +61,8 @@ func TestUndoIsRegisteredOnTheReadTypeAndCanBeRefusedOrOptedOutOf(t *testing.T) 
 	})
 	t.Run("an undo over the size limit refuses the change, naming the hook", func(t *testing.T) {
 		_, err := reg.Mutate(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
-		if !errors.Is(err, engine.ErrUndoTooLarge) || !strings.Contains(err.Error(), `"label"`) || webhook.StatusCode(err) != 422 {
-			t.Errorf("error %v (status %d), want ErrUndoTooLarge naming the hook, 422", err, webhook.StatusCode(err))
+		if !errors.Is(err, undo.ErrTooLarge) || !strings.Contains(err.Error(), `"label"`) || webhook.StatusCode(err) != 422 {
+			t.Errorf("error %v (status %d), want undo.ErrTooLarge naming the hook, 422", err, webhook.StatusCode(err))
 		}
 	})
 }

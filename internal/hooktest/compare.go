@@ -11,12 +11,13 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/jsondoc"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
 // hasUndo reports whether the object v carries a synchook.io/undo annotation.
 func hasUndo(v any) bool {
-	_, ok := annotations(v)[engine.UndoAnnotation]
+	_, ok := annotations(v)[undo.Annotation]
 	return ok
 }
 
@@ -38,7 +39,7 @@ func comparable(reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookT
 		return nil, err
 	}
 	if a := annotations(v); a != nil {
-		if _, ok := a[engine.UndoAnnotation]; ok {
+		if _, ok := a[undo.Annotation]; ok {
 			if withUndo {
 				entries, _, err := reg.OpenedUndo(gvk, t, raw)
 				if err != nil {
@@ -48,9 +49,9 @@ func comparable(reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookT
 				if err != nil {
 					return nil, err
 				}
-				a[engine.UndoAnnotation] = string(text)
+				a[undo.Annotation] = string(text)
 			} else {
-				delete(a, engine.UndoAnnotation)
+				delete(a, undo.Annotation)
 				if len(a) == 0 {
 					delete(v.(map[string]any)["metadata"].(map[string]any), "annotations")
 				}
@@ -135,7 +136,7 @@ func roundTripDiff(sent, back []byte, keeps []string) string {
 	// counts, and they show as the fields they keep.
 	for _, v := range []any{s, b} {
 		if a := annotations(v); a != nil {
-			delete(a, engine.UndoAnnotation)
+			delete(a, undo.Annotation)
 			if len(a) == 0 {
 				delete(v.(map[string]any)["metadata"].(map[string]any), "annotations")
 			}

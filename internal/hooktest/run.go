@@ -321,7 +321,7 @@ func createOnly(reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookT
 	}
 	var out []string
 	for _, h := range chains[t] {
-		if h != engine.UndoAnnotation && !slices.Contains(chains[update], h) {
+		if h != undo.Annotation && !slices.Contains(chains[update], h) {
 			out = append(out, h)
 		}
 	}

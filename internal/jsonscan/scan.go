@@ -343,3 +343,13 @@ func arrayIndex(tok string) (int, bool) {
 	}
 	return n, true
 }
+
+// MemberName returns the name that a member's key literal (as EachMember gives it) stands for:
+// the literal's text when it has no escapes (no copy), else the decoded string.
+func MemberName(key []byte) []byte {
+	if text, plain := PlainText(key); plain {
+		return text
+	}
+	s, _ := String(key)
+	return []byte(s)
+}

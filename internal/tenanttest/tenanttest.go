@@ -182,7 +182,7 @@ var cases = []attack{
 	{name: "an undo of as many entries as fit in the size limit, on a 1 MB object, is applied in one pass and dropped", run: func(t *testing.T, m Mutator) {
 		first := `{"name":"VAR_000000","value":"` + strings.Repeat("v", 48) + `"}`
 		entry := `{"path":"/spec/containers/0/env/0","hooked":` + first + `}`
-		n := (engine.DefaultMaxUndoBytes - 2) / (len(entry) + 1)
+		n := (undo.DefaultMaxBytes - 2) / (len(entry) + 1)
 		stored := Pod("web", forged("["+strings.TrimSuffix(strings.Repeat(entry+",", n), ",")+"]"), withEnv(14000))
 		expectView(t, m, hooks.GetPhysical, stored, stored)
 	}},
@@ -219,7 +219,7 @@ var cases = []attack{
 			if err != nil {
 				t.Fatalf("%s: %v", write, err)
 			}
-			if got := Annotation(t, hooked, engine.UndoAnnotation); got == tenant {
+			if got := Annotation(t, hooked, undo.Annotation); got == tenant {
 				t.Fatalf("%s stored the tenant's undo as written", write)
 			}
 			// The syncer reads back what it sent: no difference for it to write again.
@@ -239,7 +239,7 @@ var cases = []attack{
 		if err != nil {
 			t.Fatal(err)
 		}
-		sealed := Annotation(t, hooked, engine.UndoAnnotation)
+		sealed := Annotation(t, hooked, undo.Annotation)
 		if !undo.IsSealed(sealed) {
 			t.Skip("no key: a clear-text undo is verified against the object it is on, not bound to one")
 		}
@@ -381,7 +381,7 @@ var cases = []attack{
 			if err != nil {
 				t.Fatal(err)
 			}
-			seal := Annotation(t, hooked, engine.UndoAnnotation)
+			seal := Annotation(t, hooked, undo.Annotation)
 			if !strings.HasPrefix(seal, "s2.n.") {
 				t.Fatalf("%s sealed %.8q, want a name-bound seal", sides[0], seal)
 			}
@@ -401,15 +401,15 @@ var cases = []attack{
 		if err != nil {
 			t.Fatal(err)
 		}
-		pinned := withAnnotation(t, withUIDValue(t, hooked, "u-other"), engine.ObjectUIDAnnotation, "u-web")
+		pinned := withAnnotation(t, withUIDValue(t, hooked, "u-other"), undo.ObjectUIDAnnotation, "u-web")
 		expectView(t, m, hooks.GetPhysical, pinned, pinned)
 		// a host object with vcluster's object-uid: sealed with it
-		synced := withAnnotation(t, withUIDValue(t, Pod("web", nil, withoutPlatformLabel), "u-host"), engine.ObjectUIDAnnotation, "u-virtual")
+		synced := withAnnotation(t, withUIDValue(t, Pod("web", nil, withoutPlatformLabel), "u-host"), undo.ObjectUIDAnnotation, "u-virtual")
 		hooked, err = m(t, hooks.UpdatePhysical, PodGVK, synced)
 		if err != nil {
 			t.Fatal(err)
 		}
-		swapped := withoutAnnotation(t, withUIDValue(t, hooked, "u-virtual"), engine.ObjectUIDAnnotation)
+		swapped := withoutAnnotation(t, withUIDValue(t, hooked, "u-virtual"), undo.ObjectUIDAnnotation)
 		expectView(t, m, hooks.GetPhysical, swapped, swapped)
 		expectView(t, m, hooks.GetPhysical, hooked, synced) // its own object still reads back
 	}},
@@ -547,7 +547,7 @@ func canaryForms() []string {
 
 // forged returns annotations holding value as synchook.io/undo.
 func forged(value string) map[string]string {
-	return map[string]string{engine.UndoAnnotation: value}
+	return map[string]string{undo.Annotation: value}
 }
 
 type podOption func(map[string]any)

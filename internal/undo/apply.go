@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/synchook/synchook/internal/jsondoc"
+	"github.com/synchook/synchook/patch"
 )
 
 // Doc is a document Apply edits: a jsondoc.Doc (the request's object, split only where the
@@ -62,6 +63,19 @@ func (r *Result) skip(reason string) {
 		r.Skipped = make(map[string]int, 1)
 	}
 	r.Skipped[reason]++
+}
+
+// Restore is Apply onto doc, a whole object, checking that its edits keep identity (a plan
+// refuses identity paths, so that check cannot fail unless a plan is bypassed): the one way
+// a plan's steps are applied to an object before a write (an Update's own undo), on a read
+// and in cleanup. Result.Reason says why it did not finish (ReasonDeadline, ReasonMalformed,
+// ReasonIdentity); doc is then half-edited and must be dropped.
+func Restore(ctx context.Context, doc *jsondoc.Doc, steps []Step) Result {
+	res := Apply(ctx, doc, steps)
+	if res.Reason == "" && patch.Guard("", doc.Ops()) != nil {
+		res.Reason = ReasonIdentity
+	}
+	return res
 }
 
 // Apply is the one applier: it removes the Annotation from doc and applies steps (a Plan's)

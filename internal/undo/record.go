@@ -247,3 +247,24 @@ func diffShaped(ops []patch.Operation, before *jsonscan.Index) bool {
 func EmptyMapEntry(path string) Entry {
 	return Entry{Path: path, Hooked: json.RawMessage("{}")}
 }
+
+// Created returns entries preceded by an EmptyMapEntry for each map at paths (labels or
+// annotations) that the change creates where the syncer sent none — the annotations map
+// whenever the object has none, since the undo itself is written there: undone last, they
+// remove the maps again when nothing else is left in them. The one place of that rule.
+func Created(entries []Entry, paths ...string) []Entry {
+	for _, p := range paths {
+		entries = append([]Entry{EmptyMapEntry(p)}, entries...)
+	}
+	return entries
+}
+
+// RecordOn returns entries as a write records them on an object whose annotations member is
+// annotations (JSON; nil: absent): preceded by the empty-map entry of the annotations map
+// (Created) where the object has none, or null, since the undo itself is written there.
+func RecordOn(annotations []byte, entries []Entry) []Entry {
+	if len(annotations) == 0 || string(annotations) == "null" {
+		return Created(entries, "/metadata/annotations")
+	}
+	return entries
+}

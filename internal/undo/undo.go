@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/synchook/synchook/hooks"
 )
 
 // Annotation is the annotation in which a write chain records its undo.
@@ -102,13 +104,14 @@ const (
 	UIDFromObjectUID UIDSource = "vcluster.loft.sh/object-uid"
 )
 
-// Side is the cluster an object lives in, part of what a sealed undo is bound to.
-type Side string
+// Side is the cluster an object lives in, part of what a sealed undo is bound to: the hook
+// types' table's (hooks.HookType.Side), its strings in the additional data.
+type Side = hooks.Side
 
 // The two sides.
 const (
-	Physical Side = "physical"
-	Virtual  Side = "virtual"
+	Physical = hooks.Physical
+	Virtual  = hooks.Virtual
 )
 
 // Binding is what of an Identity a sealed value is bound to besides its apiVersion, kind,

@@ -1,0 +1,81 @@
+package undo
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/synchook/synchook/internal/jsondoc"
+	"github.com/synchook/synchook/internal/jsonscan"
+)
+
+// ObjectUIDAnnotation is the annotation in which vcluster records, on a host object, the uid
+// of the virtual object it was synced from (set before CreatePhysical; the syncer never copies
+// a tenant's value of it). A physical-side seal is bound to it.
+const ObjectUIDAnnotation = "vcluster.loft.sh/object-uid"
+
+// IdentityOf returns the Identity a seal on the JSON object raw of kind gvk on side is bound
+// to (IdentityIn of its metadata).
+func IdentityOf(gvk schema.GroupVersionKind, side Side, raw []byte) Identity {
+	meta, _, ok := jsonscan.Find(raw, "metadata")
+	if !ok {
+		return IdentityIn(gvk, side, nil)
+	}
+	return IdentityIn(gvk, side, meta.Value)
+}
+
+// IdentityIn returns the Identity a seal on an object of kind gvk on side is bound to, from
+// the object's metadata member meta (JSON; nil: none): gvk's apiVersion and kind (the caller
+// made sure the object says the same), metadata's namespace, name, generateName and
+// creationTimestamp, and its uid: on the physical side vcluster's ObjectUIDAnnotation where it
+// is set (the virtual object's uid, there from the Create on and the same on every later
+// write), else metadata.uid; on the virtual side metadata.uid. The uid is "" where none exists
+// yet (a Create): Seal then binds the name (BindName) or generateName, and the next write
+// seals with the uid.
+func IdentityIn(gvk schema.GroupVersionKind, side Side, meta []byte) Identity {
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	id := Identity{APIVersion: apiVersion, Kind: kind}
+	if meta == nil {
+		return id
+	}
+	id.UIDSource = UIDFromMetadata
+	var objectUID string
+	jsonscan.EachMember(meta, func(key, v []byte) bool {
+		switch string(jsonscan.MemberName(key)) {
+		case "creationTimestamp":
+			if s, ok := jsonscan.String(v); ok {
+				if t, err := time.Parse(time.RFC3339, s); err == nil {
+					id.Created = t.Unix()
+				}
+			}
+		case "namespace":
+			id.Namespace, _ = jsonscan.String(v)
+		case "name":
+			id.Name, _ = jsonscan.String(v)
+		case "generateName":
+			id.GenerateName, _ = jsonscan.String(v)
+		case "uid":
+			id.UID, _ = jsonscan.String(v)
+		case "annotations":
+			if m, _, ok := jsonscan.Find(v, ObjectUIDAnnotation); ok {
+				objectUID, _ = jsonscan.String(m.Value)
+			}
+		}
+		return true
+	})
+	if side == Physical && objectUID != "" {
+		id.UID, id.UIDSource = objectUID, UIDFromObjectUID
+	}
+	return id
+}
+
+// SubjectOf returns the stored JSON object raw of kind gvk on side as a plan sees it: its
+// Identity, whether it says immutable: true (a Secret or ConfigMap whose data the apiserver
+// will not let anyone change), and raw as a Doc (jsondoc).
+func SubjectOf(gvk schema.GroupVersionKind, side Side, raw []byte) Subject {
+	m, _, ok := jsonscan.Find(raw, "immutable")
+	return Subject{
+		GVK: gvk, ID: IdentityOf(gvk, side, raw), Side: side, Immutable: ok && string(m.Value) == "true",
+		Doc: func() (Doc, error) { return jsondoc.New(raw), nil },
+	}
+}
