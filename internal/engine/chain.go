@@ -433,35 +433,15 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []u
 }
 
 // withUndo returns ops (a patch of raw) followed by the operation that records, in
-// undo.Annotation, how to go back from the hooked object to raw, sealed (Registry.seal), after
-// the carried entries carry.
+// undo.Annotation, how to go back from the hooked object to raw (undo.RecordOps), sealed
+// after the carried entries carry.
 func (r *call) withUndo(c *chain, raw []byte, ops []patch.Operation, carry []undo.Entry) ([]patch.Operation, error) {
-	// The state of metadata and its annotations after ops: raw's, unless an operation is on
-	// either of them or the whole document (then applied, as are patches undo.EntriesOf can't
-	// read without the result).
-	doc := r.indexOf(raw)
-	entries, ok := undo.EntriesOf(ops, doc)
-	for _, op := range ops {
-		ok = ok && op.Path != "/metadata" && op.Path != "/metadata/annotations"
+	out, _, _, err := undo.RecordOps(raw, r.indexOf(raw), ops, true, r.sealer(c, raw, carry))
+	var hookErr *HookError
+	if err != nil && !errors.As(err, &hookErr) { // the patch did not apply
+		return nil, fmt.Errorf("%s: %w", c.key, err)
 	}
-	if !ok {
-		hooked, err := applyOps(raw, ops...)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.key, err)
-		}
-		entries, doc = undo.Entries(ops, raw, hooked), jsonscan.NewIndex(hooked)
-	}
-	if len(entries) == 0 {
-		return ops, nil
-	}
-	annotations, _ := doc.Lookup("/metadata/annotations")
-	rawMeta, _ := r.metadataOf(raw) // identity as raw has it: the guard keeps it
-	value, err := r.reg.seal(c, rawMeta, undo.RecordOn(annotations, entries), carry)
-	if err != nil {
-		return nil, err
-	}
-	meta, hasMeta := doc.Lookup("/metadata")
-	return append(ops, undo.AnnotationOp(meta, hasMeta, annotations, value)), nil
+	return out, err
 }
 
 // applyOps applies the JSON Patch ops to doc.

@@ -29,7 +29,6 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsondoc"
-	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
@@ -160,35 +159,26 @@ func (r *call) sealOnto(c *chain, raw []byte, out client.Object, ops *[]patch.Op
 	return true, nil
 }
 
-// sealWith seals the undo of ops for the object raw (identity as the request has it: the
-// guard keeps it), appends the operation that writes it to ops and returns the value ("" when
-// ops need no undo); false, changing nothing, where the entries need the hooked document (an
-// operation on metadata or its annotations as a whole, or one undo.EntriesOf cannot read on
-// raw alone).
+// sealWith records the undo of ops for the object raw (undo.RecordOps on raw alone),
+// sealed after the call's carried entries, appending the operation that writes it to ops, and
+// returns the value ("" when ops need no undo); false, changing nothing, where the entries
+// need the hooked document (withUndo records them).
 func (r *call) sealWith(c *chain, raw []byte, ops *[]patch.Operation) (string, bool, error) {
-	for _, op := range *ops {
-		if op.Path == "/metadata" || op.Path == "/metadata/annotations" {
-			return "", false, nil
-		}
-	}
-	entries, ok := undo.EntriesOf(*ops, r.indexOf(raw))
-	if !ok {
-		return "", false, nil
-	}
-	if len(entries) == 0 {
-		return "", true, nil
-	}
-	meta, hasMeta := r.metadataOf(raw)
-	var annotations []byte
-	if m, _, ok := jsonscan.Find(meta, "annotations"); ok {
-		annotations = m.Value
-	}
-	value, err := r.reg.seal(c, meta, undo.RecordOn(annotations, entries), r.carry)
-	if err != nil {
+	out, value, ok, err := undo.RecordOps(raw, r.indexOf(raw), *ops, false, r.sealer(c, raw, r.carry))
+	if err != nil || !ok {
 		return "", false, err
 	}
-	*ops = append(*ops, undo.AnnotationOp(meta, hasMeta, annotations, value))
+	*ops = out
 	return value, true, nil
+}
+
+// sealer returns Registry.seal for the write chain c on the object raw (identity as raw has
+// it: the guard keeps it), after the carried entries carry.
+func (r *call) sealer(c *chain, raw []byte, carry []undo.Entry) func([]undo.Entry) (string, error) {
+	return func(entries []undo.Entry) (string, error) {
+		meta, _ := r.metadataOf(raw)
+		return r.reg.seal(c, meta, entries, carry)
+	}
 }
 
 // undoView applies the plan p (steps that open, carried entries) to doc, the stored object raw
