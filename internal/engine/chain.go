@@ -336,8 +336,8 @@ func (rn *call) applyChain(ctx context.Context, c *chain, doc []byte) ([]byte, i
 // runChain is runOps for a chain without an undo to apply first.
 func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, error) {
 	if _, write := c.key.Type.ReadOf(); write && rn.reg.opts.Undo && !rn.keepOwnUndo && rn.mayCarryUndo(raw) {
-		if steps, carry, own := rn.ownUndo(c, raw); own {
-			return rn.runRestored(ctx, c, raw, steps, carry)
+		if o, own, err := rn.runRestored(ctx, c, raw); own {
+			return o, err
 		}
 	}
 	records := rn.reg.recordsUndo(c)
@@ -374,35 +374,44 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 	return o, nil
 }
 
-// runRestored is runChain for a write that brings an undo synchook wrote itself (ownUndo): the
-// undo's steps are applied first and the annotation removed, the chain runs on that object,
-// and the patch goes from raw to the result, so the new undo records only the new change and
-// never the old undo (no nesting).
-func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []undo.Step, carry []undo.Entry) (outcome, error) {
+// runRestored is runChain for a write that brings an undo synchook wrote itself
+// (undo.Rule.BeforeWrite under the read rule of c's side): the undo's steps are applied first
+// and the annotation removed, the chain runs on that object, and the patch goes from raw to
+// the result, so the new undo records only the new change and never the old undo (no
+// nesting). own is false when raw brings no such undo (on a Create, always): whatever is there
+// is the tenant's, and runChain goes on.
+func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte) (o outcome, own bool, err error) {
+	value, had := rn.undoAnnotationOf(raw) // runChain's caller gate (mayCarryUndo) looked for the marker
+	if !had {
+		return outcome{}, false, nil
+	}
 	if !rn.validJSON && !jsonscan.Valid(raw) { // the Doc splits only what it reads
 		var v any
-		return outcome{}, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
+		return outcome{}, true, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
 	}
 	doc := jsondoc.New(raw)
-	switch res := undo.Restore(ctx, doc, steps); res.Reason {
-	case "":
-	case undo.ReasonDeadline:
-		return outcome{}, fmt.Errorf("%s: restore the earlier undo: %w", c.key, ctx.Err())
-	default:
-		return outcome{}, fmt.Errorf("%s: the earlier undo cannot be applied: %s", c.key, res.Reason)
+	read, _ := c.key.Type.ReadOf() // runChain calls runRestored for a Create or an Update only
+	readKey := Key{GVK: c.key.GVK, Type: read}
+	update := c.key.Type.Op() == hooks.OpUpdate
+	carry, own, err := rn.reg.rule(readKey).BeforeWrite(ctx, update, rn.subjectOf(readKey, raw, doc), doc, value)
+	if !own || err != nil {
+		if err != nil {
+			err = fmt.Errorf("%s: %w", c.key, err)
+		}
+		return outcome{}, own, err
 	}
 	restored, err := doc.Bytes()
 	if err != nil {
-		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
+		return outcome{}, true, fmt.Errorf("%s: %w", c.key, err)
 	}
 	in := *rn // the chain records the carried entries before its own
 	in.carry = carry
-	o, err := in.runChain(ctx, c, restored)
+	o, err = in.runChain(ctx, c, restored)
 	if err != nil {
-		return outcome{}, err
+		return outcome{}, true, err
 	}
 	if err := doc.ApplyOps(o.ops); err != nil { // a patch of restored: it goes on after the restore
-		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
+		return outcome{}, true, fmt.Errorf("%s: %w", c.key, err)
 	}
 	if len(carry) > 0 && rn.reg.recordsUndo(c) {
 		if _, has := doc.Lookup([]string{"metadata", "annotations", undo.Annotation}); !has {
@@ -410,26 +419,26 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte, steps []u
 			meta, _ := rn.metadataOf(raw)
 			value, err := rn.reg.seal(c, meta, nil, carry)
 			if err != nil {
-				return outcome{}, err
+				return outcome{}, true, err
 			}
 			undo.SetAnnotation(doc, value) // false: no metadata object to carry them on
 		}
 	}
 	if !doc.Changed() {
-		return outcome{hooks: o.hooks}, nil
+		return outcome{hooks: o.hooks}, true, nil
 	}
 	// The restore and the hooks' edits often cancel out (the hooks put back what the undo took
 	// off, sealed alike): the patch is what changed between raw and the result, nothing when
 	// nothing did; the answer is made from the Doc.
 	final, err := doc.Bytes()
 	if err != nil {
-		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
+		return outcome{}, true, fmt.Errorf("%s: %w", c.key, err)
 	}
 	ops, err := patch.Diff(raw, final)
 	if err != nil || len(ops) == 0 {
-		return outcome{hooks: o.hooks}, err
+		return outcome{hooks: o.hooks}, true, err
 	}
-	return outcome{ops: ops, hooks: o.hooks, doc: doc}, nil
+	return outcome{ops: ops, hooks: o.hooks, doc: doc}, true, nil
 }
 
 // withUndo returns ops (a patch of raw) followed by the operation that records, in

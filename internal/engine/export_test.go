@@ -4,15 +4,23 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/internal/undo"
 )
 
 // TakesAsOwnUndo reports whether the write chain (gvk, t) of reg takes the undo annotation on
-// raw as one synchook wrote itself (applied, not recorded as the tenant's value).
+// raw as one synchook wrote itself (applied, not recorded as the tenant's value): the write
+// plan runRestored asks for.
 func TakesAsOwnUndo(reg *Registry, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) bool {
-	c := reg.chains[Key{GVK: gvk, Type: t}]
-	if c == nil {
+	read, write := t.ReadOf()
+	meta, _, ok := jsonscan.Find(raw, "metadata")
+	if reg.chains[Key{GVK: gvk, Type: t}] == nil || !write || !ok {
 		return false
 	}
-	_, _, own := NewRunner(reg, RunnerOptions{}).newCall(false).ownUndo(c, raw)
+	value, had := undo.AnnotationIn(meta.Value)
+	if !had {
+		return false
+	}
+	_, own := reg.rule(Key{GVK: gvk, Type: read}).PlanWrite(t.Op() == hooks.OpUpdate, undo.SubjectOf(gvk, read.Side(), raw), value)
 	return own
 }

@@ -130,21 +130,6 @@ func (r *call) undoAnnotationOf(raw []byte) (string, bool) {
 	return undo.AnnotationIn(meta)
 }
 
-// ownUndo is undo's write plan (undo.Rule.PlanWrite) for the write chain c and the object raw
-// of the call: the undo synchook itself wrote there, which the write applies first. ok is
-// false when raw carries none (on a Create, always): whatever is there is the tenant's.
-func (r *call) ownUndo(c *chain, raw []byte) (steps []undo.Step, carry []undo.Entry, ok bool) {
-	value, had := r.undoAnnotationOf(raw) // runChain's caller gate (mayCarryUndo) looked for the marker
-	if !had {
-		return nil, nil, false
-	}
-	read, _ := c.key.Type.ReadOf() // runChain calls ownUndo for a Create or an Update only
-	readKey := Key{GVK: c.key.GVK, Type: read}
-	update := c.key.Type.Op() == hooks.OpUpdate
-	p, ok := r.reg.rule(readKey).PlanWrite(update, r.subjectOf(readKey, raw, jsondoc.New(raw)), value)
-	return p.Steps, p.Carry, ok
-}
-
 // sealOnto records the undo of ops — the patch of raw that the write chain c's hooks made, out
 // being the hooked typed object — on out itself, sealed (after the carried entries of the
 // call), and appends to ops the operation that writes it: so out's one encoding is the hooked
@@ -181,33 +166,28 @@ func (r *call) sealer(c *chain, raw []byte, carry []undo.Entry) func([]undo.Entr
 	}
 }
 
-// undoView applies the plan p (steps that open, carried entries) to doc, the stored object raw
-// that the read chain c hands on: its edits take the undo off, and the carried entries stay
-// recorded on it, sealed as the kind's Update chain seals them alone (so that a view of an
-// object that holds only these entries is the object itself). It returns why the undo is
-// dropped ("" when it was applied); doc is then half-edited and must be dropped.
+// undoView is the read plan p applied onto doc, the stored object raw that the read chain c
+// hands on (undo.Plan.View), its carried entries sealed as the kind's Update chain seals them.
+// It returns why the undo is dropped ("" when it was applied); doc is then half-edited and
+// must be dropped.
 func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, doc *jsondoc.Doc, p undo.Plan) string {
-	res := undo.Restore(ctx, doc, p.Steps)
-	if res.Reason != "" {
-		return res.Reason
-	}
-	rn.observeUndoSkipped(c.key, res.Skipped)
-	if len(p.Carry) > 0 {
+	res := p.View(ctx, doc, func(carry []undo.Entry) (string, error) {
 		wc := rn.reg.chains[Key{GVK: c.key.GVK, Type: c.key.Type.UpdateOf()}]
 		if wc == nil {
 			wc = &chain{key: c.key}
 		}
 		meta, _ := rn.metadataOf(raw)
-		if value, err := rn.reg.seal(wc, meta, nil, p.Carry); err == nil && !undo.SetAnnotation(doc, value) {
-			return undo.ReasonMalformed
-		}
+		return rn.reg.seal(wc, meta, nil, carry)
+	})
+	if res.Reason == "" {
+		rn.observeUndoSkipped(c.key, res.Skipped)
 	}
-	return ""
+	return res.Reason
 }
 
 // undoMetadata is undoView and the answer for an undo whose plan is on the labels and
 // annotations alone (undo.Plan.OnMetadataMaps) and whose read chain's own hooks, if any, are
-// MetadataHooks: undo.Apply on undo.MetadataMaps, no decode of the object, no JSON Patch
+// MetadataHooks: undo.Plan.ViewMaps, no decode of the object, no JSON Patch
 // apply. dropped says why the undo was dropped ("" when it was applied). It returns
 // errNotMetadataPath for a request the fast path does not handle exactly (another plan, a
 // repeated key, a null map): the caller takes the general path.
@@ -226,17 +206,12 @@ func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undo.P
 		}
 		stored[i] = f.value // nil: absent
 	}
-	view := undo.MetadataMaps{maps.Clone(stored[0]), maps.Clone(stored[1])}
-	if view[1] == nil { // undo.Apply removes the annotation first: it is there (runUndoRead)
+	if stored[1] == nil { // the plan removes the annotation first: it is there (runUndoRead)
 		return outcome{}, "", errNotMetadataPath
 	}
-	res := undo.Apply(ctx, &view, p.Steps)
+	after, res := p.ViewMaps(ctx, stored)
 	rn.observeUndoSkipped(c.key, res.Skipped)
 	dropped = res.Reason
-	if dropped != "" {
-		view = stored
-	}
-	after := [2]map[string]string(view)
 	if len(c.hooks) > 0 {
 		m, err := c.metadataHooked(ctx, rn, doc.namespace, after)
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 )
 
 // OnMetadataMaps reports whether every step of p addresses labels or annotations (a key of
-// either, or the whole map) and nothing is carried: Apply can then work on MetadataMaps
+// either, or the whole map) and nothing is carried: ViewMaps can then work on the two maps
 // alone, without the object.
 func (p Plan) OnMetadataMaps() bool {
 	if len(p.Carry) > 0 {
@@ -22,7 +22,7 @@ func (p Plan) OnMetadataMaps() bool {
 	return true
 }
 
-// metadataMapIndex is 0 for "labels", 1 for "annotations", else -1: the index in MetadataMaps.
+// metadataMapIndex is 0 for "labels", 1 for "annotations", else -1: the index in metadataMaps.
 func metadataMapIndex(name string) int {
 	switch name {
 	case "labels":
@@ -65,14 +65,14 @@ func MapEntries(field string, before, after map[string]string) []Entry {
 	return entries
 }
 
-// MetadataMaps is a Doc of an object's labels and annotations alone ([0] labels,
+// metadataMaps is a Doc of an object's labels and annotations alone ([0] labels,
 // [1] annotations; nil: absent), for Apply of a plan whose steps address nothing else
 // (Plan.OnMetadataMaps): a key of either map or a whole map. Values are strings; a whole map
 // is a map[string]any of strings, as Doc values are.
-type MetadataMaps [2]map[string]string
+type metadataMaps [2]map[string]string
 
 // at returns the map index and key (or "" for the whole map) that tokens address.
-func (m *MetadataMaps) at(tokens []string) (i int, key string, whole bool) {
+func (m *metadataMaps) at(tokens []string) (i int, key string, whole bool) {
 	i = metadataMapIndex(tokens[1])
 	if len(tokens) == 2 {
 		return i, "", true
@@ -81,7 +81,7 @@ func (m *MetadataMaps) at(tokens []string) (i int, key string, whole bool) {
 }
 
 // Kind implements undo.Doc: metadata itself (one token) is always an object here.
-func (m *MetadataMaps) Kind(tokens []string) (byte, bool) {
+func (m *metadataMaps) Kind(tokens []string) (byte, bool) {
 	if len(tokens) == 1 {
 		return '{', tokens[0] == "metadata"
 	}
@@ -94,7 +94,7 @@ func (m *MetadataMaps) Kind(tokens []string) (byte, bool) {
 }
 
 // Lookup implements undo.Doc.
-func (m *MetadataMaps) Lookup(tokens []string) (any, bool) {
+func (m *metadataMaps) Lookup(tokens []string) (any, bool) {
 	i, key, whole := m.at(tokens)
 	if whole {
 		if m[i] == nil {
@@ -111,7 +111,7 @@ func (m *MetadataMaps) Lookup(tokens []string) (any, bool) {
 }
 
 // Set implements undo.Doc: an error for a value a map cannot hold.
-func (m *MetadataMaps) Set(tokens []string, v any) (bool, error) {
+func (m *metadataMaps) Set(tokens []string, v any) (bool, error) {
 	i, key, whole := m.at(tokens)
 	if !whole {
 		s, ok := v.(string)
@@ -141,7 +141,7 @@ func (m *MetadataMaps) Set(tokens []string, v any) (bool, error) {
 }
 
 // Remove implements undo.Doc.
-func (m *MetadataMaps) Remove(tokens []string) bool {
+func (m *metadataMaps) Remove(tokens []string) bool {
 	i, key, whole := m.at(tokens)
 	if whole {
 		had := m[i] != nil
@@ -154,7 +154,7 @@ func (m *MetadataMaps) Remove(tokens []string) bool {
 }
 
 // IsArrayIndex implements undo.Doc: the maps hold no arrays.
-func (m *MetadataMaps) IsArrayIndex([]string) bool { return false }
+func (m *metadataMaps) IsArrayIndex([]string) bool { return false }
 
 // errNotMetadataValue: an undo value that labels or annotations cannot hold.
 var errNotMetadataValue = errors.New("not a label or annotation value")

@@ -1,10 +1,14 @@
 package undo
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -141,6 +145,55 @@ func (r Rule) PlanWrite(update bool, s Subject, value string) (p Plan, ok bool) 
 	}
 	p = r.PlanRead(s, value)
 	return p, p.Reason == ""
+}
+
+// BeforeWrite is the write plan applied: where the object an Update brings (s, read as doc)
+// carries in value an undo synchook wrote (PlanWrite), its steps are applied onto doc
+// (Restore), so that the write records only its new change, after the returned carry, and
+// never nests the old undo. ok is false, doc untouched, when there is nothing to apply (a
+// Create; a value that is the tenant's). Errors: the steps did not apply (ctx ended: wrapping
+// ctx.Err()); doc is then half-edited and must be dropped.
+func (r Rule) BeforeWrite(ctx context.Context, update bool, s Subject, doc *jsondoc.Doc, value string) (carry []Entry, ok bool, err error) {
+	p, ok := r.PlanWrite(update, s, value)
+	if !ok {
+		return nil, false, nil
+	}
+	switch res := Restore(ctx, doc, p.Steps); res.Reason {
+	case "":
+		return p.Carry, true, nil
+	case ReasonDeadline:
+		return nil, true, fmt.Errorf("restore the earlier undo: %w", ctx.Err())
+	default:
+		return nil, true, fmt.Errorf("the earlier undo cannot be applied: %s", res.Reason)
+	}
+}
+
+// View applies the read plan p onto doc, the stored object (Restore), and records the carried
+// entries on it again, sealed by reseal (alone, as the kind's Update chain seals them, so that
+// a view of an object that holds only these entries is the object itself). Result.Reason
+// says why the undo is dropped ("" when it was applied); doc is then half-edited and must be
+// dropped. An error of reseal leaves the carried entries unrecorded on the view.
+func (p Plan) View(ctx context.Context, doc *jsondoc.Doc, reseal func(carry []Entry) (string, error)) Result {
+	res := Restore(ctx, doc, p.Steps)
+	if res.Reason != "" || len(p.Carry) == 0 {
+		return res
+	}
+	if value, err := reseal(p.Carry); err == nil && !SetAnnotation(doc, value) {
+		res.Reason = ReasonMalformed
+	}
+	return res
+}
+
+// ViewMaps is View for a plan on labels and annotations alone (OnMetadataMaps): Apply on a
+// copy of stored (labels, annotations; nil: absent), which it returns as the view; stored
+// itself when the undo is dropped (Result.Reason).
+func (p Plan) ViewMaps(ctx context.Context, stored [2]map[string]string) ([2]map[string]string, Result) {
+	view := metadataMaps{maps.Clone(stored[0]), maps.Clone(stored[1])}
+	res := Apply(ctx, &view, p.Steps)
+	if res.Reason != "" {
+		return stored, res
+	}
+	return view, res
 }
 
 // PlanCleanup is cleanup's plan: with the hooks that wrote value gone, the steps an update may
