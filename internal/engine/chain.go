@@ -100,7 +100,7 @@ func (r Result) edited() (*jsondoc.Doc, error) {
 	return doc, nil
 }
 
-// HookError is returned by Run when a hook fails: it returned an error, panicked, outlived the
+// HookError is returned by Mutate when a hook fails: it returned an error, panicked, outlived the
 // request deadline, returned an object of another kind, or changed a protected field.
 type HookError struct {
 	// Hook is the name of the hook, Type its hook type and GVK the kind of the object.
@@ -132,7 +132,7 @@ func (e *PanicError) Error() string { return "panic: " + e.Value }
 // type or GVK than it was given.
 var ErrWrongKind = errors.New("hook returned a different kind of object")
 
-// DecodeError is returned by Run when the request object (or its old object: Old) is not
+// DecodeError is returned by Mutate when the request object (or its old object: Old) is not
 // valid JSON for its GVK, or (Err an *InputError) is of another kind or has keys that readers
 // could take differently.
 type DecodeError struct {
@@ -301,7 +301,7 @@ type outcome struct {
 	doc *jsondoc.Doc
 }
 
-// runOps is Run for one object: it returns the operations of the patch from raw to the hooked
+// runOps is Mutate for one object: it returns the operations of the patch from raw to the hooked
 // object (nil when nothing changed), the number of hooks that ran and, when it could make it
 // cheaply, the merge answer (Result.Answer).
 func (rn *call) runOps(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (outcome, error) {

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
@@ -23,4 +25,11 @@ func TakesAsOwnUndo(reg *Registry, gvk schema.GroupVersionKind, t hooks.HookType
 	}
 	_, own := reg.rule(Key{GVK: gvk, Type: read}).PlanWrite(t.Op() == hooks.OpUpdate, undo.SubjectOf(gvk, read.Side(), raw), value)
 	return own
+}
+
+// MutateValidJSON is Mutate for a raw known to be valid JSON (MutateOptions.ValidJSON, as a
+// List's items are run): the label/annotation fast path and the List split do not check it
+// again.
+func (r *Runner) MutateValidJSON(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
+	return r.mutate(ctx, gvk, t, raw, MutateOptions{ValidJSON: true})
 }

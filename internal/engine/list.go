@@ -32,8 +32,8 @@ func ListItemGVK(list schema.GroupVersionKind) (schema.GroupVersionKind, bool) {
 	return list.GroupVersion().WithKind(item), true
 }
 
-// listChain returns the item chain when Run must treat (gvk, t) as a batch, else nil. It is
-// the dispatch at the top of Run, so for kinds that do not end in "List" it costs one suffix
+// listChain returns the item chain when Mutate must treat (gvk, t) as a batch, else nil. It is
+// the dispatch at the top of Mutate, so for kinds that do not end in "List" it costs one suffix
 // check.
 func (r *Registry) listChain(gvk schema.GroupVersionKind, t hooks.HookType) *chain {
 	if !strings.HasSuffix(gvk.Kind, listSuffix) || r.chains[Key{GVK: gvk, Type: t}] != nil {
@@ -46,7 +46,7 @@ func (r *Registry) listChain(gvk schema.GroupVersionKind, t hooks.HookType) *cha
 	return r.chains[Key{GVK: item, Type: t}]
 }
 
-// ItemError is returned by Run for a list when one item fails: it names the item and wraps
+// ItemError is returned by Mutate for a list when one item fails: it names the item and wraps
 // the item's *HookError or *DecodeError, so errors.As and StatusCode see the cause.
 type ItemError struct {
 	// List is the list kind (v1 PodList).
@@ -71,10 +71,10 @@ func (e *ItemError) Error() string {
 // Unwrap returns the item's error, for errors.Is, errors.As and StatusCode.
 func (e *ItemError) Unwrap() error { return e.Err }
 
-// runList is Run for a list kind: it runs the item chain on every item of raw's "items" and
+// runList is Mutate for a list kind: it runs the item chain on every item of raw's "items" and
 // returns one patch whose paths start with /items/N.
 //
-// Each item goes through Run as a single object would: the input check (checkItem,
+// Each item goes through Mutate as a single object would: the input check (checkItem,
 // InputError), typed round trip, the chain, the diff,
 // the guard and the rebase onto the item's own bytes, so unknown fields of items (and of the
 // list) are never touched. Items without apiVersion and kind (the API server leaves them out

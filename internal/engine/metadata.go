@@ -520,30 +520,19 @@ func escapeToken(s string) string {
 }
 
 // recordMetadataUndo sets undo.Annotation in m to the undo of the change from doc's labels
-// and annotations to m's (nothing when they are equal), recorded by the write chain c after
-// the carried entries carry, sealed for doc's object (Registry.seal).
+// and annotations to m's (nothing when they are equal: undo.RecordMaps), recorded by the write
+// chain c after the carried entries carry, sealed for doc's object (Registry.seal).
 func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metadata, carry []undo.Entry) error {
-	entries := append(undo.MapEntries("labels", doc.maps[0].value, m.Labels), undo.MapEntries("annotations", doc.maps[1].value, m.Annotations)...)
-	if len(entries) == 0 {
-		return nil
-	}
-	var created []string // the maps the change creates (the annotations one at least, for the undo itself)
-	if doc.maps[0].value == nil && len(m.Labels) > 0 {
-		created = append(created, "/metadata/labels")
-	}
-	if doc.maps[1].value == nil {
-		created = append(created, "/metadata/annotations")
-	}
 	var meta []byte
 	if doc.metaStart >= 0 {
 		meta = doc.raw[doc.metaStart:doc.metaEnd]
 	}
-	value, err := r.seal(c, meta, undo.Created(entries, created...), carry)
-	if err != nil {
-		return err
+	value, err := undo.RecordMaps([2]map[string]string{doc.maps[0].value, doc.maps[1].value}, [2]map[string]string{m.Labels, m.Annotations},
+		func(entries []undo.Entry) (string, error) { return r.seal(c, meta, entries, carry) })
+	if value != "" {
+		m.Annotations = undo.SetIn(m.Annotations, value)
 	}
-	m.Annotations = undo.SetIn(m.Annotations, value)
-	return nil
+	return err
 }
 
 func jsonString(s string) json.RawMessage {

@@ -120,8 +120,6 @@ func (c *chain) inline() bool {
 	return len(c.hooks) > 0
 }
 
-// metadataOnly reports whether every hook of c is a MetadataHook: then the chain runs on the
-// request's JSON (runMetadata).
 // stripOnly reports whether every hook of c is a strip hook (namedFunc.strip): then the chain
 // can run on the object's JSON (runStripDoc).
 func (c *chain) stripOnly() bool {
@@ -133,6 +131,8 @@ func (c *chain) stripOnly() bool {
 	return len(c.hooks) > 0
 }
 
+// metadataOnly reports whether every hook of c is a MetadataHook: then the chain runs on the
+// request's JSON (runMetadata).
 func (c *chain) metadataOnly() bool {
 	for _, h := range c.hooks {
 		if h.meta == nil {

@@ -113,7 +113,7 @@ type call struct {
 	// restore and hooks, run under the request's one slot and count their running chains
 	// here, so the slot is released after the last returns.
 	pending *heldSlot
-	// validJSON is set for requests known to be valid JSON (MutateValidJSON, a List's items):
+	// validJSON is set for requests known to be valid JSON (MutateOptions.ValidJSON, a List's items):
 	// the label/annotation fast path and the List split do not check them again.
 	validJSON bool
 	// old is the request's old object (MutateOptions.OldObject); nil: none.
@@ -209,7 +209,7 @@ type MutateOptions struct {
 	// are kept, not copied, until Mutate returns (and by a hook abandoned at its deadline until
 	// it returns): they must not change meanwhile.
 	OldObject []byte
-	// ValidJSON says raw and OldObject are known to be valid JSON (MutateValidJSON).
+	// ValidJSON says raw and OldObject are known to be valid JSON.
 	ValidJSON bool
 }
 
@@ -237,14 +237,6 @@ func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hook
 		r.capture(t, gvk, raw, res, err)
 	}
 	return res, err
-}
-
-// MutateValidJSON is Mutate for a raw that the caller has already checked is valid JSON, e.g.
-// an object cut out of a request body that was checked whole: the label/annotation fast path
-// and the List split then do not check it again. Passing invalid JSON is a bug of the caller;
-// the answer is then undefined (no panic).
-func (r *Runner) MutateValidJSON(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
-	return r.mutate(ctx, gvk, t, raw, MutateOptions{ValidJSON: true})
 }
 
 // runWhole is run for one whole request: when the kind has a chain for t, the request holds

@@ -4,9 +4,10 @@
 // operations that make them (Ops), the edited object is encoded by copying the untouched bytes
 // (Bytes), and package answer encodes it for a merging decoder from the same tree.
 //
-// A Doc is what undo.Apply edits on a read (it implements undo.Doc with the semantics of
-// undo.Tree, which undo's FuzzDocEdits holds it to) and what a patch is applied to (ApplyOps), so
-// neither decodes the whole object into a map tree nor encodes it again.
+// A Doc is what undo.Apply edits on a read (it implements undo.Doc with the semantics of the
+// test model undo's FuzzDocEdits holds it to: the decoded tree, edited as a JSON Patch does)
+// and what a patch is applied to (ApplyOps), so neither decodes the whole object into a map
+// tree nor encodes it again.
 package jsondoc
 
 import (
@@ -314,7 +315,7 @@ func (d *Doc) edit(tokens []string, v any, remove bool) (bool, error) {
 	if err != nil || parent == nil {
 		return false, nil // canEdit found the parent: cannot happen
 	}
-	if parent.IsSet { // inside a set value: edit it as undo.Tree does
+	if parent.IsSet { // inside a set value: edit it as the decoded value
 		var done bool
 		if parent.Value, done = editValue(parent.Value, append(slices.Clip(rest), last), v, remove); !done {
 			return false, nil
@@ -390,7 +391,7 @@ func (d *Doc) canEdit(tokens []string, remove bool) bool {
 	return !remove || slices.ContainsFunc(parent.Members, func(m Member) bool { return m.Key == last })
 }
 
-// editValue edits the decoded value root at tokens as undo.Tree does and returns the new root.
+// editValue edits the decoded value root at tokens as a JSON Patch edits the decoded value and returns the new root.
 func editValue(root any, tokens []string, v any, remove bool) (any, bool) {
 	if len(tokens) == 0 {
 		return root, false

@@ -65,6 +65,25 @@ func MapEntries(field string, before, after map[string]string) []Entry {
 	return entries
 }
 
+// RecordMaps is RecordOps for a change of labels and annotations alone, from stored to
+// hooked ([0] labels, [1] annotations; nil: absent): the entries (MapEntries), after the
+// empty-map entry of each map the change creates (Created: the annotations map whenever
+// stored has none, for the undo itself), sealed by seal. "" when the maps are equal.
+func RecordMaps(stored, hooked [2]map[string]string, seal func([]Entry) (string, error)) (string, error) {
+	entries := append(MapEntries("labels", stored[0], hooked[0]), MapEntries("annotations", stored[1], hooked[1])...)
+	if len(entries) == 0 {
+		return "", nil
+	}
+	var created []string
+	if stored[0] == nil && len(hooked[0]) > 0 {
+		created = append(created, "/metadata/labels")
+	}
+	if stored[1] == nil {
+		created = append(created, "/metadata/annotations")
+	}
+	return seal(Created(entries, created...))
+}
+
 // metadataMaps is a Doc of an object's labels and annotations alone ([0] labels,
 // [1] annotations; nil: absent), for Apply of a plan whose steps address nothing else
 // (Plan.OnMetadataMaps): a key of either map or a whole map. Values are strings; a whole map
