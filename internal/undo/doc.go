@@ -1,7 +1,12 @@
-// Package undo is synchook's automatic undo as data: the entries a write chain records (Entry,
-// Record), how they are sealed into the synchook.io/undo annotation with a key only synchook
-// holds (Ring, Seal, Open), which of them a read may apply once the hook that wrote them is no
-// longer configured (Restorable), and the bounds (DefaultMaxBytes).
+// Package undo is synchook's automatic undo, one room: the entries a write records and how a
+// change becomes them (Entry, Record, RecordOps, RecordMaps, the empty-map rule Created), the
+// identity a seal is bound to (IdentityIn, SubjectOf), how entries are sealed into the
+// synchook.io/undo annotation with a key only synchook holds (Ring, Rule.Seal, Open) and how
+// that annotation is written (annotation.go), which of them a read may apply once the hook
+// that wrote them is no longer configured (Restorable), `synchook cleanup`'s plan and result
+// (Rule.Cleanup), and the bounds (DefaultMaxBytes, ErrTooLarge). The engine asks it three
+// things: the write plan applied before a write (Rule.BeforeWrite), the record after the
+// compare, and the read plan applied on a read (Plan.View, Plan.ViewMaps).
 //
 // # The one rule
 //
