@@ -1,6 +1,6 @@
 // Package cleanup is `synchook cleanup`: it takes synchook off the host objects of one vcluster
 // namespace, for uninstalling synchook or after removing hooks. For every object of the given
-// kinds that carries a synchook.io/* annotation, it writes back what engine.Registry.Cleanup
+// kinds that carries a synchook.io/* annotation, it writes back what undo.Rule.Cleanup
 // makes of it — the undo applied as far as an update may change the object back, and no
 // synchook.io/* annotation — by one Update with the object's resourceVersion (on a Conflict it
 // reads the object again and recomputes, a few times). One write per object makes a run safe
@@ -9,7 +9,7 @@
 // The vcluster syncer must be stopped first (the vcluster scaled to 0 replicas): a running
 // syncer would read the cleaned objects through hooks that are gone and write them again.
 //
-// Only a sealed undo that opens with the Ring for this object is applied (engine.Registry.Cleanup):
+// Only a sealed undo that opens with the Ring for this object is applied (undo.Rule.Cleanup):
 // everything on a host object may be tenant text, since the syncer copies a tenant's annotations
 // down, so a clear-text undo (undo.ReasonClearText) or one that does not open is listed and never
 // applied. When the apiserver refuses the restored object as invalid (422 Invalid, 400

@@ -464,7 +464,7 @@ func applyOps(doc []byte, ops ...patch.Operation) ([]byte, error) {
 
 // runUndoRead is runOps for a read chain that first applies the undo recorded by its kind's
 // write chains (RegistryOptions.Undo), then runs its own hooks on the restored view. The
-// patch goes from raw to the final object. An undo that is not synchook's (sealed.go) is dropped and
+// patch goes from raw to the final object. An undo that is not synchook's (undo.Rule) is dropped and
 // counted, never an error. The undo and the hooks run under one concurrency slot;
 // an undo of labels and annotations only works on the two maps alone (undoMetadata), any other
 // on the request's object as a jsondoc.Doc (undoView): its edits are the patch and the answer

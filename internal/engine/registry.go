@@ -170,7 +170,7 @@ type RegistryOptions struct {
 	// Version is the build's version in ProvenanceAnnotation, and the revision of every hook
 	// registered without one (RegisterRevision). Default "dev".
 	Version string
-	// Keys holds the key ring that seals and opens undo annotations (package undo; sealed.go).
+	// Keys holds the key ring that seals and opens undo annotations (package undo).
 	// Nil, or a Keeper without a Ring: no key — a write chain whose change must record an undo
 	// is refused (undo.ErrNeedsKey) and a read applies none. The Keeper may get its Ring after
 	// the Registry is built (a vcluster plugin v2 reads it at Initialize).
@@ -207,7 +207,7 @@ func (r *Registry) Register(h hooks.ClientHook) error {
 // the hook does changes (package config passes a digest of the hook's entry; Register passes
 // the build's Version). A sealed undo records the fingerprint of its chain's names and
 // revisions; a read applies all of it only when the kind's Update chain still has that
-// fingerprint (sealed.go).
+// fingerprint (undo.Rule.Rewrites).
 func (r *Registry) RegisterRevision(h hooks.ClientHook, revision string) error {
 	return r.register(h, revision, false)
 }
