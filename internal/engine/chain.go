@@ -445,7 +445,8 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte) (o outcom
 // undo.Annotation, how to go back from the hooked object to raw (undo.RecordOps), sealed
 // after the carried entries carry.
 func (r *call) withUndo(c *chain, raw []byte, ops []patch.Operation, carry []undo.Entry) ([]patch.Operation, error) {
-	out, _, _, err := undo.RecordOps(raw, r.indexOf(raw), ops, true, r.sealer(c, raw, carry))
+	meta, hasMeta := r.metadataOf(raw)
+	out, _, _, err := undo.RecordOps(raw, r.indexOf(raw), meta, hasMeta, ops, true, r.sealer(c, raw, carry))
 	var hookErr *HookError
 	if err != nil && !errors.As(err, &hookErr) { // the patch did not apply
 		return nil, fmt.Errorf("%s: %w", c.key, err)

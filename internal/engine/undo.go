@@ -149,7 +149,8 @@ func (r *call) sealOnto(c *chain, raw []byte, out client.Object, ops *[]patch.Op
 // returns the value ("" when ops need no undo); false, changing nothing, where the entries
 // need the hooked document (withUndo records them).
 func (r *call) sealWith(c *chain, raw []byte, ops *[]patch.Operation) (string, bool, error) {
-	out, value, ok, err := undo.RecordOps(raw, r.indexOf(raw), *ops, false, r.sealer(c, raw, r.carry))
+	meta, hasMeta := r.metadataOf(raw)
+	out, value, ok, err := undo.RecordOps(raw, r.indexOf(raw), meta, hasMeta, *ops, false, r.sealer(c, raw, r.carry))
 	if err != nil || !ok {
 		return "", false, err
 	}

@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"bytes"
 	"strings"
+	"unsafe"
 )
 
 // Index answers RFC 6901 JSON Pointer lookups in one document. Each object or array a lookup
@@ -134,6 +135,13 @@ func AppendToken(b []byte, tok string) []byte {
 		}
 	}
 	return b
+}
+
+// Join returns the JSON Pointer prefix (itself a pointer) followed by the reference token tok
+// (escaped: AppendToken), in one allocation.
+func Join(prefix, tok string) string {
+	b := AppendToken(append(append(make([]byte, 0, len(prefix)+1+2*len(tok)), prefix...), '/'), tok)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
 }
 
 // Pointer returns the JSON Pointer of the reference tokens (each escaped: AppendToken).

@@ -33,11 +33,12 @@ func metadataMapIndex(name string) int {
 	return -1
 }
 
-// MapEntries returns the entries that take back the change of the metadata map field ("labels"
-// or "annotations") from before to after (nil: absent): a removed or changed key gets its
-// value back, an added key goes again (the Annotation itself excepted: it is the undo).
-// Removed and changed keys first, then added ones, each in key order.
-func MapEntries(field string, before, after map[string]string) []Entry {
+// MapEntries returns the entries that take back the change of the metadata map at path
+// ("/metadata/labels" or "/metadata/annotations") from before to after (nil: absent): a
+// removed or changed key gets its value back, an added key goes again (the Annotation itself
+// excepted: it is the undo). Removed and changed keys first, then added ones, each in key
+// order.
+func MapEntries(path string, before, after map[string]string) []Entry {
 	var back, added []string
 	for k, v := range before {
 		if a, ok := after[k]; !ok || a != v {
@@ -45,7 +46,7 @@ func MapEntries(field string, before, after map[string]string) []Entry {
 		}
 	}
 	for k := range after {
-		if _, had := before[k]; !had && (field != "annotations" || k != Annotation) {
+		if _, had := before[k]; !had && (path != "/metadata/annotations" || k != Annotation) {
 			added = append(added, k)
 		}
 	}
@@ -53,14 +54,14 @@ func MapEntries(field string, before, after map[string]string) []Entry {
 	slices.Sort(added)
 	entries := make([]Entry, 0, len(back)+len(added))
 	for _, k := range back {
-		e := Entry{Path: jsonscan.Pointer([]string{"metadata", field, k}), Original: jsonscan.AppendString(nil, before[k])}
+		e := Entry{Path: jsonscan.Join(path, k), Original: jsonscan.AppendString(nil, before[k])}
 		if v, ok := after[k]; ok {
 			e.Hooked = jsonscan.AppendString(nil, v)
 		}
 		entries = append(entries, e)
 	}
 	for _, k := range added {
-		entries = append(entries, Entry{Path: jsonscan.Pointer([]string{"metadata", field, k}), Hooked: jsonscan.AppendString(nil, after[k])})
+		entries = append(entries, Entry{Path: jsonscan.Join(path, k), Hooked: jsonscan.AppendString(nil, after[k])})
 	}
 	return entries
 }
@@ -70,7 +71,7 @@ func MapEntries(field string, before, after map[string]string) []Entry {
 // empty-map entry of each map the change creates (Created: the annotations map whenever
 // stored has none, for the undo itself), sealed by seal. "" when the maps are equal.
 func RecordMaps(stored, hooked [2]map[string]string, seal func([]Entry) (string, error)) (string, error) {
-	entries := append(MapEntries("labels", stored[0], hooked[0]), MapEntries("annotations", stored[1], hooked[1])...)
+	entries := append(MapEntries("/metadata/labels", stored[0], hooked[0]), MapEntries("/metadata/annotations", stored[1], hooked[1])...)
 	if len(entries) == 0 {
 		return "", nil
 	}

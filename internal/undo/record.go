@@ -269,19 +269,20 @@ func RecordOn(annotations []byte, entries []Entry) []Entry {
 	return entries
 }
 
-// RecordOps returns ops, a JSON Patch of the object raw whose index is before, followed by the
-// operation that writes the undo of ops in the Annotation, sealed by seal; value is that value
-// ("", ops as they are, when they change nothing an undo records). It is how every write that
-// has a patch records its undo: the entries come from EntriesOf where it can read them on raw
-// alone; otherwise, or where an operation replaces metadata or its annotations whole, from the
-// hooked object (ops applied: Entries) when whole is set, else ok is false and nothing is
-// recorded (the caller takes a path that can). Errors: ops do not apply to raw, or seal's.
-func RecordOps(raw []byte, before *jsonscan.Index, ops []patch.Operation, whole bool, seal func([]Entry) (string, error)) (out []patch.Operation, value string, ok bool, err error) {
+// RecordOps returns ops, a JSON Patch of the object raw, followed by the operation that writes
+// the undo of ops in the Annotation, sealed by seal; value is that value ("", ops as they are,
+// when they change nothing an undo records). It is how every write that has a patch records
+// its undo: the entries come from EntriesOf on before (raw's index) where it can read them on
+// raw alone, and the annotation goes where raw's metadata member meta (hasMeta: present)
+// holds them; otherwise, or where an operation replaces metadata or its annotations whole,
+// from the hooked object (ops applied: Entries) when whole is set, else ok is false and
+// nothing is recorded (the caller takes a path that can). Errors: ops do not apply to raw, or
+// seal's.
+func RecordOps(raw []byte, before *jsonscan.Index, meta []byte, hasMeta bool, ops []patch.Operation, whole bool, seal func([]Entry) (string, error)) (out []patch.Operation, value string, ok bool, err error) {
 	entries, ok := EntriesOf(ops, before)
 	for _, op := range ops {
 		ok = ok && op.Path != "/metadata" && op.Path != "/metadata/annotations"
 	}
-	after := before // the state of metadata and its annotations after ops
 	if !ok {
 		if !whole {
 			return ops, "", false, nil
@@ -294,15 +295,19 @@ func RecordOps(raw []byte, before *jsonscan.Index, ops []patch.Operation, whole 
 		if err != nil {
 			return ops, "", false, err
 		}
-		entries, after = Entries(ops, raw, hooked), jsonscan.NewIndex(hooked)
+		entries = Entries(ops, raw, hooked)
+		m, _, found := jsonscan.Find(hooked, "metadata")
+		meta, hasMeta = m.Value, found
 	}
 	if len(entries) == 0 {
 		return ops, "", true, nil
 	}
-	annotations, _ := after.Lookup("/metadata/annotations")
+	var annotations []byte // the state of the annotations after ops
+	if m, _, found := jsonscan.Find(meta, "annotations"); found {
+		annotations = m.Value
+	}
 	if value, err = seal(RecordOn(annotations, entries)); err != nil {
 		return ops, "", false, err
 	}
-	meta, hasMeta := after.Lookup("/metadata")
 	return append(ops, AnnotationOp(meta, hasMeta, annotations, value)), value, true, nil
 }
