@@ -86,3 +86,15 @@ func TestIndexLookupUniqueRefusesRepeatedKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestJoinEscapesTheTokenAsPointerDoes(t *testing.T) {
+	for _, tok := range []string{"app", "synchook.io/undo", "a~b", "~1/", ""} {
+		want := jsonscan.Pointer([]string{"metadata", "labels", tok})
+		if got := jsonscan.Join("/metadata/labels", tok); got != want {
+			t.Errorf("jsonscan.Join(%q) = %q, want %q", tok, got, want)
+		}
+		if back, ok := jsonscan.UnescapeToken(jsonscan.Join("", tok)[1:]); !ok || back != tok {
+			t.Errorf("jsonscan.Join(%q) does not unescape back: %q, %v", tok, back, ok)
+		}
+	}
+}
