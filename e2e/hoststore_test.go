@@ -33,6 +33,10 @@ type storedCase struct {
 	name, config, object string
 	// update is the tenant's change the syncer sends next, as a JSON merge of the read view.
 	update string
+	// status and hostStatus, when set, are the Pod status a kubelet writes (status
+	// subresource) on the object the syncer sent and on the hooked one, after the Create:
+	// what it pulled is what each spec names.
+	status, hostStatus string
 }
 
 // strip is a config with one strip hook of paths on kind (v1 or a custom resource).
@@ -58,6 +62,16 @@ metadata: {name: web, labels: {app: web}}
 spec:
   containers: [{name: web, image: nginx}]
 ` + spec
+}
+
+// kubeletStatus is the status a kubelet reports of a pod whose container web runs image, with
+// the digest the registry gave. (The image volume's imageRef in a mount's volumeStatus is not
+// stored by kube-apiserver v1.37 without its alpha feature gate; builtin's tests cover it.)
+func kubeletStatus(image string) string {
+	const digest = "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	return fmt.Sprintf(`{"status":{"phase":"Running","containerStatuses":[{"name":"web","image":%q,"imageID":%q,`+
+		`"ready":true,"restartCount":0,"state":{"running":{"startedAt":"2026-11-27T00:00:00Z"}}}]}}`,
+		image, "docker-pullable://"+image[:strings.LastIndexByte(image, ':')]+digest)
 }
 
 var storedCases = []storedCase{
@@ -99,6 +113,19 @@ var storedCases = []storedCase{
     types: [CreatePhysical, UpdatePhysical]
     labels: {labels: {tenant: a}}
 `, object: `{apiVersion: v1, kind: Pod, metadata: {name: web}, spec: {containers: [{name: web, image: nginx}]}}`, update: `{"metadata":{"annotations":{"rev":"2"}}}`},
+	{
+		name: "Pod, its images mirrored, and what the kubelet reports of them mapped back", config: `hooks:
+  - name: mirror
+    resources: [{apiVersion: v1, kind: Pod}]
+    types: [CreatePhysical, UpdatePhysical, GetPhysical]
+    image: {rules: [{from: docker.io, to: registry.internal/dockerhub}]}
+`,
+		object: `{apiVersion: v1, kind: Pod, metadata: {name: web}, spec: {containers: [{name: web, image: "nginx:1.27", volumeMounts: [{name: data, mountPath: /data}]}], ` +
+			`volumes: [{name: data, image: {reference: "busybox:1.36"}}]}}`,
+		update:     `{"metadata":{"labels":{"rev":"2"}}}`,
+		status:     kubeletStatus("docker.io/library/nginx:1.27"),
+		hostStatus: kubeletStatus("registry.internal/dockerhub/library/nginx:1.27"),
+	},
 	{
 		name: "Service, its only selector key stripped", config: strip("v1", "Service", "/spec/selector/app"),
 		object: `{apiVersion: v1, kind: Service, metadata: {name: svc}, spec: {selector: {app: web}, ports: [{name: http, port: 80}]}}`, update: `{"metadata":{"labels":{"rev":"2"}}}`,
@@ -189,12 +216,21 @@ func TestTheReadIsRightOnWhatARealAPIServerStores(t *testing.T) {
 
 			// Create: the plain object, and the hooked one read back.
 			plain := o.write(plainNS, sent, false)
-			view := o.read(o.write(hookedNS, o.mutate(hooks.CreatePhysical, inNamespace(t, sent, hookedNS)), true))
+			stored := o.write(hookedNS, o.mutate(hooks.CreatePhysical, inNamespace(t, sent, hookedNS)), true)
+			view := o.read(stored)
 			o.same("create", view, plain)
+			if tc.status != "" {
+				// The kubelet reports what it pulled; the read maps the host's report back.
+				plain = o.writeStatus(mergeJSON(t, plain, tc.status))
+				view = o.read(o.writeStatus(mergeJSON(t, stored, tc.hostStatus)))
+				o.same("status", view, plain)
+			}
 
 			// Update: the tenant's change on each side's view, as the syncer sends it.
 			plain = o.write(plainNS, mergeJSON(t, plain, tc.update), false)
-			view = o.read(o.write(hookedNS, o.mutate(hooks.UpdatePhysical, mergeJSON(t, view, tc.update)), true))
+			// (hoststore models a write of the object, not of its status subresource: an update
+			// keeps the status the kubelet wrote, whatever the view sent carries of it.)
+			view = o.read(o.write(hookedNS, o.mutate(hooks.UpdatePhysical, mergeJSON(t, view, tc.update)), tc.status == ""))
 			o.same("update", view, plain)
 		})
 	}
@@ -261,6 +297,29 @@ func (o oracle) write(ns string, raw []byte, model bool) []byte {
 		if d := modelDisagrees(decodeJSON(o.t, raw), decodeJSON(o.t, modeled), decodeJSON(o.t, stored), ""); d != "" {
 			o.t.Errorf("package hoststore's model and the apiserver disagree at %s:\nwritten %s\nmodel   %s\nstored  %s", d, raw, modeled, stored)
 		}
+	}
+	return stored
+}
+
+// writeStatus writes the status of raw (a stored object) through the status subresource, as a
+// kubelet does, and returns the object stored then.
+func (o oracle) writeStatus(raw []byte) []byte {
+	o.t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		o.t.Fatal(err)
+	}
+	if err := o.c.Status().Update(o.t.Context(), u); err != nil {
+		o.t.Fatalf("write the status of %s/%s: %v\n%s", u.GetNamespace(), u.GetName(), err, raw)
+	}
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(o.gvk)
+	if err := o.c.Get(o.t.Context(), client.ObjectKeyFromObject(u), got); err != nil {
+		o.t.Fatal(err)
+	}
+	stored, err := got.MarshalJSON()
+	if err != nil {
+		o.t.Fatal(err)
 	}
 	return stored
 }
