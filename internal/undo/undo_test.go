@@ -306,3 +306,53 @@ func TestABindingLetterCannotBeSwapped(t *testing.T) {
 		t.Errorf("an unknown binding: %v, want ErrMalformed", err)
 	}
 }
+
+// Rule.Opened (what `synchook test` shows of an undo) opens under the one rule, with its checks:
+// the size bound, clear text, another object's seal and an entry on an identity path each give
+// the reason, never entries.
+func TestOpenedIsTheRulesView(t *testing.T) {
+	r := ring(t)
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	object := func(value string) []byte {
+		b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{
+			"namespace": "ns", "name": "web", "uid": "u-1", "annotations": map[string]string{undo.Annotation: value},
+		}})
+		return b
+	}
+	id := pod
+	id.UID, id.UIDSource = "u-1", undo.UIDFromMetadata
+	sealed, err := r.Seal(id, undo.Physical, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity, err := r.Seal(id, undo.Physical, undo.Record{Entries: []undo.Entry{{Path: "/metadata/name", Hooked: json.RawMessage(`"x"`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := id
+	other.UID = "u-2"
+	copied, _ := r.Seal(other, undo.Physical, rec)
+	rule := undo.Rule{Ring: r, MaxBytes: undo.DefaultMaxBytes}
+	if entries, had, err := rule.Opened(gvk, undo.Physical, object(sealed)); err != nil || !had || len(entries) != 1 || entries[0].Path != rec.Entries[0].Path {
+		t.Fatalf("Opened of its own seal: %v, %v, %v", entries, had, err)
+	}
+	for name, c := range map[string]struct {
+		rule  undo.Rule
+		value string
+		want  string
+	}{
+		"too large":        {undo.Rule{Ring: r, MaxBytes: len(sealed) - 1}, sealed, undo.ReasonTooLarge},
+		"clear text":       {rule, `[{"path":"/metadata/labels/team"}]`, undo.ReasonClearText},
+		"another's seal":   {rule, copied, undo.ReasonUnauthentic},
+		"an identity path": {rule, identity, undo.ReasonIdentity},
+		"no key":           {undo.Rule{MaxBytes: undo.DefaultMaxBytes}, sealed, undo.ReasonNoKey},
+	} {
+		entries, had, err := c.rule.Opened(gvk, undo.Physical, object(c.value))
+		if err == nil || !had || entries != nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Opened = %v, %v, %v; want no entries and an error naming %s", name, entries, had, err, c.want)
+		}
+	}
+	if _, had, err := rule.Opened(gvk, undo.Physical, []byte(`{"metadata":{"name":"web"}}`)); had || err != nil {
+		t.Errorf("no annotation: %v, %v", had, err)
+	}
+}
