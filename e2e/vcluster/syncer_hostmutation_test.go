@@ -861,6 +861,12 @@ func TestVClusterSyncerMutatingHost(t *testing.T) {
 
 	t.Run("synchook adds no write, no failed write and no loop", func(t *testing.T) {
 		for _, o := range mhObjects {
+			if o.kind == kindService && baseline.serviceReplaced != with.serviceReplaced {
+				// vcluster replaced the Service (a virtual delete and create, and the host
+				// twin's updates after it) in one run only (serviceReplaced): not synchook's
+				t.Logf("%s: replaced by vcluster in one run only: its writes not compared (%v with synchook, %v without)", o, with.writes[o], baseline.writes[o])
+				continue
+			}
 			keys := slices.Sorted(maps.Keys(with.writes[o]))
 			for _, k := range keys {
 				if o == (mhObject{kindPod, mhPod}) && (strings.HasSuffix(k, " 200") || strings.HasSuffix(k, " 201")) {
