@@ -416,8 +416,7 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte) (o outcom
 	if len(carry) > 0 && rn.reg.recordsUndo(c) {
 		if _, has := doc.Lookup([]string{"metadata", "annotations", undo.Annotation}); !has {
 			// the chain changed nothing: record them alone
-			meta, _ := rn.metadataOf(raw)
-			value, err := rn.reg.seal(c, meta, nil, carry)
+			value, err := rn.reg.seal(c, rn.identityOf(c.key, raw), nil, carry)
 			if err != nil {
 				return outcome{}, true, err
 			}

@@ -29,7 +29,11 @@ type metadataDoc struct {
 	// absent or null (then metaEnd is the offset of that null, or -1 when absent).
 	metaStart, metaEnd int
 	namespace          string
-	maps               [2]mapField // labels, annotations
+	// name is metadata.name when it is a string, "" otherwise; generateName and uid are the
+	// JSON literals of metadata's, decoded only when a seal needs them (identity).
+	name              string
+	generateName, uid []byte
+	maps              [2]mapField // labels, annotations
 }
 
 // mapField is metadata.labels or metadata.annotations: its value's offsets in raw (start < 0
@@ -146,6 +150,15 @@ func (c *chain) parseMetadataValue(doc *metadataDoc, value []byte) error {
 		name := jsonscan.MemberName(key)
 		i := 0
 		switch string(name) {
+		case "name": // checkInput refused a repeated name; the last one counts, as in undo.IdentityIn
+			doc.name, _ = jsonscan.String(v)
+			return true
+		case "generateName":
+			doc.generateName = v
+			return true
+		case "uid":
+			doc.uid = v
+			return true
 		case "namespace":
 		case "labels":
 			i = 1
@@ -523,16 +536,22 @@ func escapeToken(s string) string {
 // and annotations to m's (nothing when they are equal: undo.RecordMaps), recorded by the write
 // chain c after the carried entries carry, sealed for doc's object (Registry.seal).
 func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metadata, carry []undo.Entry) error {
-	var meta []byte
-	if doc.metaStart >= 0 {
-		meta = doc.raw[doc.metaStart:doc.metaEnd]
-	}
 	value, err := undo.RecordMaps([2]map[string]string{doc.maps[0].value, doc.maps[1].value}, [2]map[string]string{m.Labels, m.Annotations},
-		func(entries []undo.Entry) (string, error) { return r.seal(c, meta, entries, carry) })
+		func(entries []undo.Entry) (string, error) { return r.seal(c, doc.identity(c.key), entries, carry) })
 	if value != "" {
 		m.Annotations = undo.SetIn(m.Annotations, value)
 	}
 	return err
+}
+
+// identity returns the identity a seal on doc's object of the chain key's kind and side is
+// bound to (undo.Meta), from its own parse, without scanning the metadata again; for sealing
+// only (it leaves the creation time out, which only opening reads).
+func (doc *metadataDoc) identity(key Key) undo.Identity {
+	generateName, _ := jsonscan.String(doc.generateName)
+	uid, _ := jsonscan.String(doc.uid)
+	m := undo.Meta{Namespace: doc.namespace, Name: doc.name, GenerateName: generateName, UID: uid, ObjectUID: doc.maps[1].value[undo.ObjectUIDAnnotation]}
+	return m.Identity(key.GVK, key.Type.Side())
 }
 
 func jsonString(s string) json.RawMessage {

@@ -95,12 +95,12 @@ func (r *Registry) rewrites(key Key, writers []string) bool {
 }
 
 // seal returns the annotation value for entries recorded by the write chain c on the object
-// whose metadata (JSON) is meta, after the carried entries carry (undo.Rule.Seal), and notes
-// the sealed kind. Errors: a *HookError of c wrapping undo.ErrNeedsKey or undo.ErrTooLarge.
-func (r *Registry) seal(c *chain, meta []byte, entries, carry []undo.Entry) (string, error) {
+// id, after the carried entries carry (undo.Rule.Seal), and notes the sealed kind. Errors: a
+// *HookError of c wrapping undo.ErrNeedsKey or undo.ErrTooLarge.
+func (r *Registry) seal(c *chain, id undo.Identity, entries, carry []undo.Entry) (string, error) {
 	side := c.key.Type.Side()
 	rule := undo.Rule{Ring: r.opts.Keys.Ring(), MaxBytes: r.opts.MaxUndoBytes}
-	value, err := rule.Seal(undo.IdentityIn(c.key.GVK, side, meta), side, c.writers, entries, carry)
+	value, err := rule.Seal(id, side, c.writers, entries, carry)
 	if err != nil {
 		return "", &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 	}
@@ -111,11 +111,9 @@ func (r *Registry) seal(c *chain, meta []byte, entries, carry []undo.Entry) (str
 // subjectOf is undo.SubjectOf for the object raw of the call, read from what checkInput found
 // when raw is the request's object (no scan of the whole object), with doc as its Doc.
 func (r *call) subjectOf(key Key, raw []byte, doc *jsondoc.Doc) undo.Subject {
-	meta, _ := r.metadataOf(raw)
 	immutable, _ := r.indexOf(raw).Lookup("/immutable")
-	side := key.Type.Side()
 	return undo.Subject{
-		GVK: key.GVK, ID: undo.IdentityIn(key.GVK, side, meta), Side: side, Immutable: string(immutable) == "true",
+		GVK: key.GVK, ID: r.identityOf(key, raw), Side: key.Type.Side(), Immutable: string(immutable) == "true",
 		Doc: func() (undo.Doc, error) { return doc, nil },
 	}
 }
@@ -162,9 +160,15 @@ func (r *call) sealWith(c *chain, raw []byte, ops *[]patch.Operation) (string, b
 // it: the guard keeps it), after the carried entries carry.
 func (r *call) sealer(c *chain, raw []byte, carry []undo.Entry) func([]undo.Entry) (string, error) {
 	return func(entries []undo.Entry) (string, error) {
-		meta, _ := r.metadataOf(raw)
-		return r.reg.seal(c, meta, entries, carry)
+		return r.reg.seal(c, r.identityOf(c.key, raw), entries, carry)
 	}
+}
+
+// identityOf is undo.IdentityIn for the object raw of the call, of key's kind and side, read in
+// its metadata (metadataOf).
+func (r *call) identityOf(key Key, raw []byte) undo.Identity {
+	meta, _ := r.metadataOf(raw)
+	return undo.IdentityIn(key.GVK, key.Type.Side(), meta)
 }
 
 // undoView is the read plan p applied onto doc, the stored object raw that the read chain c
@@ -177,8 +181,7 @@ func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, doc *jsondoc
 		if wc == nil {
 			wc = &chain{key: c.key}
 		}
-		meta, _ := rn.metadataOf(raw)
-		return rn.reg.seal(wc, meta, nil, carry)
+		return rn.reg.seal(wc, rn.identityOf(wc.key, raw), nil, carry)
 	})
 	if res.Reason == "" {
 		rn.observeUndoSkipped(c.key, res.Skipped)

@@ -24,49 +24,63 @@ func IdentityOf(gvk schema.GroupVersionKind, side Side, raw []byte) Identity {
 	return IdentityIn(gvk, side, meta.Value)
 }
 
-// IdentityIn returns the Identity a seal on an object of kind gvk on side is bound to, from
-// the object's metadata member meta (JSON; nil: none): gvk's apiVersion and kind (the caller
-// made sure the object says the same), metadata's namespace, name, generateName and
-// creationTimestamp, and its uid: on the physical side vcluster's ObjectUIDAnnotation where it
-// is set (the virtual object's uid, there from the Create on and the same on every later
-// write), else metadata.uid; on the virtual side metadata.uid. The uid is "" where none exists
-// yet (a Create): Seal then binds the name (BindName) or generateName, and the next write
-// seals with the uid.
-func IdentityIn(gvk schema.GroupVersionKind, side Side, meta []byte) Identity {
+// Meta is what of an object's metadata its Identity is made of: its namespace, name,
+// generateName, metadata.uid, vcluster's ObjectUIDAnnotation and creationTimestamp (Unix
+// seconds; 0: none), as a caller that parsed the metadata already has them.
+type Meta struct {
+	Namespace, Name, GenerateName, UID, ObjectUID string
+	Created                                       int64
+}
+
+// Identity returns the Identity a seal on an object of kind gvk on side with metadata m is
+// bound to: gvk's apiVersion and kind (the caller made sure the object says the same), m's
+// namespace, name, generateName and creation time, and its uid: on the physical side vcluster's
+// ObjectUIDAnnotation where it is set (the virtual object's uid, there from the Create on and
+// the same on every later write), else metadata.uid; on the virtual side metadata.uid. The uid
+// is "" where none exists yet (a Create): Seal then binds the name (BindName) or generateName,
+// and the next write seals with the uid.
+func (m Meta) Identity(gvk schema.GroupVersionKind, side Side) Identity {
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	id := Identity{APIVersion: apiVersion, Kind: kind}
-	if meta == nil {
-		return id
+	id := Identity{APIVersion: apiVersion, Kind: kind, Namespace: m.Namespace, Name: m.Name, GenerateName: m.GenerateName,
+		UID: m.UID, UIDSource: UIDFromMetadata, Created: m.Created}
+	if side == Physical && m.ObjectUID != "" {
+		id.UID, id.UIDSource = m.ObjectUID, UIDFromObjectUID
 	}
-	id.UIDSource = UIDFromMetadata
-	var objectUID string
+	return id
+}
+
+// IdentityIn is Meta.Identity of the object whose metadata member is meta (JSON; nil: none,
+// whose Identity is gvk's apiVersion and kind alone).
+func IdentityIn(gvk schema.GroupVersionKind, side Side, meta []byte) Identity {
+	if meta == nil {
+		apiVersion, kind := gvk.ToAPIVersionAndKind()
+		return Identity{APIVersion: apiVersion, Kind: kind}
+	}
+	var m Meta
 	jsonscan.EachMember(meta, func(key, v []byte) bool {
 		switch string(jsonscan.MemberName(key)) {
 		case "creationTimestamp":
 			if s, ok := jsonscan.String(v); ok {
 				if t, err := time.Parse(time.RFC3339, s); err == nil {
-					id.Created = t.Unix()
+					m.Created = t.Unix()
 				}
 			}
 		case "namespace":
-			id.Namespace, _ = jsonscan.String(v)
+			m.Namespace, _ = jsonscan.String(v)
 		case "name":
-			id.Name, _ = jsonscan.String(v)
+			m.Name, _ = jsonscan.String(v)
 		case "generateName":
-			id.GenerateName, _ = jsonscan.String(v)
+			m.GenerateName, _ = jsonscan.String(v)
 		case "uid":
-			id.UID, _ = jsonscan.String(v)
+			m.UID, _ = jsonscan.String(v)
 		case "annotations":
-			if m, _, ok := jsonscan.Find(v, ObjectUIDAnnotation); ok {
-				objectUID, _ = jsonscan.String(m.Value)
+			if a, _, ok := jsonscan.Find(v, ObjectUIDAnnotation); ok {
+				m.ObjectUID, _ = jsonscan.String(a.Value)
 			}
 		}
 		return true
 	})
-	if side == Physical && objectUID != "" {
-		id.UID, id.UIDSource = objectUID, UIDFromObjectUID
-	}
-	return id
+	return m.Identity(gvk, side)
 }
 
 // SubjectOf returns the stored JSON object raw of kind gvk on side as a plan sees it: its
