@@ -41,8 +41,10 @@ type Meta struct {
 // and the next write seals with the uid.
 func (m Meta) Identity(gvk schema.GroupVersionKind, side Side) Identity {
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	id := Identity{APIVersion: apiVersion, Kind: kind, Namespace: m.Namespace, Name: m.Name, GenerateName: m.GenerateName,
-		UID: m.UID, UIDSource: UIDFromMetadata, Created: m.Created}
+	id := Identity{
+		APIVersion: apiVersion, Kind: kind, Namespace: m.Namespace, Name: m.Name, GenerateName: m.GenerateName,
+		UID: m.UID, UIDSource: UIDFromMetadata, Created: m.Created,
+	}
 	if side == Physical && m.ObjectUID != "" {
 		id.UID, id.UIDSource = m.ObjectUID, UIDFromObjectUID
 	}
