@@ -8,7 +8,7 @@ package engine
 //     an Update that brings an undo synchook wrote itself applies it first and records only
 //     the new change (never nested; a Create never does: what it brings is the tenant's);
 //   - after the compare (withUndo, sealWith, recordMetadataUndo): the entries of the change
-//     (undo.EntriesOf, undo.Entries, undo.MapEntries, with undo.Created's empty maps) sealed
+//     (undo.RecordOps, undo.RecordMaps: the entries and the empty-map rule) sealed
 //     by undo.Rule.Seal with the newest key and written by one of undo's annotation writers.
 //     Without a key the write fails with undo.ErrNeedsKey and writes nothing;
 //   - on a read (runUndoRead → undoView, undoMetadata): undo.Rule.PlanRead and undo.Apply

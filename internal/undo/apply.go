@@ -415,9 +415,9 @@ func isEmptyAnnotations(tokens []string, v any) bool {
 	return ok && len(m) == 0 && len(tokens) == 2 && tokens[0] == "metadata" && tokens[1] == "annotations"
 }
 
-// Holds reports whether doc holds the JSON value v at tokens (v nil: nothing there), an empty
+// holds reports whether doc holds the JSON value v at tokens (v nil: nothing there), an empty
 // object or array v also where doc has nothing (Apply's rule for what the hooks wrote).
-func Holds(doc Doc, tokens []string, v []byte) bool {
+func holds(doc Doc, tokens []string, v []byte) bool {
 	cur, has := doc.Lookup(tokens)
 	if v == nil {
 		return !has

@@ -1,5 +1,5 @@
 // Package undo is synchook's automatic undo, one room: the entries a write records and how a
-// change becomes them (Entry, Record, RecordOps, RecordMaps, the empty-map rule Created), the
+// change becomes them (Entry, Record, RecordOps, RecordMaps, the empty-map rule), the
 // identity a seal is bound to (IdentityIn, SubjectOf), how entries are sealed into the
 // synchook.io/undo annotation with a key only synchook holds (Ring, Rule.Seal, Open) and how
 // that annotation is written (annotation.go), which of them a read may apply once the hook

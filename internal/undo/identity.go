@@ -14,9 +14,9 @@ import (
 // a tenant's value of it). A physical-side seal is bound to it.
 const ObjectUIDAnnotation = "vcluster.loft.sh/object-uid"
 
-// IdentityOf returns the Identity a seal on the JSON object raw of kind gvk on side is bound
+// identityOf returns the Identity a seal on the JSON object raw of kind gvk on side is bound
 // to (IdentityIn of its metadata).
-func IdentityOf(gvk schema.GroupVersionKind, side Side, raw []byte) Identity {
+func identityOf(gvk schema.GroupVersionKind, side Side, raw []byte) Identity {
 	meta, _, ok := jsonscan.Find(raw, "metadata")
 	if !ok {
 		return IdentityIn(gvk, side, nil)
@@ -91,7 +91,7 @@ func IdentityIn(gvk schema.GroupVersionKind, side Side, meta []byte) Identity {
 func SubjectOf(gvk schema.GroupVersionKind, side Side, raw []byte) Subject {
 	m, _, ok := jsonscan.Find(raw, "immutable")
 	return Subject{
-		GVK: gvk, ID: IdentityOf(gvk, side, raw), Side: side, Immutable: ok && string(m.Value) == "true",
+		GVK: gvk, ID: identityOf(gvk, side, raw), Side: side, Immutable: ok && string(m.Value) == "true",
 		Doc: func() (Doc, error) { return jsondoc.New(raw), nil },
 	}
 }

@@ -33,12 +33,12 @@ func metadataMapIndex(name string) int {
 	return -1
 }
 
-// MapEntries returns the entries that take back the change of the metadata map at path
+// mapEntries returns the entries that take back the change of the metadata map at path
 // ("/metadata/labels" or "/metadata/annotations") from before to after (nil: absent): a
 // removed or changed key gets its value back, an added key goes again (the Annotation itself
 // excepted: it is the undo). Removed and changed keys first, then added ones, each in key
 // order.
-func MapEntries(path string, before, after map[string]string) []Entry {
+func mapEntries(path string, before, after map[string]string) []Entry {
 	var back, added []string
 	for k, v := range before {
 		if a, ok := after[k]; !ok || a != v {
@@ -67,22 +67,22 @@ func MapEntries(path string, before, after map[string]string) []Entry {
 }
 
 // RecordMaps is RecordOps for a change of labels and annotations alone, from stored to
-// hooked ([0] labels, [1] annotations; nil: absent): the entries (MapEntries), after the
-// empty-map entry of each map the change creates (Created: the annotations map whenever
+// hooked ([0] labels, [1] annotations; nil: absent): the entries (mapEntries), after the
+// empty-map entry of each map the change creates (created: the annotations map whenever
 // stored has none, for the undo itself), sealed by seal. "" when the maps are equal.
 func RecordMaps(stored, hooked [2]map[string]string, seal func([]Entry) (string, error)) (string, error) {
-	entries := append(MapEntries("/metadata/labels", stored[0], hooked[0]), MapEntries("/metadata/annotations", stored[1], hooked[1])...)
+	entries := append(mapEntries("/metadata/labels", stored[0], hooked[0]), mapEntries("/metadata/annotations", stored[1], hooked[1])...)
 	if len(entries) == 0 {
 		return "", nil
 	}
-	var created []string
+	var made []string // the maps the change makes
 	if stored[0] == nil && len(hooked[0]) > 0 {
-		created = append(created, "/metadata/labels")
+		made = append(made, "/metadata/labels")
 	}
 	if stored[1] == nil {
-		created = append(created, "/metadata/annotations")
+		made = append(made, "/metadata/annotations")
 	}
-	return seal(Created(entries, created...))
+	return seal(created(entries, made...))
 }
 
 // metadataMaps is a Doc of an object's labels and annotations alone ([0] labels,

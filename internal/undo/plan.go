@@ -125,7 +125,7 @@ func (r Rule) PlanRead(s Subject, value string) Plan {
 		if docErr != nil {
 			continue
 		}
-		if st.Op == OpInsert || Holds(doc, st.Tokens, st.Hooked) {
+		if st.Op == OpInsert || holds(doc, st.Tokens, st.Hooked) {
 			e := st.Entry
 			e.Kept = true
 			p.Carry = append(p.Carry, e)
@@ -216,7 +216,7 @@ func (r Rule) PlanCleanup(s Subject, value string) (apply []Step, unrestored []s
 				return nil, nil, ReasonMalformed
 			}
 		}
-		if !Holds(doc, st.Tokens, st.Original) {
+		if !holds(doc, st.Tokens, st.Original) {
 			unrestored = append(unrestored, st.Path)
 		}
 	}

@@ -241,30 +241,30 @@ func diffShaped(ops []patch.Operation, before *jsonscan.Index) bool {
 	return true
 }
 
-// EmptyMapEntry is the first entry of an undo whose change created the map at path (labels or
+// emptyMapEntry is the first entry of an undo whose change created the map at path (labels or
 // annotations) where the syncer sent none: undone last, it removes the map when nothing else is
 // left in it.
-func EmptyMapEntry(path string) Entry {
+func emptyMapEntry(path string) Entry {
 	return Entry{Path: path, Hooked: json.RawMessage("{}")}
 }
 
-// Created returns entries preceded by an EmptyMapEntry for each map at paths (labels or
+// created returns entries preceded by an emptyMapEntry for each map at paths (labels or
 // annotations) that the change creates where the syncer sent none — the annotations map
 // whenever the object has none, since the undo itself is written there: undone last, they
 // remove the maps again when nothing else is left in them. The one place of that rule.
-func Created(entries []Entry, paths ...string) []Entry {
+func created(entries []Entry, paths ...string) []Entry {
 	for _, p := range paths {
-		entries = append([]Entry{EmptyMapEntry(p)}, entries...)
+		entries = append([]Entry{emptyMapEntry(p)}, entries...)
 	}
 	return entries
 }
 
-// RecordOn returns entries as a write records them on an object whose annotations member is
+// recordOn returns entries as a write records them on an object whose annotations member is
 // annotations (JSON; nil: absent): preceded by the empty-map entry of the annotations map
-// (Created) where the object has none, or null, since the undo itself is written there.
-func RecordOn(annotations []byte, entries []Entry) []Entry {
+// (created) where the object has none, or null, since the undo itself is written there.
+func recordOn(annotations []byte, entries []Entry) []Entry {
 	if len(annotations) == 0 || string(annotations) == "null" {
-		return Created(entries, "/metadata/annotations")
+		return created(entries, "/metadata/annotations")
 	}
 	return entries
 }
@@ -306,7 +306,7 @@ func RecordOps(raw []byte, before *jsonscan.Index, meta []byte, hasMeta bool, op
 	if m, _, found := jsonscan.Find(meta, "annotations"); found {
 		annotations = m.Value
 	}
-	if value, err = seal(RecordOn(annotations, entries)); err != nil {
+	if value, err = seal(recordOn(annotations, entries)); err != nil {
 		return ops, "", false, err
 	}
 	return append(ops, AnnotationOp(meta, hasMeta, annotations, value)), value, true, nil
