@@ -329,10 +329,11 @@ func (c *Cache) Get(ctx context.Context, name string) (*corev1.Namespace, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnknown, err)
 	}
-	if inf.HasSynced() {
-		if ns := cached(inf, name); ns != nil {
-			return ns, nil
-		}
+	// What the store holds is what the apiserver listed or the watch delivered, synced or not
+	// (client-go may run the handler that woke an earlier Get before it reports HasSynced):
+	// only a miss needs the first list (miss).
+	if ns := cached(inf, name); ns != nil {
+		return ns, nil
 	}
 	return c.miss(ctx, inf, client, name)
 }
