@@ -280,15 +280,7 @@ func (o oracle) write(ns string, raw []byte, model bool) []byte {
 	if err != nil {
 		o.t.Fatalf("write %s/%s: %v\n%s", ns, u.GetName(), err, raw)
 	}
-	got := &unstructured.Unstructured{}
-	got.SetGroupVersionKind(o.gvk)
-	if err := o.c.Get(o.t.Context(), client.ObjectKeyFromObject(u), got); err != nil {
-		o.t.Fatal(err)
-	}
-	stored, err := got.MarshalJSON()
-	if err != nil {
-		o.t.Fatal(err)
-	}
+	stored := o.stored(u)
 	if model {
 		modeled, err := hoststore.Store(o.gvk, raw)
 		if err != nil {
@@ -312,6 +304,12 @@ func (o oracle) writeStatus(raw []byte) []byte {
 	if err := o.c.Status().Update(o.t.Context(), u); err != nil {
 		o.t.Fatalf("write the status of %s/%s: %v\n%s", u.GetNamespace(), u.GetName(), err, raw)
 	}
+	return o.stored(u)
+}
+
+// stored gets u back from the apiserver and returns the object as it stores it (JSON).
+func (o oracle) stored(u *unstructured.Unstructured) []byte {
+	o.t.Helper()
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(o.gvk)
 	if err := o.c.Get(o.t.Context(), client.ObjectKeyFromObject(u), got); err != nil {

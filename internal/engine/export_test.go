@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
 )
@@ -23,7 +24,7 @@ func TakesAsOwnUndo(reg *Registry, gvk schema.GroupVersionKind, t hooks.HookType
 	if !had {
 		return false
 	}
-	_, own := reg.rule(Key{GVK: gvk, Type: read}).PlanWrite(t.Op() == hooks.OpUpdate, undo.SubjectOf(gvk, read.Side(), raw), value)
+	_, own := reg.rule(Key{GVK: gvk, Type: read}).PlanWrite(t.Op() == hooks.OpUpdate, undo.SubjectOf(gvk, read.Side(), raw, jsondoc.New(raw)), value)
 	return own
 }
 

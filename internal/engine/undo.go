@@ -108,14 +108,11 @@ func (r *Registry) seal(c *chain, id undo.Identity, entries, carry []undo.Entry)
 	return value, nil
 }
 
-// subjectOf is undo.SubjectOf for the object raw of the call, read from what checkInput found
+// subjectOf is undo.SubjectIn for the object raw of the call, read from what checkInput found
 // when raw is the request's object (no scan of the whole object), with doc as its Doc.
 func (r *call) subjectOf(key Key, raw []byte, doc *jsondoc.Doc) undo.Subject {
 	immutable, _ := r.indexOf(raw).Lookup("/immutable")
-	return undo.Subject{
-		GVK: key.GVK, ID: r.identityOf(key, raw), Side: key.Type.Side(), Immutable: string(immutable) == "true",
-		Doc: func() (undo.Doc, error) { return doc, nil },
-	}
+	return undo.SubjectIn(r.identityOf(key, raw), key.GVK, key.Type.Side(), string(immutable), doc)
 }
 
 // undoAnnotationOf is undo.AnnotationIn for the object raw of the call, read in its metadata

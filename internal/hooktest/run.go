@@ -217,7 +217,7 @@ func (f *File) runCase(ctx context.Context, reg *engine.Registry, i int, opts Op
 			return "", "", err
 		}
 	}
-	res, runErr := mutateWith(ctx, reg, gvk, t, in, old, opts.Timeout)
+	res, runErr := mutate(ctx, reg, gvk, t, in, old, opts.Timeout)
 	if c.Expect.Error != "" {
 		switch {
 		case runErr == nil:
@@ -248,7 +248,7 @@ func (f *File) runCase(ctx context.Context, reg *engine.Registry, i int, opts Op
 		if err != nil {
 			return fmt.Sprintf("the host would refuse what the write gave: %v", err), "", nil
 		}
-		back, err := mutate(ctx, reg, gvk, read, stored, opts.Timeout)
+		back, err := mutate(ctx, reg, gvk, read, stored, nil, opts.Timeout)
 		if err != nil {
 			return fmt.Sprintf("the read (%s) of what the host stores failed: %v", read, err), "", nil
 		}
@@ -328,14 +328,10 @@ func createOnly(reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookT
 	return out
 }
 
-// mutate runs the chain of t on raw and returns the resulting object.
-func mutate(ctx context.Context, reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, timeout time.Duration) ([]byte, error) {
-	return mutateWith(ctx, reg, gvk, t, raw, nil, timeout)
-}
-
-// mutateWith is mutate with the request's old object (nil: none), as the admission endpoint
-// passes kube-apiserver's request.oldObject of an UPDATE.
-func mutateWith(ctx context.Context, reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookType, raw, old []byte, timeout time.Duration) ([]byte, error) {
+// mutate runs the chain of t on raw, with the request's old object (nil: none, as the
+// admission endpoint passes kube-apiserver's request.oldObject of an UPDATE), and returns the
+// resulting object.
+func mutate(ctx context.Context, reg *engine.Registry, gvk schema.GroupVersionKind, t hooks.HookType, raw, old []byte, timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := reg.MutateWithOptions(ctx, gvk, t, raw, engine.MutateOptions{OldObject: old})

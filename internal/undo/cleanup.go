@@ -55,9 +55,8 @@ func (r Rule) Cleanup(ctx context.Context, gvk schema.GroupVersionKind, side Sid
 	}
 	var res CleanupResult
 	if value, ok := annotations[Annotation].(string); ok {
-		s := SubjectOf(gvk, side, raw)
-		s.Doc = func() (Doc, error) { return doc, nil } // read before anything is applied
-		steps, unrestored, dropped := r.PlanCleanup(s, value)
+		// the plan reads doc before anything is applied
+		steps, unrestored, dropped := r.PlanCleanup(SubjectOf(gvk, side, raw, doc), value)
 		res.Unrestored, res.Dropped = unrestored, dropped
 		switch res := Restore(ctx, doc, steps); res.Reason {
 		case "":

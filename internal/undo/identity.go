@@ -85,13 +85,16 @@ func IdentityIn(gvk schema.GroupVersionKind, side Side, meta []byte) Identity {
 	return m.Identity(gvk, side)
 }
 
-// SubjectOf returns the stored JSON object raw of kind gvk on side as a plan sees it: its
-// Identity, whether it says immutable: true (a Secret or ConfigMap whose data the apiserver
-// will not let anyone change), and raw as a Doc (jsondoc).
-func SubjectOf(gvk schema.GroupVersionKind, side Side, raw []byte) Subject {
-	m, _, ok := jsonscan.Find(raw, "immutable")
-	return Subject{
-		GVK: gvk, ID: identityOf(gvk, side, raw), Side: side, Immutable: ok && string(m.Value) == "true",
-		Doc: func() (Doc, error) { return jsondoc.New(raw), nil },
-	}
+// SubjectOf returns the stored JSON object raw of kind gvk on side, read as doc (a
+// jsondoc.Doc of raw), as a plan sees it (SubjectIn).
+func SubjectOf(gvk schema.GroupVersionKind, side Side, raw []byte, doc *jsondoc.Doc) Subject {
+	m, _, _ := jsonscan.Find(raw, "immutable")
+	return SubjectIn(identityOf(gvk, side, raw), gvk, side, string(m.Value), doc)
+}
+
+// SubjectIn is the Subject of the object id of kind gvk on side, whose top-level immutable
+// member is immutable (its JSON text; "" when absent: only "true" makes it a Secret or
+// ConfigMap whose data the apiserver will not let anyone change), read as doc.
+func SubjectIn(id Identity, gvk schema.GroupVersionKind, side Side, immutable string, doc Doc) Subject {
+	return Subject{GVK: gvk, ID: id, Side: side, Immutable: immutable == "true", Doc: func() (Doc, error) { return doc, nil }}
 }
