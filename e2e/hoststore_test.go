@@ -230,8 +230,17 @@ func TestTheReadIsRightOnWhatARealAPIServerStores(t *testing.T) {
 			plain = o.write(plainNS, mergeJSON(t, plain, tc.update), false)
 			// (hoststore models a write of the object, not of its status subresource: an update
 			// keeps the status the kubelet wrote, whatever the view sent carries of it.)
-			view = o.read(o.write(hookedNS, o.mutate(hooks.UpdatePhysical, mergeJSON(t, view, tc.update)), tc.status == ""))
-			o.same("update", view, plain)
+			stored = o.write(hookedNS, o.mutate(hooks.UpdatePhysical, mergeJSON(t, view, tc.update)), tc.status == "")
+			o.same("update", o.read(stored), plain)
+
+			// An update sent from the stored object itself (the sealed undo on it, as a client
+			// that writes back what it listed sends it), with one more change of the tenant's:
+			// the write applies its own undo first (undo.Rule.BeforeWrite) and records only the
+			// new change.
+			const again = `{"metadata":{"labels":{"again":"1"}}}`
+			plain = o.write(plainNS, mergeJSON(t, plain, again), false)
+			stored = o.write(hookedNS, o.mutate(hooks.UpdatePhysical, mergeJSON(t, stored, again)), tc.status == "")
+			o.same("update from the stored object", o.read(stored), plain)
 		})
 	}
 }
