@@ -49,7 +49,7 @@ func invalid(agg utilerrors.Aggregate, causes ...error) error {
 // Config is synchook's configuration: the built-in hooks to register, in order.
 type Config struct {
 	// Provenance, when true, makes every object a chain changed carry the annotation
-	// synchook.io/mutated-by naming each hook that changed it (engine.ProvenanceAnnotation).
+	// synchook.io/mutated-by naming each hook that changed it (undo.ProvenanceAnnotation).
 	// Default false.
 	Provenance bool `json:"provenance,omitempty"`
 	// Hooks are the hook entries; each registers one hook per resource.

@@ -186,7 +186,7 @@ func sameError(a, b string) bool {
 }
 
 // sameJSON compares two JSON documents as values (numbers by their text), with the build
-// version left out of engine.ProvenanceAnnotation: a new build names itself there, and that
+// version left out of undo.ProvenanceAnnotation: a new build names itself there, and that
 // alone is not a difference in what the hooks do. With foreignKey, sealed undo annotation
 // values all compare equal (maskSeals).
 func sameJSON(a, b []byte, foreignKey bool) (bool, error) {
@@ -215,8 +215,8 @@ func withoutVersion(v any) {
 	obj, _ := v.(map[string]any)
 	meta, _ := obj["metadata"].(map[string]any)
 	ann, _ := meta["annotations"].(map[string]any)
-	if s, ok := ann[engine.ProvenanceAnnotation].(string); ok {
-		ann[engine.ProvenanceAnnotation] = provenanceVersion.ReplaceAllString(s, "@#")
+	if s, ok := ann[undo.ProvenanceAnnotation].(string); ok {
+		ann[undo.ProvenanceAnnotation] = provenanceVersion.ReplaceAllString(s, "@#")
 	}
 }
 

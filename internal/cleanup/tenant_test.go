@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/synchook/synchook/internal/cleanup"
-	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/testenv"
 	"github.com/synchook/synchook/internal/undo"
 )
@@ -132,7 +131,7 @@ func TestCleanupOfTenantAndRefusedUndos(t *testing.T) {
 			objects: func(ns string) []string {
 				return []string{configMap(t, ns, "hooked", with(syncerLabels, "tenant", "a"), with(syncerAnnotations,
 					undo.Annotation, sealed(t, ring, "ConfigMap", ns, "hooked", undo.Entry{Path: "/metadata/labels/tenant", Hooked: raw("a")}),
-					engine.ProvenanceAnnotation, "labels@v1#00000000"))}
+					undo.ProvenanceAnnotation, "labels@v1#00000000"))}
 			},
 			wantCode: 0,
 			want:     []string{"cleaned 1/1 v1/ConfigMap", "1 object seen: 1 cleaned, 1 undo applied, 0 entries left unrestored, 0 undos not applied, 0 objects refused"},
@@ -153,7 +152,7 @@ func TestCleanupOfTenantAndRefusedUndos(t *testing.T) {
 					undo.Entry{Path: "/metadata/annotations/vcluster.loft.sh~1object-namespace", Hooked: raw("team-a"), Original: raw("kube-system")},
 				)
 				return []string{configMap(t, ns, "settings", syncerLabels, with(syncerAnnotations,
-					undo.Annotation, forged, engine.ProvenanceAnnotation, "labels@v1#00000000"))}
+					undo.Annotation, forged, undo.ProvenanceAnnotation, "labels@v1#00000000"))}
 			},
 			wantCode: 1,
 			want: []string{
@@ -177,7 +176,7 @@ func TestCleanupOfTenantAndRefusedUndos(t *testing.T) {
 					configMap(t, ns, "a-refused", with(syncerLabels, "x", "a"), with(syncerAnnotations,
 						undo.Annotation, sealed(t, ring, "ConfigMap", ns, "a-refused",
 							undo.Entry{Path: "/metadata/labels/x", Hooked: raw("a"), Original: raw("-bad value-")}),
-						engine.ProvenanceAnnotation, "labels@v1#00000000")),
+						undo.ProvenanceAnnotation, "labels@v1#00000000")),
 					configMap(t, ns, "b-after", with(syncerLabels, "y", "hooked"), with(syncerAnnotations,
 						undo.Annotation, sealed(t, ring, "ConfigMap", ns, "b-after",
 							undo.Entry{Path: "/metadata/labels/y", Hooked: raw("hooked"), Original: raw("original")}))),
@@ -257,7 +256,7 @@ func TestCleanupOfTenantAndRefusedUndos(t *testing.T) {
 		const ns = "vc-update-fails"
 		createNamespace(t, c, ns)
 		for _, name := range []string{"a-forbidden", "b-fine"} {
-			create(t, c, configMap(t, ns, name, syncerLabels, map[string]string{engine.ProvenanceAnnotation: "labels@v1#00000000"}))
+			create(t, c, configMap(t, ns, name, syncerLabels, map[string]string{undo.ProvenanceAnnotation: "labels@v1#00000000"}))
 		}
 		denying := interceptor.NewClient(mustWithWatch(t, env.Config), interceptor.Funcs{
 			Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {

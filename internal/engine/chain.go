@@ -23,7 +23,6 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/answer"
 	"github.com/synchook/synchook/internal/jsondoc"
-	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/metamap"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
@@ -364,7 +363,7 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 		if err := stepBoundary(ctx, c); err != nil {
 			return outcome{}, err
 		}
-		o.ops, err = rn.withUndo(c, raw, o.ops, rn.carry)
+		o.ops, _, _, err = rn.record(c, raw, o.ops, true)
 		o.merge = nil
 		return o, err
 	}
@@ -375,82 +374,42 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 }
 
 // runRestored is runChain for a write that brings an undo synchook wrote itself
-// (undo.Rule.BeforeWrite under the read rule of c's side): the undo's steps are applied first
-// and the annotation removed, the chain runs on that object, and the patch goes from raw to
-// the result, so the new undo records only the new change and never the old undo (no
-// nesting). own is false when raw brings no such undo (on a Create, always): whatever is there
-// is the tenant's, and runChain goes on.
+// (undo.Rule.Rewrite under the read rule of c's side): the chain runs on the object with
+// that undo applied, recording only the new change. own is false when raw brings no such undo
+// (on a Create, always): whatever is there is the tenant's, and runChain goes on.
 func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte) (o outcome, own bool, err error) {
 	value, had := rn.undoAnnotationOf(raw) // runChain's caller gate (mayCarryUndo) looked for the marker
 	if !had {
 		return outcome{}, false, nil
 	}
-	if !rn.validJSON && !jsonscan.Valid(raw) { // the Doc splits only what it reads
-		var v any
-		return outcome{}, true, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
+	if err := checkJSON(c.key.GVK, raw, rn.validJSON); err != nil { // the Doc splits only what it reads
+		return outcome{}, true, err
 	}
 	doc := jsondoc.New(raw)
 	read, _ := c.key.Type.ReadOf() // runChain calls runRestored for a Create or an Update only
 	readKey := Key{GVK: c.key.GVK, Type: read}
-	update := c.key.Type.Op() == hooks.OpUpdate
-	carry, own, err := rn.reg.rule(readKey).BeforeWrite(ctx, update, rn.subjectOf(readKey, raw, doc), doc, value)
-	if !own || err != nil {
-		if err != nil {
-			err = fmt.Errorf("%s: %w", c.key, err)
-		}
-		return outcome{}, own, err
+	var theirs error // the chain's and the seal's errors, which go out as they are
+	run := func(restored []byte, carry []undo.Entry) ([]patch.Operation, error) {
+		in := *rn // the chain records the carried entries before its own
+		in.carry = carry
+		o, theirs = in.runChain(ctx, c, restored)
+		return o.ops, theirs
 	}
-	restored, err := doc.Bytes()
-	if err != nil {
-		return outcome{}, true, fmt.Errorf("%s: %w", c.key, err)
-	}
-	in := *rn // the chain records the carried entries before its own
-	in.carry = carry
-	o, err = in.runChain(ctx, c, restored)
-	if err != nil {
-		return outcome{}, true, err
-	}
-	if err := doc.ApplyOps(o.ops); err != nil { // a patch of restored: it goes on after the restore
-		return outcome{}, true, fmt.Errorf("%s: %w", c.key, err)
-	}
-	if len(carry) > 0 && rn.reg.recordsUndo(c) {
-		if _, has := doc.Lookup([]string{"metadata", "annotations", undo.Annotation}); !has {
-			// the chain changed nothing: record them alone
-			value, err := rn.reg.seal(c, rn.identityOf(c.key, raw), nil, carry)
-			if err != nil {
-				return outcome{}, true, err
-			}
-			undo.SetAnnotation(doc, value) // false: no metadata object to carry them on
+	var sealCarry func([]undo.Entry) (string, error)
+	if rn.reg.recordsUndo(c) {
+		sealCarry = func(carry []undo.Entry) (value string, err error) {
+			value, theirs = rn.reg.seal(c, rn.identityOf(c.key, raw), nil, carry)
+			return value, theirs
 		}
 	}
-	if !doc.Changed() {
-		return outcome{hooks: o.hooks}, true, nil
-	}
-	// The restore and the hooks' edits often cancel out (the hooks put back what the undo took
-	// off, sealed alike): the patch is what changed between raw and the result, nothing when
-	// nothing did; the answer is made from the Doc.
-	final, err := doc.Bytes()
-	if err != nil {
-		return outcome{}, true, fmt.Errorf("%s: %w", c.key, err)
-	}
-	ops, err := patch.Diff(raw, final)
-	if err != nil || len(ops) == 0 {
-		return outcome{hooks: o.hooks}, true, err
+	ops, own, err := rn.reg.rule(readKey).Rewrite(ctx, c.key.Type.Op() == hooks.OpUpdate, rn.subjectOf(readKey, raw, doc), raw, doc, value, run, sealCarry)
+	switch {
+	case err != nil && err != theirs:
+		return outcome{}, own, fmt.Errorf("%s: %w", c.key, err)
+	case err != nil || len(ops) == 0:
+		return outcome{hooks: o.hooks}, own, err
 	}
 	return outcome{ops: ops, hooks: o.hooks, doc: doc}, true, nil
-}
-
-// withUndo returns ops (a patch of raw) followed by the operation that records, in
-// undo.Annotation, how to go back from the hooked object to raw (undo.RecordOps), sealed
-// after the carried entries carry.
-func (r *call) withUndo(c *chain, raw []byte, ops []patch.Operation, carry []undo.Entry) ([]patch.Operation, error) {
-	meta, hasMeta := r.metadataOf(raw)
-	out, _, _, err := undo.RecordOps(raw, r.indexOf(raw), meta, hasMeta, ops, true, r.sealer(c, raw, carry))
-	var hookErr *HookError
-	if err != nil && !errors.As(err, &hookErr) { // the patch did not apply
-		return nil, fmt.Errorf("%s: %w", c.key, err)
-	}
-	return out, err
 }
 
 // applyOps applies the JSON Patch ops to doc.
@@ -467,18 +426,14 @@ func applyOps(doc []byte, ops ...patch.Operation) ([]byte, error) {
 // patch goes from raw to the final object. An undo that is not synchook's (undo.Rule) is dropped and
 // counted, never an error. The undo and the hooks run under one concurrency slot;
 // an undo of labels and annotations only works on the two maps alone (undoMetadata), any other
-// on the request's object as a jsondoc.Doc (undoView): its edits are the patch and the answer
+// on the request's object as a jsondoc.Doc (undo.Plan.Read): its edits are the patch and the answer
 // is encoded from it, so the object is neither decoded whole nor encoded again.
 // An object without the annotation goes to the hooks as it is, which validate it.
 func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome, error) {
 	value, had := rn.undoAnnotationOf(raw)
 	if !had {
 		if len(c.hooks) == 0 {
-			if !rn.validJSON && !jsonscan.Valid(raw) {
-				var v any
-				return outcome{}, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
-			}
-			return outcome{}, nil
+			return outcome{}, checkJSON(c.key.GVK, raw, rn.validJSON)
 		}
 		return rn.runChain(ctx, c, raw)
 	}
@@ -487,14 +442,12 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 		return outcome{}, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
 	}
 	defer done()
-	if !rn.validJSON && !jsonscan.Valid(raw) { // the Doc splits only what it reads
-		var v any
-		return outcome{}, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
+	if err := checkJSON(c.key.GVK, raw, rn.validJSON); err != nil { // the Doc splits only what it reads
+		return outcome{}, err
 	}
 	doc := jsondoc.New(raw)
 	plan := rn.reg.rule(c.key).PlanRead(rn.subjectOf(c.key, raw, doc), value)
-	reason := plan.Reason
-	if reason == "" {
+	if plan.Reason == "" {
 		o, dropped, err := inner.undoMetadata(ctx, c, raw, plan)
 		if !errors.Is(err, errNotMetadataPath) {
 			if dropped != "" {
@@ -502,29 +455,29 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 			}
 			return o, err
 		}
-		reason = inner.undoView(ctx, c, raw, doc, plan)
 	}
-	if reason != "" {
-		rn.observeUndoRejected(c.key, reason)
-		doc = jsondoc.New(raw) // whatever was half-applied is dropped
-	}
+	var hooksOf func([]byte) ([]patch.Operation, error)
+	var theirs error // the hooks' errors, which go out as they are
 	n := 0
 	if len(c.hooks) > 0 {
-		// The same hooks without the undo step: runChain, not runChainOps.
-		view, err := doc.Bytes()
-		if err != nil {
-			return outcome{}, fmt.Errorf("%s: %w", c.key, err)
-		}
-		o, err := inner.runChain(ctx, c, view)
-		if err != nil {
-			return outcome{}, err
-		}
-		n = o.hooks
-		if err := doc.ApplyOps(o.ops); err != nil { // a patch of view: it goes on after the undo's edits
-			return outcome{}, fmt.Errorf("%s: %w", c.key, err)
+		hooksOf = func(view []byte) ([]patch.Operation, error) {
+			o, err := inner.runChain(ctx, c, view) // the same hooks without the undo step
+			n, theirs = o.hooks, err
+			return o.ops, err
 		}
 	}
-	if !doc.Changed() {
+	doc, res, err := plan.Read(ctx, doc, raw, inner.resealer(c, raw), hooksOf)
+	if res.Reason != "" {
+		rn.observeUndoRejected(c.key, res.Reason)
+	} else {
+		rn.observeUndoSkipped(c.key, res.Skipped)
+	}
+	switch {
+	case err != nil && err != theirs:
+		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
+	case err != nil:
+		return outcome{}, err
+	case !doc.Changed():
 		return outcome{hooks: n}, nil // the undo dropped and no change by the hooks
 	}
 	if err := stepBoundary(ctx, c); err != nil {
@@ -591,7 +544,7 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 		before, _ = obj.DeepCopyObject().(client.Object)
 	}
 	if _, write := c.key.Type.ReadOf(); write {
-		if ann := obj.GetAnnotations(); dropReserved(ann) { // after the copy: the removal is a change
+		if ann := obj.GetAnnotations(); undo.DropReserved(ann) { // after the copy: the removal is a change
 			obj.SetAnnotations(ann)
 		}
 	}
@@ -668,7 +621,9 @@ func runLight(ctx context.Context, rn *call, c *chain, raw []byte, before, out c
 		return outcome{hooks: len(c.hooks)}, true, nil
 	}
 	if records {
-		value, sealed, err := rn.sealWith(c, raw, &o.ops) // identity as the request has it (only the maps changed)
+		var value string
+		var sealed bool
+		o.ops, value, sealed, err = rn.record(c, raw, o.ops, false) // identity as the request has it (only the maps changed)
 		if err != nil || !sealed {
 			return outcome{}, sealed, err // not sealed: the whole compare records it
 		}
@@ -704,16 +659,15 @@ const stripStepEvery = 256
 // cannot make an object the schema refuses. errNotDocPath where the undo would need the whole
 // object (a removal of metadata's annotations as a whole).
 func (rn *call) runStripDoc(ctx context.Context, c *chain, raw []byte, records bool) (outcome, error) {
-	if !rn.validJSON && !jsonscan.Valid(raw) {
-		var v any
-		return outcome{}, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
+	if err := checkJSON(c.key.GVK, raw, rn.validJSON); err != nil {
+		return outcome{}, err
 	}
 	if rn.topOf(raw) == nil || rn.top.metadata == nil || rn.top.metadata[0] != '{' {
 		return outcome{}, errNotDocPath // the request's own object, with metadata: what the rest reads
 	}
 	doc := jsondoc.New(raw)
-	if _, write := c.key.Type.ReadOf(); write { // the reserved annotations are synchook's (dropReserved)
-		for _, k := range reservedAnnotations {
+	if _, write := c.key.Type.ReadOf(); write { // the reserved annotations are synchook's (undo.DropReserved)
+		for _, k := range undo.Reserved {
 			doc.Remove([]string{"metadata", "annotations", k})
 		}
 	}
@@ -746,7 +700,7 @@ func (rn *call) runStripDoc(ctx context.Context, c *chain, raw []byte, records b
 	ops := doc.Ops()
 	if records {
 		n := len(ops)
-		value, sealed, err := rn.sealWith(c, raw, &ops)
+		ops, value, sealed, err := rn.record(c, raw, ops, false)
 		if err != nil {
 			return outcome{}, err
 		}
@@ -799,7 +753,7 @@ func runUnstructured(ctx context.Context, rn *call, c *chain, raw []byte, obj cl
 		return outcome{}, fmt.Errorf("encode %s: %w", gvk.Kind, err)
 	}
 	if _, write := c.key.Type.ReadOf(); write {
-		if ann := obj.GetAnnotations(); dropReserved(ann) { // after the encoding: the removal is a change
+		if ann := obj.GetAnnotations(); undo.DropReserved(ann) { // after the encoding: the removal is a change
 			obj.SetAnnotations(ann)
 		}
 	}

@@ -89,7 +89,7 @@ func (r *Registry) withSealingKey() (*Registry, error) {
 // replaces the undo and drops a provenance mark when its hooks change nothing more), or "".
 func changedPath(ops []patch.Operation) string {
 	for _, op := range ops {
-		if !isReservedPath(op.Path) && op.Path != "/metadata/annotations" {
+		if !undo.IsReservedPath(op.Path) && op.Path != "/metadata/annotations" {
 			return op.Path
 		}
 	}

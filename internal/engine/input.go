@@ -82,6 +82,17 @@ func (r *Registry) checkInput(gvk schema.GroupVersionKind, t hooks.HookType, raw
 	return top, nil
 }
 
+// checkJSON returns a *DecodeError of gvk naming raw's syntax error when raw is not valid JSON
+// (not checked again when valid says it is), nil otherwise: for the paths that read raw as a
+// jsondoc.Doc or a metadata parse, which split only what they read.
+func checkJSON(gvk schema.GroupVersionKind, raw []byte, valid bool) error {
+	if valid || jsonscan.Valid(raw) {
+		return nil
+	}
+	var v any
+	return &DecodeError{GVK: gvk, Err: json.Unmarshal(raw, &v)}
+}
+
 // withOldObject checks old, the old object of a request for (gvk, t) (MutateOptions.OldObject),
 // as checkInput checks the object, and returns ctx carrying it for the chain's hooks
 // (hooks.WithOldObject). A (gvk, t) without a chain leaves it out (nothing runs); a list of a

@@ -42,7 +42,7 @@ type loopDetector struct {
 
 func (d *loopDetector) observe(reg *Registry, gvk schema.GroupVersionKind, t hooks.HookType, meta, p []byte) {
 	uid := metadataUID(meta)
-	if uid == "" || onlyReserved(p, meta) {
+	if uid == "" || undo.OnlyReserved(p, meta) {
 		return
 	}
 	now := time.Now()
@@ -100,58 +100,4 @@ func firstPath(p []byte) string {
 		return ops[0].Path
 	}
 	return ""
-}
-
-// onlyReserved reports whether the JSON Patch p changes nothing but synchook's reserved
-// annotations: the removal of what a tenant wrote there and the undo that records it. That is
-// no change of the hooks, so no loop of theirs either, however often the tenant's object comes.
-// meta is the sent object's metadata (JSON): a removal of the whole annotations map (a typed
-// chain's diff, where the tenant's reserved keys were all it held) is reserved only when the
-// sent map held nothing else.
-func onlyReserved(p, meta []byte) bool {
-	var ops []struct {
-		Op    string          `json:"op"`
-		Path  string          `json:"path"`
-		Value json.RawMessage `json:"value"`
-	}
-	if json.Unmarshal(p, &ops) != nil || len(ops) == 0 {
-		return false
-	}
-	for _, op := range ops {
-		switch {
-		case isReservedPath(op.Path):
-		case op.Path == "/metadata/annotations" && op.Op == "remove":
-			var sent struct {
-				Annotations json.RawMessage `json:"annotations"`
-			}
-			if json.Unmarshal(meta, &sent) != nil || !reservedKeysOnly(sent.Annotations) {
-				return false
-			}
-		case op.Path == "/metadata/annotations": // a map made for the undo alone
-			if !reservedKeysOnly(op.Value) {
-				return false
-			}
-		case op.Path == "/metadata":
-			var meta map[string]json.RawMessage
-			if json.Unmarshal(op.Value, &meta) != nil || len(meta) != 1 || !reservedKeysOnly(meta["annotations"]) {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func reservedKeysOnly(v json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(v, &m) != nil {
-		return false
-	}
-	for k := range m {
-		if k != undo.Annotation && k != ProvenanceAnnotation {
-			return false
-		}
-	}
-	return true
 }

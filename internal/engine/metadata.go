@@ -54,9 +54,8 @@ type mapField struct {
 // when not nil, is what checkInput found at raw's top level, which is then not scanned again.
 // The chain's kind is checked against apiVersion and kind when it is unstructured.
 func (c *chain) parseMetadata(raw []byte, valid bool, top *topLevel) (*metadataDoc, error) {
-	if !valid && !jsonscan.Valid(raw) {
-		var v any
-		return nil, &DecodeError{GVK: c.key.GVK, Err: json.Unmarshal(raw, &v)}
+	if err := checkJSON(c.key.GVK, raw, valid); err != nil {
+		return nil, err
 	}
 	if top == nil {
 		var err error
@@ -274,7 +273,7 @@ func (c *chain) runMetadata(ctx context.Context, rn *call, raw []byte, undo bool
 func (c *chain) metadataHooked(ctx context.Context, rn *call, namespace string, before [2]map[string]string) (*hooks.Metadata, error) {
 	m := &hooks.Metadata{Namespace: namespace, Labels: maps.Clone(before[0]), Annotations: maps.Clone(before[1])}
 	if _, write := c.key.Type.ReadOf(); write {
-		dropReserved(m.Annotations) // synchook's own: never what the request brings (undo.go)
+		undo.DropReserved(m.Annotations) // synchook's own: never what the request brings (undo.go)
 	}
 	err := c.supervise(ctx, rn, func(running *atomic.Int32) error {
 		for i, h := range c.hooks {

@@ -8,15 +8,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
-// ProvenanceAnnotation lists the hooks that changed an object (RegistryOptions.Provenance):
-// "hook@version#sha" per hook, comma-separated, in chain order; sha is the first 8 hex digits
-// of the SHA-256 of the hook's own JSON Patch, so the same change always has the same sha.
-const ProvenanceAnnotation = "synchook.io/mutated-by"
-
-// marksProvenance reports whether chain c sets ProvenanceAnnotation: RegistryOptions.Provenance
+// marksProvenance reports whether chain c sets undo.ProvenanceAnnotation: RegistryOptions.Provenance
 // is on and c writes to the host (CreatePhysical, UpdatePhysical). Reads never mark their view,
 // and writes to the virtual cluster never mark the tenant's object: vcluster copies what it
 // reads to the other side, and the tenant must not see the platform's hook names there.
@@ -32,12 +28,12 @@ func provenanceMark(name, version string, pre, post []byte) string {
 	return name + "@" + version + "#" + hex.EncodeToString(sum[:4])
 }
 
-// setProvenance puts marks into obj's ProvenanceAnnotation.
+// setProvenance puts marks into obj's undo.ProvenanceAnnotation.
 func setProvenance(obj client.Object, marks []string) {
 	ann := obj.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[ProvenanceAnnotation] = strings.Join(marks, ",")
+	ann[undo.ProvenanceAnnotation] = strings.Join(marks, ",")
 	obj.SetAnnotations(ann)
 }

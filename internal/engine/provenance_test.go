@@ -12,6 +12,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -50,9 +51,9 @@ func TestProvenanceNamesEveryHookThatChangedTheObjectAndComesOffOnTheWayBack(t *
 	if err := json.Unmarshal(hooked, &pod); err != nil {
 		t.Fatal(err)
 	}
-	got := pod.Annotations[engine.ProvenanceAnnotation]
+	got := pod.Annotations[undo.ProvenanceAnnotation]
 	if !regexp.MustCompile(`^first@v1\.2\.3#[0-9a-f]{8},second@v1\.2\.3#[0-9a-f]{8}$`).MatchString(got) {
-		t.Errorf("%s = %q, want first and second (not idle) as hook@version#sha", engine.ProvenanceAnnotation, got)
+		t.Errorf("%s = %q, want first and second (not idle) as hook@version#sha", undo.ProvenanceAnnotation, got)
 	}
 	back, err := reg.Mutate(t.Context(), gvk, hooks.GetPhysical, hooked)
 	if err != nil {

@@ -163,11 +163,11 @@ type RegistryOptions struct {
 	// undo.ErrTooLarge. Default undo.DefaultMaxBytes (16 KiB).
 	MaxUndoBytes int
 	// Provenance makes every object a host write chain (CreatePhysical, UpdatePhysical) changed
-	// carry ProvenanceAnnotation: one "hook@version#sha" per hook that changed it, sha the first 8 hex digits of the SHA-256 of
+	// carry undo.ProvenanceAnnotation: one "hook@version#sha" per hook that changed it, sha the first 8 hex digits of the SHA-256 of
 	// that hook's own JSON Patch. With Undo it is taken off again on the way back like any
 	// change. It costs an encode per hook: off by default.
 	Provenance bool
-	// Version is the build's version in ProvenanceAnnotation, and the revision of every hook
+	// Version is the build's version in undo.ProvenanceAnnotation, and the revision of every hook
 	// registered without one (RegisterRevision). Default "dev".
 	Version string
 	// Keys holds the key ring that seals and opens undo annotations (package undo).

@@ -368,21 +368,21 @@ func (h *heldSlot) done() {
 	}
 }
 
-// observeUndoRejected tells the observer, when it is an UndoObserver, that a read of key
+// observeUndoRejected tells the observer, when it is an undo.RejectedObserver, that a read of key
 // dropped an undo annotation for reason.
 func (r *call) observeUndoRejected(key Key, reason string) {
-	if o, ok := r.observer.(UndoObserver); ok {
+	if o, ok := r.observer.(undo.RejectedObserver); ok {
 		o.ObserveUndoRejected(key.Type, key.GVK, reason)
 	}
 }
 
-// observeUndoSkipped tells the observer, when it is an UndoSkipObserver, the entries a read of
+// observeUndoSkipped tells the observer, when it is an undo.SkippedObserver, the entries a read of
 // key left out (undo.Result.Skipped).
 func (r *call) observeUndoSkipped(key Key, skipped map[string]int) {
 	if len(skipped) == 0 {
 		return
 	}
-	if o, ok := r.observer.(UndoSkipObserver); ok {
+	if o, ok := r.observer.(undo.SkippedObserver); ok {
 		for reason, n := range skipped {
 			o.ObserveUndoSkipped(key.Type, key.GVK, reason, n)
 		}

@@ -67,7 +67,7 @@ func TestTenantAttacksInProcess(t *testing.T) {
 		}
 	})
 	t.Run("the loop detector does not blame the hooks for a tenant's annotation the chain keeps removing", func(t *testing.T) {
-		sent := tenanttest.Pod("web", map[string]string{undo.Annotation: "[]", engine.ProvenanceAnnotation: "x@y#z"})
+		sent := tenanttest.Pod("web", map[string]string{undo.Annotation: "[]", undo.ProvenanceAnnotation: "x@y#z"})
 		for range 2 * engine.DefaultLoopThreshold {
 			if _, err := r.Mutate(t.Context(), tenanttest.PodGVK, hooks.UpdatePhysical, sent); err != nil {
 				t.Fatal(err)

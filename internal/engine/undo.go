@@ -1,26 +1,15 @@
 package engine
 
-// Automatic undo: what the engine asks package undo, which holds the rule, the records, the
-// seal, the identity a seal binds to, the applier and cleanup (its doc says why a tenant
-// cannot steer any of it). The engine asks three things:
-//
-//   - before a write (runChain → ownUndo, runRestored): undo.Rule.PlanWrite and undo.Apply —
-//     an Update that brings an undo synchook wrote itself applies it first and records only
-//     the new change (never nested; a Create never does: what it brings is the tenant's);
-//   - after the compare (withUndo, sealWith, recordMetadataUndo): the entries of the change
-//     (undo.RecordOps, undo.RecordMaps: the entries and the empty-map rule) sealed
-//     by undo.Rule.Seal with the newest key and written by one of undo's annotation writers.
-//     Without a key the write fails with undo.ErrNeedsKey and writes nothing;
-//   - on a read (runUndoRead → undoView, undoMetadata): undo.Rule.PlanRead and undo.Apply
-//     onto the object as the host stored it. What does not open is counted (UndoObserver),
-//     never applied, and the read never fails because of it.
-//
-// On the write side the reserved annotations (undo.Annotation, ProvenanceAnnotation) are
-// synchook's alone: a write chain takes them off the object before its hooks run, and the
-// removal is part of the recorded undo, so the reader gets the tenant's value back.
+// Automatic undo is package undo's (its doc says what it holds and why a tenant cannot steer
+// any of it). The engine asks it three things: before a write, undo.Rule.Rewrite (runRestored);
+// after the compare, the record (call.record, recordMetadataUndo); on a read, undo.Plan.Read or
+// ViewMaps (runUndoRead, undoMetadata). This file is what the engine hands it: the rule's
+// inputs from the Registry, the seal of a chain and the object's facts from the request's scan.
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -32,45 +21,6 @@ import (
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
-
-// UndoObserver is told when a read chain drops an undo.Annotation, with the undo.Reason* why
-// (a Runner's Observer that also implements it: metrics.Recorder counts them).
-type UndoObserver interface {
-	ObserveUndoRejected(t hooks.HookType, gvk schema.GroupVersionKind, reason string)
-}
-
-// UndoSkipObserver is told, after a read applied an undo, how many of its entries were left
-// out and why (undo.SkipChanged, undo.SkipHeld, undo.SkipNoPlace): the object as the host
-// stores it no longer held what the hooks wrote there (a Runner's Observer that also
-// implements it: metrics.Recorder counts them).
-type UndoSkipObserver interface {
-	ObserveUndoSkipped(t hooks.HookType, gvk schema.GroupVersionKind, reason string, n int)
-}
-
-// ProvenanceAnnotation and undo.Annotation are reserved: a write chain removes what the object
-// brings of them before its hooks run.
-var reservedAnnotations = [...]string{undo.Annotation, ProvenanceAnnotation}
-
-// dropReserved deletes the reserved annotations from ann and reports whether there were any.
-func dropReserved(ann map[string]string) bool {
-	found := false
-	for _, k := range reservedAnnotations {
-		if _, ok := ann[k]; ok {
-			delete(ann, k)
-			found = true
-		}
-	}
-	return found
-}
-
-func isUndoPath(p string) bool {
-	return p == "/metadata/annotations/synchook.io~1undo"
-}
-
-// isReservedPath reports whether p is the JSON Pointer of a reserved annotation.
-func isReservedPath(p string) bool {
-	return isUndoPath(p) || p == "/metadata/annotations/synchook.io~1mutated-by"
-}
 
 // rule returns the one rule's inputs for the chains of key's kind and side (undo.Rule): the
 // keys, the size bound, and whether the kind's Update chain of that side rewrites a change.
@@ -126,39 +76,37 @@ func (r *call) undoAnnotationOf(raw []byte) (string, bool) {
 }
 
 // sealOnto records the undo of ops — the patch of raw that the write chain c's hooks made, out
-// being the hooked typed object — on out itself, sealed (after the carried entries of the
-// call), and appends to ops the operation that writes it: so out's one encoding is the hooked
-// object with its undo. It reports false, changing nothing, where the entries need the hooked
-// document (sealWith): runChain then records it on the patch (withUndo).
+// being the hooked typed object — on out itself (record, not whole), and appends to ops the
+// operation that writes it: so out's one encoding is the hooked object with its undo. It
+// reports false, changing nothing, where the entries need the hooked document: runChain then
+// records them on the patch (record, whole).
 func (r *call) sealOnto(c *chain, raw []byte, out client.Object, ops *[]patch.Operation) (bool, error) {
-	value, ok, err := r.sealWith(c, raw, ops)
-	if err != nil || !ok || value == "" {
+	recorded, value, ok, err := r.record(c, raw, *ops, false)
+	if err != nil || !ok {
 		return ok, err
 	}
-	out.SetAnnotations(undo.SetIn(maps.Clone(out.GetAnnotations()), value)) // never the hook's own map
+	if *ops = recorded; value != "" {
+		out.SetAnnotations(undo.SetIn(maps.Clone(out.GetAnnotations()), value)) // never the hook's own map
+	}
 	return true, nil
 }
 
-// sealWith records the undo of ops for the object raw (undo.RecordOps on raw alone),
-// sealed after the call's carried entries, appending the operation that writes it to ops, and
-// returns the value ("" when ops need no undo); false, changing nothing, where the entries
-// need the hooked document (withUndo records them).
-func (r *call) sealWith(c *chain, raw []byte, ops *[]patch.Operation) (string, bool, error) {
+// record returns ops (a patch of raw that the write chain c made) followed by the operation
+// that records their undo (undo.RecordOps: whole says the entries may be read on the hooked
+// object), sealed for raw's object (identity as raw has it: the guard keeps it) after the
+// call's carried entries, and the value written ("": ops need no undo). ok is false, nothing
+// recorded, where the entries need the hooked object and whole is not set. Errors: a
+// *HookError of c (undo.ErrNeedsKey, undo.ErrTooLarge), ops do not apply to raw.
+func (r *call) record(c *chain, raw []byte, ops []patch.Operation, whole bool) ([]patch.Operation, string, bool, error) {
 	meta, hasMeta := r.metadataOf(raw)
-	out, value, ok, err := undo.RecordOps(raw, r.indexOf(raw), meta, hasMeta, *ops, false, r.sealer(c, raw, r.carry))
-	if err != nil || !ok {
-		return "", false, err
+	out, value, ok, err := undo.RecordOps(raw, r.indexOf(raw), meta, hasMeta, ops, whole, func(entries []undo.Entry) (string, error) {
+		return r.reg.seal(c, r.identityOf(c.key, raw), entries, r.carry)
+	})
+	var hookErr *HookError
+	if err != nil && !errors.As(err, &hookErr) { // the patch did not apply
+		err = fmt.Errorf("%s: %w", c.key, err)
 	}
-	*ops = out
-	return value, true, nil
-}
-
-// sealer returns Registry.seal for the write chain c on the object raw (identity as raw has
-// it: the guard keeps it), after the carried entries carry.
-func (r *call) sealer(c *chain, raw []byte, carry []undo.Entry) func([]undo.Entry) (string, error) {
-	return func(entries []undo.Entry) (string, error) {
-		return r.reg.seal(c, r.identityOf(c.key, raw), entries, carry)
-	}
+	return out, value, ok, err
 }
 
 // identityOf is undo.IdentityIn for the object raw of the call, of key's kind and side, read in
@@ -168,25 +116,19 @@ func (r *call) identityOf(key Key, raw []byte) undo.Identity {
 	return undo.IdentityIn(key.GVK, key.Type.Side(), meta)
 }
 
-// undoView is the read plan p applied onto doc, the stored object raw that the read chain c
-// hands on (undo.Plan.View), its carried entries sealed as the kind's Update chain seals them.
-// It returns why the undo is dropped ("" when it was applied); doc is then half-edited and
-// must be dropped.
-func (rn *call) undoView(ctx context.Context, c *chain, raw []byte, doc *jsondoc.Doc, p undo.Plan) string {
-	res := p.View(ctx, doc, func(carry []undo.Entry) (string, error) {
+// resealer returns the seal of the entries a read view of the stored object raw carries, read
+// by the read chain c: sealed alone, as the kind's Update chain seals them (undo.Plan.View).
+func (rn *call) resealer(c *chain, raw []byte) func([]undo.Entry) (string, error) {
+	return func(carry []undo.Entry) (string, error) {
 		wc := rn.reg.chains[Key{GVK: c.key.GVK, Type: c.key.Type.UpdateOf()}]
 		if wc == nil {
 			wc = &chain{key: c.key}
 		}
 		return rn.reg.seal(wc, rn.identityOf(wc.key, raw), nil, carry)
-	})
-	if res.Reason == "" {
-		rn.observeUndoSkipped(c.key, res.Skipped)
 	}
-	return res.Reason
 }
 
-// undoMetadata is undoView and the answer for an undo whose plan is on the labels and
+// undoMetadata is undo.Plan.Read and the answer for an undo whose plan is on the labels and
 // annotations alone (undo.Plan.OnMetadataMaps) and whose read chain's own hooks, if any, are
 // MetadataHooks: undo.Plan.ViewMaps, no decode of the object, no JSON Patch
 // apply. dropped says why the undo was dropped ("" when it was applied). It returns

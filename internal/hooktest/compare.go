@@ -68,8 +68,8 @@ var provenanceVersion = regexp.MustCompile(`@[^#,]*#`)
 // normalizeProvenance removes the build version from the object v's synchook.io/mutated-by.
 func normalizeProvenance(v any) {
 	a := annotations(v)
-	if s, ok := a[engine.ProvenanceAnnotation].(string); ok {
-		a[engine.ProvenanceAnnotation] = provenanceVersion.ReplaceAllString(s, "#")
+	if s, ok := a[undo.ProvenanceAnnotation].(string); ok {
+		a[undo.ProvenanceAnnotation] = provenanceVersion.ReplaceAllString(s, "#")
 	}
 }
 

@@ -128,14 +128,14 @@ func (r *Recorder) ObserveLoop(hookNames string, t hooks.HookType, gvk schema.Gr
 		"hook", hookNames, "hookType", t, "kind", gvk.Kind, "uid", uid, "path", path)
 }
 
-// ObserveUndoRejected implements engine.UndoObserver: it counts an undo annotation that a read
+// ObserveUndoRejected implements undo.RejectedObserver: it counts an undo annotation that a read
 // dropped (a forged, stale or malformed one: tenant input) by reason. It does not log: a
 // tenant could otherwise fill the log.
 func (r *Recorder) ObserveUndoRejected(_ hooks.HookType, _ schema.GroupVersionKind, reason string) {
 	undoRejected.WithLabelValues(reason).Inc()
 }
 
-// ObserveUndoSkipped implements engine.UndoSkipObserver: it counts the entries of an applied
+// ObserveUndoSkipped implements undo.SkippedObserver: it counts the entries of an applied
 // undo that a read left out, by kind and reason. It does not log (tenant objects drive it).
 func (r *Recorder) ObserveUndoSkipped(_ hooks.HookType, gvk schema.GroupVersionKind, reason string, n int) {
 	undoSkipped.WithLabelValues(gvk.Kind, reason).Add(float64(n))

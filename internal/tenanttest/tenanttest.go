@@ -199,14 +199,14 @@ var cases = []attack{
 		}
 	}},
 	{name: "a tenant-set synchook.io/mutated-by never reaches the host as written, even on a no-op chain", run: func(t *testing.T, m Mutator) {
-		sent := Pod("web", map[string]string{engine.ProvenanceAnnotation: "platform-labels@v9#deadbeef"})
+		sent := Pod("web", map[string]string{undo.ProvenanceAnnotation: "platform-labels@v9#deadbeef"})
 		for _, write := range []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical} {
 			hooked, err := m(t, write, PodGVK, sent)
 			if err != nil {
 				t.Fatalf("%s: %v", write, err)
 			}
-			if got := Annotation(t, hooked, engine.ProvenanceAnnotation); got == "platform-labels@v9#deadbeef" {
-				t.Errorf("%s stored the tenant's %s as written", write, engine.ProvenanceAnnotation)
+			if got := Annotation(t, hooked, undo.ProvenanceAnnotation); got == "platform-labels@v9#deadbeef" {
+				t.Errorf("%s stored the tenant's %s as written", write, undo.ProvenanceAnnotation)
 			}
 			expectView(t, m, hooks.GetPhysical, hooked, sent)
 		}

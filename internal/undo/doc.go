@@ -4,9 +4,11 @@
 // synchook.io/undo annotation with a key only synchook holds (Ring, Rule.Seal, Open) and how
 // that annotation is written (annotation.go), which of them a read may apply once the hook
 // that wrote them is no longer configured (Restorable), `synchook cleanup`'s plan and result
-// (Rule.Cleanup), and the bounds (DefaultMaxBytes, ErrTooLarge). The engine asks it three
-// things: the write plan applied before a write (Rule.BeforeWrite), the record after the
-// compare, and the read plan applied on a read (Plan.View, Plan.ViewMaps).
+// (Rule.Cleanup), the reserved annotations (Reserved) and the bounds (DefaultMaxBytes,
+// ErrTooLarge). The engine asks it three things: the write plan applied before a write
+// (Rule.Rewrite), the record after the compare (RecordOps, RecordMaps, sealed by Rule.Seal),
+// and the read plan applied on a read (Plan.Read, Plan.ViewMaps); what it cannot open is
+// told to a RejectedObserver, what an applied undo left out to a SkippedObserver.
 //
 // # The one rule
 //
