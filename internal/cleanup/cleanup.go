@@ -231,7 +231,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	}
 	r := &runner{
 		opts: opts,
-		rule: undo.Rule{Ring: opts.Ring, MaxBytes: undo.DefaultMaxBytes}, // the hooks gone: Rewrites never
+		rule: undo.Rule{Ring: opts.Ring, MaxBytes: undo.DefaultMaxBytes}, // the hooks gone: no Rewriters
 		sum:  Summary{DryRun: opts.DryRun},
 	}
 	var todo []*unstructured.Unstructured

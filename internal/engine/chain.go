@@ -404,7 +404,7 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte) (o outcom
 	}
 	ops, own, err := rn.reg.rule(readKey).Rewrite(ctx, c.key.Type.Op() == hooks.OpUpdate, rn.subjectOf(readKey, raw, doc), raw, doc, value, run, sealCarry)
 	switch {
-	case err != nil && err != theirs:
+	case err != nil && !errors.Is(err, theirs):
 		return outcome{}, own, fmt.Errorf("%s: %w", c.key, err)
 	case err != nil || len(ops) == 0:
 		return outcome{hooks: o.hooks}, own, err
@@ -448,11 +448,9 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 	doc := jsondoc.New(raw)
 	plan := rn.reg.rule(c.key).PlanRead(rn.subjectOf(c.key, raw, doc), value)
 	if plan.Reason == "" {
-		o, dropped, err := inner.undoMetadata(ctx, c, raw, plan)
+		o, res, err := inner.undoMetadata(ctx, c, raw, plan)
 		if !errors.Is(err, errNotMetadataPath) {
-			if dropped != "" {
-				rn.observeUndoRejected(c.key, dropped)
-			}
+			res.Tell(rn.observer, c.key.Type, c.key.GVK)
 			return o, err
 		}
 	}
@@ -467,13 +465,9 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 		}
 	}
 	doc, res, err := plan.Read(ctx, doc, raw, inner.resealer(c, raw), hooksOf)
-	if res.Reason != "" {
-		rn.observeUndoRejected(c.key, res.Reason)
-	} else {
-		rn.observeUndoSkipped(c.key, res.Skipped)
-	}
+	res.Tell(rn.observer, c.key.Type, c.key.GVK)
 	switch {
-	case err != nil && err != theirs:
+	case err != nil && !errors.Is(err, theirs):
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	case err != nil:
 		return outcome{}, err
@@ -584,9 +578,12 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	}
 	o := outcome{ops: ops, hooks: len(c.hooks)}
-	if records {
-		if o.sealed, err = rn.sealOnto(c, raw, out, &o.ops); err != nil {
+	if records { // on out itself, so that its one encoding is the hooked object with its undo
+		var value string
+		if o.ops, value, o.sealed, err = rn.record(c, raw, o.ops, false); err != nil {
 			return outcome{}, err
+		} else if value != "" {
+			out.SetAnnotations(undo.SetIn(maps.Clone(out.GetAnnotations()), value)) // never the hook's own map
 		}
 	}
 	if records && !o.sealed || !mergeSafe(o.ops) {

@@ -207,7 +207,7 @@ func (r *Registry) Register(h hooks.ClientHook) error {
 // the hook does changes (package config passes a digest of the hook's entry; Register passes
 // the build's Version). A sealed undo records the fingerprint of its chain's names and
 // revisions; a read applies all of it only when the kind's Update chain still has that
-// fingerprint (undo.Rule.Rewrites).
+// fingerprint (undo.Rule.Rewriters).
 func (r *Registry) RegisterRevision(h hooks.ClientHook, revision string) error {
 	return r.register(h, revision, false)
 }
@@ -258,13 +258,7 @@ func (r *Registry) register(h hooks.ClientHook, revision string, builtin bool) e
 		if !ok || fn == nil {
 			continue
 		}
-		key := Key{GVK: gvk, Type: t}
-		c := r.chains[key]
-		if c == nil {
-			c = &chain{key: key, newObject: func() client.Object { return r.NewObject(gvk) }}
-			c.setObjectType()
-			r.chains[key] = c
-		}
+		c := r.chainOf(Key{GVK: gvk, Type: t})
 		nf := namedFunc{name: name, fn: fn, meta: meta, noUndo: !recordsUndo, revision: revision, builtin: builtin}
 		if sh, ok := h.(stripper); ok && builtin {
 			nf.strip, nf.stripMatches = sh.StripPaths()
@@ -272,15 +266,8 @@ func (r *Registry) register(h hooks.ClientHook, revision string, builtin bool) e
 		c.hooks = append(c.hooks, nf)
 		c.writers = append(c.writers, undo.WriterDigest(name, revision))
 		if read, ok := t.ReadOf(); ok && r.opts.Undo && recordsUndo {
-			rk := Key{GVK: gvk, Type: read}
-			if r.chains[rk] == nil {
-				r.chains[rk] = c.of(rk, nil)
-			}
-			r.chains[rk].undoRead = true
+			r.chainOf(Key{GVK: gvk, Type: read}).undoRead = true
 		}
-	}
-	if !slices.Contains(r.gvks, gvk) {
-		r.gvks = append(r.gvks, gvk)
 	}
 	r.names[name] = true
 	return nil
@@ -298,20 +285,27 @@ func (r *Registry) CoverUndoReads(kinds []undo.Kind) []Key {
 	var added []Key
 	for _, k := range kinds {
 		key := Key{GVK: k.GVK, Type: hooks.HookTypeOf(k.Side, hooks.OpGet)}
-		if c := r.chains[key]; c != nil {
-			c.undoRead = true
-			continue
+		if r.chains[key] == nil {
+			added = append(added, key)
 		}
-		gvk := k.GVK
-		c := &chain{key: key, undoRead: true, newObject: func() client.Object { return r.NewObject(gvk) }}
-		c.setObjectType()
-		r.chains[key] = c
-		if !slices.Contains(r.gvks, gvk) {
-			r.gvks = append(r.gvks, gvk)
-		}
-		added = append(added, key)
+		r.chainOf(key).undoRead = true
 	}
 	return added
+}
+
+// chainOf returns the chain of key, made without hooks when there is none yet.
+func (r *Registry) chainOf(key Key) *chain {
+	if c := r.chains[key]; c != nil {
+		return c
+	}
+	gvk := key.GVK
+	c := &chain{key: key, newObject: func() client.Object { return r.NewObject(gvk) }}
+	c.setObjectType()
+	r.chains[key] = c
+	if !slices.Contains(r.gvks, gvk) {
+		r.gvks = append(r.gvks, gvk)
+	}
+	return c
 }
 
 // Keeper returns the undo key Keeper (RegistryOptions.Keys), nil when none was given.

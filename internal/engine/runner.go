@@ -368,27 +368,6 @@ func (h *heldSlot) done() {
 	}
 }
 
-// observeUndoRejected tells the observer, when it is an undo.RejectedObserver, that a read of key
-// dropped an undo annotation for reason.
-func (r *call) observeUndoRejected(key Key, reason string) {
-	if o, ok := r.observer.(undo.RejectedObserver); ok {
-		o.ObserveUndoRejected(key.Type, key.GVK, reason)
-	}
-}
-
-// observeUndoSkipped tells the observer, when it is an undo.SkippedObserver, the entries a read of
-// key left out (undo.Result.Skipped).
-func (r *call) observeUndoSkipped(key Key, skipped map[string]int) {
-	if len(skipped) == 0 {
-		return
-	}
-	if o, ok := r.observer.(undo.SkippedObserver); ok {
-		for reason, n := range skipped {
-			o.ObserveUndoSkipped(key.Type, key.GVK, reason, n)
-		}
-	}
-}
-
 // hookCall returns the context and the timeout (0: none) of a call of hook i of chain c: ctx
 // with the hook's logger (ctx itself without a Runner logger) and the Runner's HookTimeout, or,
 // for a builtin hook (RegisterBuiltin), ctx itself and no timeout: it neither logs nor waits,

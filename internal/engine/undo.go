@@ -10,11 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsondoc"
@@ -23,25 +20,14 @@ import (
 )
 
 // rule returns the one rule's inputs for the chains of key's kind and side (undo.Rule): the
-// keys, the size bound, and whether the kind's Update chain of that side rewrites a change.
+// keys, the size bound, and the writers of the kind's Update chain of that side when it
+// records an undo (its next write puts back whatever an undo of theirs takes off).
 func (r *Registry) rule(key Key) undo.Rule {
-	return undo.Rule{Ring: r.opts.Keys.Ring(), MaxBytes: r.opts.MaxUndoBytes, Rewrites: func(writers []string) bool { return r.rewrites(key, writers) }}
-}
-
-// rewrites reports whether the Update chain of the side of key records undo and has every
-// hook of writers (same name, same revision): its next write puts back whatever the undo takes
-// off.
-func (r *Registry) rewrites(key Key, writers []string) bool {
-	wc := r.chains[Key{GVK: key.GVK, Type: key.Type.UpdateOf()}]
-	if wc == nil || !r.recordsUndo(wc) || len(writers) == 0 {
-		return false
+	rule := undo.Rule{Ring: r.opts.Keys.Ring(), MaxBytes: r.opts.MaxUndoBytes}
+	if wc := r.chains[Key{GVK: key.GVK, Type: key.Type.UpdateOf()}]; wc != nil && r.recordsUndo(wc) {
+		rule.Rewriters = wc.writers
 	}
-	for _, w := range writers {
-		if !slices.Contains(wc.writers, w) {
-			return false
-		}
-	}
-	return true
+	return rule
 }
 
 // seal returns the annotation value for entries recorded by the write chain c on the object
@@ -73,22 +59,6 @@ func (r *call) undoAnnotationOf(raw []byte) (string, bool) {
 		return "", false
 	}
 	return undo.AnnotationIn(meta)
-}
-
-// sealOnto records the undo of ops — the patch of raw that the write chain c's hooks made, out
-// being the hooked typed object — on out itself (record, not whole), and appends to ops the
-// operation that writes it: so out's one encoding is the hooked object with its undo. It
-// reports false, changing nothing, where the entries need the hooked document: runChain then
-// records them on the patch (record, whole).
-func (r *call) sealOnto(c *chain, raw []byte, out client.Object, ops *[]patch.Operation) (bool, error) {
-	recorded, value, ok, err := r.record(c, raw, *ops, false)
-	if err != nil || !ok {
-		return ok, err
-	}
-	if *ops = recorded; value != "" {
-		out.SetAnnotations(undo.SetIn(maps.Clone(out.GetAnnotations()), value)) // never the hook's own map
-	}
-	return true, nil
 }
 
 // record returns ops (a patch of raw that the write chain c made) followed by the operation
@@ -130,43 +100,39 @@ func (rn *call) resealer(c *chain, raw []byte) func([]undo.Entry) (string, error
 
 // undoMetadata is undo.Plan.Read and the answer for an undo whose plan is on the labels and
 // annotations alone (undo.Plan.OnMetadataMaps) and whose read chain's own hooks, if any, are
-// MetadataHooks: undo.Plan.ViewMaps, no decode of the object, no JSON Patch
-// apply. dropped says why the undo was dropped ("" when it was applied). It returns
-// errNotMetadataPath for a request the fast path does not handle exactly (another plan, a
-// repeated key, a null map): the caller takes the general path.
-func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undo.Plan) (o outcome, dropped string, err error) {
+// MetadataHooks: undo.Plan.ViewMaps, no decode of the object, no JSON Patch apply; res is the
+// undo's. It returns errNotMetadataPath for a request the fast path does not handle exactly
+// (another plan, a repeated key, a null map): the caller takes the general path.
+func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undo.Plan) (o outcome, res undo.Result, err error) {
 	if len(c.hooks) > 0 && !c.metadataOnly() || !p.OnMetadataMaps() {
-		return outcome{}, "", errNotMetadataPath
+		return outcome{}, res, errNotMetadataPath
 	}
 	doc, err := c.parseMetadata(raw, rn.validJSON, rn.topOf(raw))
 	if err != nil {
-		return outcome{}, "", err
+		return outcome{}, res, err
 	}
 	var stored [2]map[string]string
 	for i, f := range doc.maps {
 		if f.start >= 0 && f.value == nil || f.dups {
-			return outcome{}, "", errNotMetadataPath
+			return outcome{}, res, errNotMetadataPath
 		}
 		stored[i] = f.value // nil: absent
 	}
 	if stored[1] == nil { // the plan removes the annotation first: it is there (runUndoRead)
-		return outcome{}, "", errNotMetadataPath
+		return outcome{}, res, errNotMetadataPath
 	}
 	after, res := p.ViewMaps(ctx, stored)
-	rn.observeUndoSkipped(c.key, res.Skipped)
-	dropped = res.Reason
 	if len(c.hooks) > 0 {
 		m, err := c.metadataHooked(ctx, rn, doc.namespace, after)
 		if err != nil {
-			return outcome{}, dropped, err
+			return outcome{}, res, err
 		}
 		after, o.hooks = [2]map[string]string{m.Labels, m.Annotations}, len(c.hooks)
-	}
-	if dropped != "" && len(c.hooks) == 0 {
-		return o, dropped, nil
+	} else if res.Reason != "" {
+		return o, res, nil
 	}
 	o.ops, o.merge, err = doc.answer(after)
-	return o, dropped, err
+	return o, res, err
 }
 
 // OpenedUndo returns the entries of the undo that the object raw (JSON) of kind gvk carries,

@@ -106,3 +106,17 @@ type RejectedObserver interface {
 type SkippedObserver interface {
 	ObserveUndoSkipped(t hooks.HookType, gvk schema.GroupVersionKind, reason string, n int)
 }
+
+// Tell tells o what a read of kind gvk by hook type t made of an Annotation: why it was
+// dropped (res.Reason) to a RejectedObserver, else the entries the applied undo left out
+// (res.Skipped, by reason) to a SkippedObserver. o may implement either, both or neither.
+func (res Result) Tell(o any, t hooks.HookType, gvk schema.GroupVersionKind) {
+	if ro, ok := o.(RejectedObserver); ok && res.Reason != "" {
+		ro.ObserveUndoRejected(t, gvk, res.Reason)
+	}
+	if so, ok := o.(SkippedObserver); ok && res.Reason == "" {
+		for reason, n := range res.Skipped {
+			so.ObserveUndoSkipped(t, gvk, reason, n)
+		}
+	}
+}

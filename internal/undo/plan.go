@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -60,11 +61,25 @@ type Subject struct {
 type Rule struct {
 	Ring     *Ring
 	MaxBytes int
-	// Rewrites reports whether the kind's Update chain of the Subject's side would put back,
-	// on its next write, the change of a chain with these writer fingerprints (Record.Writers;
-	// none: it cannot know, so false): then a read may take every entry off; otherwise only
-	// the Restorable ones. Nil: never.
-	Rewrites func(writers []string) bool
+	// Rewriters are the writer fingerprints (WriterDigest) of the kind's Update chain of the
+	// Subject's side, when that chain records an undo (nil: none). A record whose Writers are
+	// all among them is put back whole by that chain's next write: a read may take every entry
+	// off; otherwise only the Restorable ones.
+	Rewriters []string
+}
+
+// rewrites reports whether the kind's Update chain (Rule.Rewriters) puts back on its next
+// write the change of a chain with the fingerprints writers (none: it cannot know, so false).
+func (r Rule) rewrites(writers []string) bool {
+	if len(r.Rewriters) == 0 || len(writers) == 0 {
+		return false
+	}
+	for _, w := range writers {
+		if !slices.Contains(r.Rewriters, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // Plan is what a read (or an Update's own-undo step) may apply of an Annotation value: Steps,
@@ -100,7 +115,7 @@ func (r Rule) open(s Subject, value string) ([]Step, Record, string) {
 }
 
 // PlanRead is the read plan: what a read view of s may apply of value. Every entry when the
-// kind's Update chain rewrites them (Rule.Rewrites) and the entry is not Kept; else only the
+// kind's Update chain rewrites them (Rule.Rewriters) and the entry is not Kept; else only the
 // Restorable ones (and on an immutable object only those in metadata); the others, where the
 // object still holds what the hooks wrote, are carried.
 func (r Rule) PlanRead(s Subject, value string) Plan {
@@ -108,7 +123,7 @@ func (r Rule) PlanRead(s Subject, value string) Plan {
 	if reason != "" {
 		return Plan{Reason: reason}
 	}
-	all := r.Rewrites != nil && r.Rewrites(rec.Writers)
+	all := r.rewrites(rec.Writers)
 	var (
 		p      Plan
 		doc    Doc

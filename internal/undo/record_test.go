@@ -10,7 +10,7 @@ import (
 )
 
 // FuzzUndoEntries checks that, for every patch.Diff between two JSON documents, the undo read
-// from the patch alone (EntriesOf, what the engine's withUndo does) is the one read from the applied
+// from the patch alone (EntriesOf, what the engine's call.record does) is the one read from the applied
 // document (Entries): the same entries, values equal as JSON.
 func FuzzUndoEntries(f *testing.F) {
 	for _, seed := range [][2]string{
