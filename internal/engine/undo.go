@@ -72,9 +72,10 @@ func (r *call) record(c *chain, raw []byte, ops []patch.Operation, whole bool) (
 	out, value, ok, err := undo.RecordOps(raw, r.indexOf(raw), meta, hasMeta, ops, whole, func(entries []undo.Entry) (string, error) {
 		return r.reg.seal(c, r.identityOf(c.key, raw), entries, r.carry)
 	})
-	var hookErr *HookError
-	if err != nil && !errors.As(err, &hookErr) { // the patch did not apply
-		err = fmt.Errorf("%s: %w", c.key, err)
+	if err != nil {
+		if hookErr := (*HookError)(nil); !errors.As(err, &hookErr) { // the patch did not apply
+			err = fmt.Errorf("%s: %w", c.key, err)
+		}
 	}
 	return out, value, ok, err
 }
