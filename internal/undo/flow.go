@@ -45,7 +45,7 @@ func (r Rule) Rewrite(ctx context.Context, update bool, s Subject, raw []byte, d
 	if err := doc.ApplyOps(ops); err != nil { // a patch of restored: it goes on after the restore
 		return nil, true, err
 	}
-	if _, has := doc.Lookup([]string{"metadata", "annotations", Annotation}); len(carry) > 0 && sealCarry != nil && !has {
+	if _, has := doc.Lookup(annotationTokens); len(carry) > 0 && sealCarry != nil && !has {
 		value, err := sealCarry(carry) // the chain changed nothing: the carried entries alone
 		if err != nil {
 			return nil, true, err

@@ -15,8 +15,8 @@ const ProvenanceAnnotation = "synchook.io/mutated-by"
 // chain takes them off.
 var Reserved = [...]string{Annotation, ProvenanceAnnotation}
 
-// Path is the JSON Pointer of the Annotation (RFC 6901: its "/" escaped as "~1").
-const Path = "/metadata/annotations/synchook.io~1undo"
+// annotationPath is the JSON Pointer of the Annotation (RFC 6901: its "/" escaped as "~1").
+const annotationPath = "/metadata/annotations/synchook.io~1undo"
 
 // DropReserved deletes the reserved annotations from ann and reports whether there were any.
 func DropReserved(ann map[string]string) bool {
@@ -32,7 +32,7 @@ func DropReserved(ann map[string]string) bool {
 
 // IsReservedPath reports whether p is the JSON Pointer of a reserved annotation.
 func IsReservedPath(p string) bool {
-	return p == Path || p == "/metadata/annotations/synchook.io~1mutated-by"
+	return p == annotationPath || p == "/metadata/annotations/synchook.io~1mutated-by"
 }
 
 // OnlyReserved reports whether the JSON Patch p changes nothing but the reserved annotations:
