@@ -45,12 +45,14 @@ func (r Rule) Rewrite(ctx context.Context, update bool, s Subject, raw []byte, d
 	if err := doc.ApplyOps(ops); err != nil { // a patch of restored: it goes on after the restore
 		return nil, true, err
 	}
-	if _, has := doc.Lookup(annotationTokens); len(carry) > 0 && sealCarry != nil && !has {
-		value, err := sealCarry(carry) // the chain changed nothing: the carried entries alone
-		if err != nil {
-			return nil, true, err
+	if len(carry) > 0 && sealCarry != nil {
+		if _, has := doc.Lookup(annotationTokens); !has { // the chain changed nothing: the carried entries alone
+			value, err := sealCarry(carry)
+			if err != nil {
+				return nil, true, err
+			}
+			SetAnnotation(doc, value) // false: no metadata object to carry them on
 		}
-		SetAnnotation(doc, value) // false: no metadata object to carry them on
 	}
 	if !doc.Changed() {
 		return nil, true, nil
