@@ -4,7 +4,12 @@ package undo
 // chain takes what an object brings of them off before its hooks run (DropReserved), and the
 // removal is part of the recorded undo, so the reader gets the tenant's value back.
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/synchook/synchook/internal/jsonscan"
+)
 
 // ProvenanceAnnotation lists the hooks that changed an object (engine.RegistryOptions.Provenance):
 // "hook@version#sha" per hook, comma-separated, in chain order; sha is the first 8 hex digits
@@ -15,8 +20,8 @@ const ProvenanceAnnotation = "synchook.io/mutated-by"
 // chain takes them off.
 var Reserved = [...]string{Annotation, ProvenanceAnnotation}
 
-// annotationPath is the JSON Pointer of the Annotation (RFC 6901: its "/" escaped as "~1").
-const annotationPath = "/metadata/annotations/synchook.io~1undo"
+// reservedPaths are the JSON Pointers of the Reserved annotations.
+var reservedPaths = [...]string{jsonscan.Join("/metadata/annotations", Reserved[0]), jsonscan.Join("/metadata/annotations", Reserved[1])}
 
 // DropReserved deletes the reserved annotations from ann and reports whether there were any.
 func DropReserved(ann map[string]string) bool {
@@ -32,7 +37,7 @@ func DropReserved(ann map[string]string) bool {
 
 // IsReservedPath reports whether p is the JSON Pointer of a reserved annotation.
 func IsReservedPath(p string) bool {
-	return p == annotationPath || p == "/metadata/annotations/synchook.io~1mutated-by"
+	return slices.Contains(reservedPaths[:], p)
 }
 
 // OnlyReserved reports whether the JSON Patch p changes nothing but the reserved annotations:
@@ -82,7 +87,7 @@ func reservedKeysOnly(v json.RawMessage) bool {
 		return false
 	}
 	for k := range m {
-		if k != Annotation && k != ProvenanceAnnotation {
+		if !slices.Contains(Reserved[:], k) {
 			return false
 		}
 	}
