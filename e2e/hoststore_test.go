@@ -167,23 +167,7 @@ func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
 // model (package hoststore, what `synchook test` and the fuzz targets use) to the apiserver:
 // wherever the written object has a value, the model keeps it exactly when the apiserver does.
 func TestTheReadIsRightOnWhatARealAPIServerStores(t *testing.T) {
-	dir, err := testenv.AssetsDir()
-	if err != nil {
-		t.Fatalf("envtest assets: %v", err)
-	}
-	env := testenv.WithTimeouts(&envtest.Environment{BinaryAssetsDirectory: dir, CRDs: []*apiextensionsv1.CustomResourceDefinition{widgetCRD()}})
-	if _, err := env.Start(); err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop envtest: %v", err)
-		}
-	})
-	c, err := client.New(env.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startStore(t)
 	ring, err := undo.GenerateRing()
 	if err != nil {
 		t.Fatal(err)
@@ -243,6 +227,31 @@ func TestTheReadIsRightOnWhatARealAPIServerStores(t *testing.T) {
 			o.same("update from the stored object", o.read(stored), plain)
 		})
 	}
+	t.Run("after a config change", func(t *testing.T) { testAfterAConfigChange(t, c, ring) })
+}
+
+// startStore starts a kube-apiserver and etcd (envtest, with the Widget custom resource) for
+// the test and returns a client of it.
+func startStore(t *testing.T) client.Client {
+	t.Helper()
+	dir, err := testenv.AssetsDir()
+	if err != nil {
+		t.Fatalf("envtest assets: %v", err)
+	}
+	env := testenv.WithTimeouts(&envtest.Environment{BinaryAssetsDirectory: dir, CRDs: []*apiextensionsv1.CustomResourceDefinition{widgetCRD()}})
+	if _, err := env.Start(); err != nil {
+		t.Fatalf("start envtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop envtest: %v", err)
+		}
+	})
+	c, err := client.New(env.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // oracle runs one case's steps.
