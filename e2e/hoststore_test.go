@@ -113,13 +113,15 @@ var storedCases = []storedCase{
     types: [CreatePhysical, UpdatePhysical]
     labels: {labels: {tenant: a}}
 `, object: `{apiVersion: v1, kind: Pod, metadata: {name: web}, spec: {containers: [{name: web, image: nginx}]}}`, update: `{"metadata":{"annotations":{"rev":"2"}}}`},
-	{name: "Pod with the tenant's own synchook.io annotations, a label added", config: `hooks:
+	{
+		name: "Pod with the tenant's own synchook.io annotations, a label added", config: `hooks:
   - name: labels
     resources: [{apiVersion: v1, kind: Pod}]
     types: [CreatePhysical, UpdatePhysical]
     labels: {labels: {tenant: a}}
 `, object: `{apiVersion: v1, kind: Pod, metadata: {name: web, annotations: {synchook.io/undo: "[]", synchook.io/mutated-by: "x@y#z"}}, spec: {containers: [{name: web, image: nginx}]}}`,
-		update: `{"metadata":{"annotations":{"synchook.io/mutated-by":"forged@v9#00000000"}}}`},
+		update: `{"metadata":{"annotations":{"synchook.io/mutated-by":"forged@v9#00000000"}}}`,
+	},
 	{
 		name: "Pod, its images mirrored, and what the kubelet reports of them mapped back", config: `hooks:
   - name: mirror
