@@ -198,13 +198,10 @@ func diffShaped(ops []patch.Operation, before *jsonscan.Index) bool {
 		paths[op.Path] = struct{}{}
 		cut := strings.LastIndexByte(op.Path, '/')
 		last := op.Path[cut+1:]
-		if last == "-" {
-			return false
-		}
 		if parent, ok := before.Lookup(op.Path[:cut]); !ok || len(parent) == 0 || parent[0] != '[' {
-			continue // a member of an object (EntriesOf refuses a missing parent)
+			continue // a member of an object, "-" too (EntriesOf refuses a missing parent)
 		}
-		i, err := strconv.Atoi(last)
+		i, err := strconv.Atoi(last) // an index: never "-" (the end of the array) in a diff
 		if err != nil {
 			return false
 		}
