@@ -6,8 +6,10 @@ import (
 	_ "crypto/sha512"
 	"errors"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -56,27 +58,57 @@ type imageRule struct {
 
 // dockerHubHosts are the host names under which container runtimes pull from Docker Hub: the
 // name images get by default ("docker.io"), its legacy index name (distribution/reference folds
-// only the lowercase spelling) and the registry endpoint containerd and Docker resolve docker.io
-// to. An image under any of them is a Docker Hub image to the rules.
-var dockerHubHosts = []string{"docker.io", "index.docker.io", "registry-1.docker.io"}
+// only the lowercase spelling), the registry endpoint containerd and Docker resolve docker.io
+// to, and the historic registry.hub.docker.com, which serves Docker Hub's repositories too. An
+// image under any of them, on any spelling of port 443, is a Docker Hub image to the rules.
+var dockerHubHosts = []string{"docker.io", "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com"}
 
-// resolvedName returns the name of n as the registry it is pulled from sees it: the registry
-// host in lowercase (host names are case-insensitive, distribution/reference keeps the case),
-// without the HTTPS default port ":443", Docker Hub's host names (dockerHubHosts) as
-// "docker.io", then "/" and the repository path as written. GHCR.IO/org/app,
-// ghcr.io:443/org/app and ghcr.io/org/app are one repository; so are
+// endpoint returns the registry domain of an image reference (distribution/reference's
+// Domain: a host, an IPv4 address or a bracketed IPv6 address, then an optional ":port") as the
+// endpoint a runtime dials: the host in lowercase (host names are case-insensitive), an IPv6
+// address in its canonical form (net/netip: "[FD00:0::1]" is "[fd00::1]"), the port as a
+// number ("05000" is 5000, Go's dialer and containerd read it so) and none where it is 443, the
+// HTTPS default; Docker Hub's names (dockerHubHosts) are "docker.io". A port past 65535 is kept
+// as written: no runtime dials it.
+func endpoint(domain string) string {
+	host, port := domain, ""
+	if rest, ok := strings.CutPrefix(domain, "["); ok {
+		if addr, after, ok := strings.Cut(rest, "]"); ok {
+			if a, err := netip.ParseAddr(addr); err == nil {
+				addr = a.String()
+			}
+			host, port = "["+addr+"]", strings.TrimPrefix(after, ":")
+		}
+	} else if h, p, ok := strings.Cut(domain, ":"); ok {
+		host, port = h, p
+	}
+	host = strings.ToLower(host)
+	if n, err := strconv.ParseUint(port, 10, 16); err == nil {
+		port = strconv.FormatUint(n, 10)
+		if n == 443 {
+			port = ""
+		}
+	}
+	if port == "" && slices.Contains(dockerHubHosts, host) {
+		return "docker.io"
+	}
+	if port == "" {
+		return host
+	}
+	return host + ":" + port
+}
+
+// resolvedName returns the name of n as the registry it is pulled from sees it: its endpoint
+// (the domain as a runtime dials it) then "/" and the repository path as written.
+// GHCR.IO/org/app, ghcr.io:0443/org/app and ghcr.io/org/app are one repository; so are
 // registry-1.docker.io/library/nginx and nginx.
 func resolvedName(n reference.Named) string {
-	host := strings.TrimSuffix(strings.ToLower(reference.Domain(n)), ":443")
-	if slices.Contains(dockerHubHosts, host) {
-		host = "docker.io"
-	}
-	return host + "/" + reference.Path(n)
+	return endpoint(reference.Domain(n)) + "/" + reference.Path(n)
 }
 
 // normalizedPrefix returns p, a registry with an optional repository path, as the start of a
 // resolved image name (resolvedName: docker.io added where an image name gets it, the host in
-// lowercase without :443), or an error naming what is wrong with it.
+// lowercase, the port as a number and none for 443), or an error naming what is wrong with it.
 func normalizedPrefix(p string) (string, error) {
 	if p == "" {
 		return "", errors.New("empty")
