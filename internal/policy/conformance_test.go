@@ -364,6 +364,9 @@ func TestConformance(t *testing.T) {
 			}
 		})
 	}
+	t.Run("namespaceSelector on cluster-scoped objects", func(t *testing.T) {
+		testNamespaceSelectorOnClusterScopedObjects(ctx, t, c)
+	})
 }
 
 // loadCase returns the policy of tc.

@@ -53,9 +53,12 @@
 //     request.options is null.
 //   - spec.matchConstraints.namespaceSelector matches that Namespace's labels, looked up as
 //     for namespaceObject, with the same errors: a NotIn selector never skips an object
-//     because its namespace is not known yet; cluster-scoped objects are not judged by it. objectSelector,
-//     excludeResourceRules, resourceNames and scope are honoured; matchPolicy has no effect
-//     (the hook gets the exact kind).
+//     because its namespace is not known yet. As kube-apiserver's namespace matcher, it judges a
+//     Namespace by the Namespace's own labels (the object the hook is given) and never excludes
+//     another cluster-scoped object. objectSelector matches the object or, on an UPDATE with an
+//     old object, the old object (as kube-apiserver's object matcher). excludeResourceRules,
+//     resourceNames and scope are honoured; matchPolicy has no effect (the hook gets the exact
+//     kind).
 //   - A policy on DELETE does nothing in a cluster (there is no object to mutate); here
 //     Delete* hooks mutate the object they are given.
 //   - ApplyConfiguration needs the schema of the kind: it works for the kinds of the scheme

@@ -117,6 +117,21 @@ func oldObjectOf(ctx context.Context, gvk schema.GroupVersionKind, obj client.Ob
 	return old, nil
 }
 
+// oldForSelector returns the old object objectSelector also matches on an UPDATE, as
+// kube-apiserver's object matcher does (the object or the old object): the call's old object
+// (oldObjectOf) where ruleOp is Update and the call has one, else nil. One that does not
+// decode fails the request, whatever the failurePolicy.
+func (p *Policy) oldForSelector(ctx context.Context, gvk schema.GroupVersionKind, ruleOp admissionregistrationv1.OperationType, obj client.Object) (client.Object, error) {
+	if ruleOp != admissionregistrationv1.Update {
+		return nil, nil
+	}
+	old, err := oldObjectOf(ctx, gvk, obj)
+	if err != nil {
+		return nil, p.failure(err)
+	}
+	return old, nil
+}
+
 // allOperations returns the operations of every kind, once each.
 func (p *Policy) allOperations() []admissionregistrationv1.OperationType {
 	var out []admissionregistrationv1.OperationType
@@ -149,7 +164,11 @@ func (p *Policy) mutate(ctx context.Context, hookType hooks.HookType, ruleOp adm
 		return obj, nil
 	}
 	if p.selector != nil && !p.selector.Matches(labels.Set(obj.GetLabels())) {
-		return obj, nil
+		// kube-apiserver's object matcher: an UPDATE matches when the object or the old object
+		// does.
+		if old, err := p.oldForSelector(ctx, gvk, ruleOp, obj); err != nil || old == nil || !p.selector.Matches(labels.Set(old.GetLabels())) {
+			return obj, err
+		}
 	}
 	var ns *corev1.Namespace
 	if p.nsSelector != nil || p.readsNamespace {
@@ -161,10 +180,19 @@ func (p *Policy) mutate(ctx context.Context, hookType hooks.HookType, ruleOp adm
 			return nil, p.failure(err)
 		}
 	}
-	// A cluster-scoped object is not judged by namespaceSelector, as in a cluster; a host
-	// object that names no namespace (vcluster did not sync it) is not selected.
-	if p.nsSelector != nil && obj.GetNamespace() != "" && (ns == nil || !p.nsSelector.Matches(labels.Set(ns.Labels))) {
-		return obj, nil
+	// namespaceSelector as kube-apiserver's namespace matcher applies it: a Namespace is judged
+	// by its own labels (the object of the request: the host object a physical hook writes, the
+	// stored one a Delete hook is given), another cluster-scoped object is never excluded, and a
+	// host object that names no namespace (vcluster did not sync it) is not selected.
+	if p.nsSelector != nil {
+		switch {
+		case t.gvr.Group == "" && t.gvr.Resource == "namespaces":
+			if !p.nsSelector.Matches(labels.Set(obj.GetLabels())) {
+				return obj, nil
+			}
+		case obj.GetNamespace() != "" && (ns == nil || !p.nsSelector.Matches(labels.Set(ns.Labels))):
+			return obj, nil
+		}
 	}
 	var tc managedfields.TypeConverter
 	if p.applyConfig {
