@@ -93,8 +93,21 @@ type Hook struct {
 	// compiled is the compiled Policy or PolicyFile, set by validate.
 	compiled policyreg.Policy
 	// Undo, when false, keeps the hook's change visible on the way back up: its chains record no
-	// synchook.io/undo (README, "automatic undo"). Default true.
+	// synchook.io/undo (README, "automatic undo"). Default true. Undo is per chain: every entry
+	// of a chain (a GVK and a write hook type) must have the same (validate refuses others).
 	Undo *bool `json:"undo,omitempty"`
+}
+
+// undo reports whether the entry's change is undone: its undo, true when unset.
+func (h *Hook) undo() bool { return h.Undo == nil || *h.Undo }
+
+// undoText describes the entry's undo for an error: "undo: false", "undo: true" or "undo
+// unset (true)".
+func (h *Hook) undoText() string {
+	if h.Undo == nil {
+		return "undo unset (true)"
+	}
+	return "undo: " + strconv.FormatBool(*h.Undo)
 }
 
 // Resource names a kind of object by apiVersion ("v1", "apps/v1", "example.com/v1alpha1") and

@@ -57,7 +57,9 @@
 //     resourceRules give them), and each of types must be allowed by the rules' operations.
 //   - undo: default true, the write chain records its change in the synchook.io/undo
 //     annotation and the paired Get type takes it off again; false lets the syncer and the
-//     tenant see the change. A chain with one hook whose undo is false records no undo.
+//     tenant see the change. Undo is per chain (a GVK and a write hook type): a chain with one
+//     hook whose undo is false records no undo, so hooks of one chain that disagree on undo
+//     (unset is true) are refused, naming both ("undo is per chain: …").
 //
 // At the top level, next to hooks:
 //

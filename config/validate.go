@@ -64,7 +64,72 @@ func (c *Config) validate(scheme *runtime.Scheme) error {
 	for i := range c.Hooks {
 		v.hook(i, &c.Hooks[i])
 	}
+	v.undoPerChain(c.Hooks)
 	return invalid(v.errs.ToAggregate(), v.causes...)
+}
+
+// undoReason is why hooks of one chain must agree on undo.
+const undoReason = "undo is per chain: a hook's change would be left on the read by another hook's undo: false; set the same undo on both or split them"
+
+// undoPerChain refuses entries that share a chain with an earlier entry and disagree with it
+// on undo (unset is true). Undo is per chain, not per hook: the engine records a write chain's
+// undo only when no hook of it has undo false (engine.Registry), so an undo: false on one hook
+// would leave another hook's change on the read, with nothing to say so. A chain is a GVK and
+// a write hook type that has a read to undo it (CreatePhysical, UpdatePhysical, CreateVirtual,
+// UpdateVirtual); undo means nothing on the other types, where hooks may differ. An entry with
+// several resources or types is in one chain per (resource, type) pair that it registers. One
+// error per pair of entries, naming the chains they share.
+func (v *validator) undoPerChain(hs []Hook) {
+	type chainKey struct {
+		gvk schema.GroupVersionKind
+		t   hooks.HookType
+	}
+	first := map[chainKey]int{} // the first entry of each chain
+	type pair struct{ a, b int }
+	var pairs []pair
+	shared := map[pair][]string{} // the chains each disagreeing pair shares
+	for i := range hs {
+		h := &hs[i]
+		for _, r := range h.Resources {
+			gvk, err := r.GroupVersionKind()
+			if err != nil {
+				continue // reported
+			}
+			for _, t := range h.Types {
+				if _, ok := t.ReadOf(); !ok || !t.Valid() {
+					continue
+				}
+				if h.compiled != nil && !slices.Contains(h.compiled.HookTypes(gvk), t) {
+					continue // the policy does not run there (buildPolicy)
+				}
+				k := chainKey{gvk, t}
+				j, seen := first[k]
+				if !seen {
+					first[k] = i
+					continue
+				}
+				if hs[j].undo() == h.undo() {
+					continue
+				}
+				p := pair{j, i}
+				if _, ok := shared[p]; !ok {
+					pairs = append(pairs, p)
+				}
+				if name := r.String() + " " + string(t); !slices.Contains(shared[p], name) {
+					shared[p] = append(shared[p], name)
+				}
+			}
+		}
+	}
+	for _, p := range pairs {
+		a, b := &hs[p.a], &hs[p.b]
+		path := field.NewPath("hooks").Index(p.b).Child("undo")
+		v.errs = append(v.errs, field.Invalid(path, b.undo(), fmt.Sprintf(
+			"hook %q (%s) has %s and hook %q (%s) has %s, in the chain of %s: %s",
+			b.name(p.b), field.NewPath("hooks").Index(p.b), b.undoText(),
+			a.name(p.a), field.NewPath("hooks").Index(p.a), a.undoText(),
+			strings.Join(shared[p], ", "), undoReason)))
+	}
 }
 
 // add records errs, sorted: apimachinery's validators of maps range over them.
