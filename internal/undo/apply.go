@@ -89,6 +89,11 @@ func Restore(ctx context.Context, doc *jsondoc.Doc, steps []Step) Result {
 //     object or array the hooks wrote counts as held where doc has no value there, since the
 //     apiserver stores an empty omitempty map or list as absent (Secret data: {} after a strip
 //     of its only key). Anything else there (the host changed it) stays: SkipChanged;
+//   - where the hooks made a value where there was none (a map or list they created), the
+//     read takes back what they wrote and keeps what the host added since (takeBack): the
+//     value goes only when nothing else is left in it, and a member the host holds with
+//     another value stays (SkipChanged). The sealed record is the same as before (an entry
+//     with no Original): undos sealed by earlier builds apply by this rule too;
 //   - a value whose parent the apiserver dropped (it was left empty) is restored into a new
 //     empty parent: an array for an element (OpInsert), else an object, with any missing
 //     object above it; where an ancestor is not an object (or a missing array element), the
@@ -172,6 +177,22 @@ func Apply(ctx context.Context, doc Doc, steps []Step) Result {
 				continue
 			}
 		}
+		if s.Original == nil && s.Hooked != nil && has {
+			// The hooks made this value where there was none: what they wrote comes off, what
+			// the host added since stays.
+			rest, gone, changed := takeBack(cur, hooked)
+			if changed {
+				res.skip(SkipChanged)
+			}
+			if gone {
+				doc.Remove(s.Tokens)
+			} else if !reflect.DeepEqual(rest, cur) {
+				if _, err := doc.Set(s.Tokens, rest); err != nil {
+					return Result{Reason: ReasonMalformed}
+				}
+			}
+			continue
+		}
 		if !heldAs(cur, has, hooked, s.Hooked != nil) {
 			res.skip(SkipChanged)
 			continue
@@ -243,6 +264,105 @@ func refill(doc Doc, held **heldArray, lens *map[string]int, s Step, cur, origin
 		return true, nil
 	}
 	return false, nil
+}
+
+// takeBack returns cur, the value stored at a path where the hooks made hooked (nothing was
+// there before), without what the hooks wrote: of a map, each member the hooks wrote, taken
+// back in turn (a member left empty by that goes, one the host gave another value stays:
+// changed); of a list, each element the hooks wrote, matched with the first stored element that
+// holds every field the hooks wrote in it (covers: an element the host defaulted fields into is
+// still the hooks' element, and goes whole); a scalar goes when it is what the hooks wrote, else
+// stays (changed). gone reports that nothing but what the hooks wrote was there: the value
+// itself goes, as without synchook it would not exist. changed reports that some value the
+// hooks wrote is held with another value.
+func takeBack(cur, hooked any) (rest any, gone, changed bool) {
+	switch h := hooked.(type) {
+	case map[string]any:
+		c, ok := cur.(map[string]any)
+		if !ok {
+			return cur, false, true
+		}
+		out := maps.Clone(c)
+		for k, hv := range h {
+			cv, has := out[k]
+			if !has {
+				continue // the host dropped it: nothing to take back
+			}
+			r, g, ch := takeBack(cv, hv)
+			changed = changed || ch
+			if g {
+				delete(out, k)
+			} else {
+				out[k] = r
+			}
+		}
+		return out, len(out) == 0, changed
+	case []any:
+		c, ok := cur.([]any)
+		if !ok {
+			return cur, false, true
+		}
+		taken := make([]bool, len(c))
+		for _, he := range h {
+			found := false
+			for j, ce := range c {
+				if !taken[j] && covers(ce, he) {
+					taken[j], found = true, true
+					break
+				}
+			}
+			changed = changed || !found
+		}
+		out := make([]any, 0, len(c))
+		for j, ce := range c {
+			if !taken[j] {
+				out = append(out, ce)
+			}
+		}
+		return out, len(out) == 0, changed
+	}
+	if reflect.DeepEqual(cur, hooked) {
+		return nil, true, false
+	}
+	return cur, false, true
+}
+
+// covers reports whether cur holds everything of hooked: every member of a map (recursively),
+// every element of a list matched by a distinct element of cur, a scalar equal.
+func covers(cur, hooked any) bool {
+	switch h := hooked.(type) {
+	case map[string]any:
+		c, ok := cur.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, hv := range h {
+			if cv, has := c[k]; !has || !covers(cv, hv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		c, ok := cur.([]any)
+		if !ok {
+			return false
+		}
+		taken := make([]bool, len(c))
+		for _, he := range h {
+			found := false
+			for j, ce := range c {
+				if !taken[j] && covers(ce, he) {
+					taken[j], found = true, true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(cur, hooked)
 }
 
 // heldAs reports whether a document that has (has) the value cur at a path holds what the

@@ -97,6 +97,42 @@ var applyCases = []applyCase{{
 	want:    `{"metadata":{"labels":{"app":"host"}}}`,
 	skipped: map[string]int{SkipChanged: 1},
 }, {
+	name:    "a securityContext the hooks made, a host webhook added seccompProfile: the hooks' field goes, the host's stays",
+	stored:  `{"spec":{"securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}}}}`,
+	entries: []Entry{{Path: "/spec/securityContext", Hooked: json.RawMessage(`{"runAsNonRoot":true}`)}},
+	want:    `{"spec":{"securityContext":{"seccompProfile":{"type":"RuntimeDefault"}}}}`,
+}, {
+	name:    "a nodeSelector the hooks made, the host added kubernetes.io/os",
+	stored:  `{"spec":{"nodeSelector":{"disktype":"ssd","kubernetes.io/os":"linux"}}}`,
+	entries: []Entry{{Path: "/spec/nodeSelector", Hooked: json.RawMessage(`{"disktype":"ssd"}`)}},
+	want:    `{"spec":{"nodeSelector":{"kubernetes.io/os":"linux"}}}`,
+}, {
+	name:    "tolerations the hooks made, the host added its defaults and defaulted a field into the hooks' element",
+	stored:  `{"spec":{"tolerations":[{"key":"dedicated","operator":"Equal","value":"tenant","effect":"NoSchedule"},{"key":"nr","tolerationSeconds":300},{"key":"ur","tolerationSeconds":300}]}}`,
+	entries: []Entry{{Path: "/spec/tolerations", Hooked: json.RawMessage(`[{"key":"dedicated","value":"tenant","effect":"NoSchedule"}]`)}},
+	want:    `{"spec":{"tolerations":[{"key":"nr","tolerationSeconds":300},{"key":"ur","tolerationSeconds":300}]}}`,
+}, {
+	name:    "labels the hooks made on an unlabelled object, a host webhook added one",
+	stored:  `{"metadata":{"labels":{"team":"a","host":"x"}}}`,
+	entries: []Entry{{Path: "/metadata/labels", Hooked: json.RawMessage(`{"team":"a"}`)}},
+	want:    `{"metadata":{"labels":{"host":"x"}}}`,
+}, {
+	name:    "a nested object the hooks made with a field inside, the host defaulted fields into it: down to what the hooks wrote",
+	stored:  `{"spec":{"tuning":{"mode":"fast","limits":{"cpu":"2","burst":"4"},"retries":3}}}`,
+	entries: []Entry{{Path: "/spec/tuning", Hooked: json.RawMessage(`{"mode":"fast","limits":{"cpu":"2"}}`)}},
+	want:    `{"spec":{"tuning":{"limits":{"burst":"4"},"retries":3}}}`,
+}, {
+	name:    "a parent the hooks made whose field the host changed: the host's value stays",
+	stored:  `{"spec":{"nodeSelector":{"disktype":"hdd"}}}`,
+	entries: []Entry{{Path: "/spec/nodeSelector", Hooked: json.RawMessage(`{"disktype":"ssd"}`)}},
+	want:    `{"spec":{"nodeSelector":{"disktype":"hdd"}}}`,
+	skipped: map[string]int{SkipChanged: 1},
+}, {
+	name:    "a parent the hooks made, stored as they wrote it: it goes",
+	stored:  `{"spec":{"nodeSelector":{"disktype":"ssd"}}}`,
+	entries: []Entry{{Path: "/spec/nodeSelector", Hooked: json.RawMessage(`{"disktype":"ssd"}`)}},
+	want:    `{"spec":{}}`,
+}, {
 	name:    "an ancestor that is not an object: no place",
 	stored:  `{"spec":"text"}`,
 	entries: []Entry{{Path: "/spec/nodeSelector/zone", Original: json.RawMessage(`"a"`)}},
