@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -9,8 +10,10 @@ import (
 	"time"
 
 	"github.com/pmezard/go-difflib/difflib"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
@@ -108,20 +111,88 @@ func (p *Replayer) Replay(ctx context.Context, rec *Record) (*Outcome, error) {
 		out.ReplayedError = scrub(err.Error(), secretTexts(gvk, object))
 	}
 
+	captured, replayed := out.Captured, out.Replayed
 	switch {
 	case out.CapturedError != "" || out.ReplayedError != "":
 		out.Equal = sameError(out.CapturedError, out.ReplayedError)
 	default:
-		out.Equal, err = sameJSON(out.Captured, out.Replayed, p.ForeignKey)
-		if err != nil {
+		var x, y any
+		if x, err = p.comparable(gvk, rec.HookType, out.Captured); err != nil {
 			return nil, err
+		}
+		if y, err = p.comparable(gvk, rec.HookType, out.Replayed); err != nil {
+			return nil, err
+		}
+		out.Equal = reflect.DeepEqual(x, y)
+		if !p.ForeignKey { // the diff shows what the undos hold, as compared
+			captured, _ = encodeJSON(x)
+			replayed, _ = encodeJSON(y)
 		}
 	}
 	if !out.Equal {
-		out.Diff = diff(render(out.Captured, out.CapturedError), render(out.Replayed, out.ReplayedError))
+		out.Diff = diff(render(captured, out.CapturedError), render(replayed, out.ReplayedError))
 		out.Unverifiable = p.ForeignKey && rec.HookType.Reads() && carriesSealedUndo(rec.Object)
 	}
 	return out, nil
+}
+
+// comparable returns the resulting object raw of the chain t on kind gvk (a list: each item)
+// as compared: the build version left out of undo.ProvenanceAnnotation (a new build names
+// itself there, and that alone is not a difference in what the hooks do), and a sealed undo
+// annotation value replaced by what it holds. With the capture's key, by its entries opened
+// under the one rule (engine.Registry.OpenedUndo, as `synchook test` compares an undo): a
+// Create's seal carries the time it was sealed and a rotated ring seals with its newest key,
+// so the same undo has another text at replay; a value that does not open stands as
+// "does not open with --undo-key-file: <why>", a difference from any undo that does. With
+// ForeignKey, by SealedUndo alone (what it holds cannot be compared).
+func (p *Replayer) comparable(gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (any, error) {
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	withoutVersion(v)
+	if p.ForeignKey {
+		maskSeals(v)
+		return v, nil
+	}
+	itemGVK := gvk
+	if item, ok := engine.ListItemGVK(gvk); ok && isList(v) {
+		itemGVK = item
+	}
+	var openErr error
+	eachObject(v, func(obj map[string]any) {
+		meta, _ := obj["metadata"].(map[string]any)
+		ann, _ := meta["annotations"].(map[string]any)
+		u, ok := ann[undo.Annotation].(string)
+		if !ok || !undo.IsSealed(u) {
+			return
+		}
+		itemRaw, err := encodeJSON(obj)
+		if err != nil {
+			openErr = err
+			return
+		}
+		entries, _, err := p.reg.OpenedUndo(itemGVK, t, itemRaw)
+		if err != nil {
+			ann[undo.Annotation] = "does not open with --undo-key-file: " + err.Error()
+			return
+		}
+		text, err := json.Marshal(entries)
+		if err == nil {
+			ann[undo.Annotation], err = decodeJSON(text)
+		}
+		if err != nil {
+			openErr = err
+		}
+	})
+	return v, openErr
+}
+
+// isList reports whether the decoded object v has an items array.
+func isList(v any) bool {
+	obj, _ := v.(map[string]any)
+	_, ok := obj["items"].([]any)
+	return ok
 }
 
 // carriesSealedUndo reports whether the object JSON, or an item of a list, has a sealed undo
@@ -142,6 +213,16 @@ func carriesSealedUndo(object []byte) bool {
 // eachAnnotations calls fn with the annotations map of the decoded object v, or of each item
 // when v is a list (nil where an object has none).
 func eachAnnotations(v any, fn func(ann map[string]any)) {
+	eachObject(v, func(obj map[string]any) {
+		meta, _ := obj["metadata"].(map[string]any)
+		ann, _ := meta["annotations"].(map[string]any)
+		fn(ann)
+	})
+}
+
+// eachObject calls fn with the decoded object v, or with each item when v is a list (nil for
+// an item that is not an object).
+func eachObject(v any, fn func(obj map[string]any)) {
 	obj, _ := v.(map[string]any)
 	objs := []any{obj}
 	if items, ok := obj["items"].([]any); ok {
@@ -149,9 +230,7 @@ func eachAnnotations(v any, fn func(ann map[string]any)) {
 	}
 	for _, o := range objs {
 		m, _ := o.(map[string]any)
-		meta, _ := m["metadata"].(map[string]any)
-		ann, _ := meta["annotations"].(map[string]any)
-		fn(ann)
+		fn(m)
 	}
 }
 
@@ -183,28 +262,6 @@ func sameError(a, b string) bool {
 		return withheldDetail.ReplaceAllString(redactedRun.ReplaceAllString(s, redactedText), "(detail)")
 	}
 	return norm(a) == norm(b)
-}
-
-// sameJSON compares two JSON documents as values (numbers by their text), with the build
-// version left out of undo.ProvenanceAnnotation: a new build names itself there, and that
-// alone is not a difference in what the hooks do. With foreignKey, sealed undo annotation
-// values all compare equal (maskSeals).
-func sameJSON(a, b []byte, foreignKey bool) (bool, error) {
-	x, err := decodeJSON(a)
-	if err != nil {
-		return false, err
-	}
-	y, err := decodeJSON(b)
-	if err != nil {
-		return false, err
-	}
-	withoutVersion(x)
-	withoutVersion(y)
-	if foreignKey {
-		maskSeals(x)
-		maskSeals(y)
-	}
-	return reflect.DeepEqual(x, y), nil
 }
 
 // provenanceVersion matches the "@version" of each "hook@version#sha" in the annotation.
