@@ -83,6 +83,8 @@ func (p *Plugin) run(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 		return p.mutate(args[1:], stdin, stdout, stderr)
 	case "replay":
 		return p.replay(args[1:], stdout, stderr)
+	case "capture":
+		return captureCmd(args[1:], stdout, stderr)
 	case "cleanup":
 		return p.cleanup(args[1:], stdout, stderr)
 	case "test":
@@ -101,7 +103,7 @@ func (p *Plugin) run(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 }
 
 // commands are the subcommands that usage lists.
-var commands = []string{"serve", "mutate", "replay", "test", "cleanup", "undo-key", "install", "version", "help"}
+var commands = []string{"serve", "mutate", "replay", "capture", "test", "cleanup", "undo-key", "install", "version", "help"}
 
 func usage(w io.Writer, getenv func(string) string) {
 	fmt.Fprint(w, `synchook runs hooks on the objects a vcluster syncer writes and reads, as a mutating
@@ -112,6 +114,7 @@ Usage:
   synchook mutate --type HOOKTYPE -f FILE [flags]  offline dry run: print the JSON Patch and the result
   synchook replay DIR [flags]                      run the requests serve --capture DIR saved through this
                                                    build and config; show what changes (exit 1 if anything does)
+  synchook capture export DIR > capture.tar        write the capture files of DIR as one tar stream (no tar in the image)
   synchook test [--update] [-o junit] [DIR|FILE...] run the test files (synchook-test.yaml) below DIR (default .):
                                                    each write as expected, and read back without a trace (docs/testing.md)
   synchook undo-key [--rotate FILE]                print a new undo key ring (or FILE's ring with a new sealing key) for --undo-key-file

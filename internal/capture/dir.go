@@ -125,21 +125,32 @@ func notOwnFile(info fs.FileInfo) string {
 // checks that what it opened is a regular file owned by the current user, so a file swapped
 // for a link or another user's file after ReplayFiles listed it is refused too.
 func ReadOwnFile(path string) (*Record, error) {
-	f, err := openNoFollow(path)
+	b, _, reason, err := readOwn(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if reason := notOwnFile(info); reason != "" {
+	if reason != "" {
 		return nil, fmt.Errorf("%s: %s", filepath.Base(path), reason)
 	}
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return nil, err
-	}
 	return ParseRecord(b)
+}
+
+// readOwn reads the file at path, opened without following a symbolic link, when what it
+// opened is a regular file owned by the current user; else reason says why not (no error).
+func readOwn(path string) (b []byte, info fs.FileInfo, reason string, err error) {
+	f, err := openNoFollow(path)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	defer f.Close()
+	if info, err = f.Stat(); err != nil {
+		return nil, nil, "", err
+	}
+	if reason := notOwnFile(info); reason != "" {
+		return nil, info, reason, nil
+	}
+	if b, err = io.ReadAll(f); err != nil {
+		return nil, nil, "", err
+	}
+	return b, info, "", nil
 }
