@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,7 +21,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/yaml"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -32,6 +30,7 @@ import (
 	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/internal/hooktest"
 	"github.com/synchook/synchook/internal/metrics"
+	"github.com/synchook/synchook/internal/namespaces"
 	"github.com/synchook/synchook/internal/sidecar"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/internal/undokey"
@@ -111,7 +110,8 @@ admission webhook that answers with JSON Patches.
 
 Usage:
   synchook serve  [flags]                          run the sidecar
-  synchook mutate --type HOOKTYPE -f FILE [flags]  offline dry run: print the JSON Patch and the result
+  synchook mutate --type HOOKTYPE -f FILE [flags]  offline dry run of each object in FILE (YAML documents): print the
+                                                   JSON Patch and the result; namespaces from --namespaces FILE
   synchook replay DIR [flags]                      run the requests serve --capture DIR saved through this
                                                    build and config; show what changes (exit 1 if anything does)
   synchook capture export DIR > capture.tar        write the capture files of DIR as one tar stream (no tar in the image)
@@ -227,18 +227,22 @@ type mutateOptions struct {
 	timeout                            time.Duration
 	skipIdempotencyCheck               bool
 	undoKeyFile                        string
+	namespacesFile                     string
+	virtualNamespaces                  bool
 }
 
 func mutateFlags() (*flag.FlagSet, *mutateOptions) {
 	o := &mutateOptions{}
 	fs := flag.NewFlagSet("mutate", flag.ContinueOnError)
 	fs.StringVar(&o.configFile, "config", "", "path of the YAML hook config; empty: the SYNCHOOK_CONFIG env var, else the built-in default, or none in a program with Go hooks")
-	fs.StringVar(&o.file, "f", "", "the object, YAML or JSON, with apiVersion and kind; - reads stdin (required)")
+	fs.StringVar(&o.file, "f", "", "the objects, YAML or JSON, each with apiVersion and kind, several as YAML documents (---) run in order (empty documents skipped); - reads stdin (required)")
 	fs.StringVar(&o.hookType, "type", "", "the hook type to run (required): "+hooks.ValidHookTypes())
 	fs.DurationVar(&o.timeout, "timeout", webhook.DefaultRequestTimeout, "time the hook chain may take")
 	fs.BoolVar(&o.skipIdempotencyCheck, "skip-idempotency-check", false, "do not refuse a hook chain that changes its own result again (checked on built-in sample objects and the given one)")
 	fs.StringVar(&o.output, "o", "", "output: empty prints the JSON Patch and the result for people; json or yaml prints only the resulting object (for scripts)")
 	fs.StringVar(&o.undoKeyFile, "undo-key-file", "", "undo key ring file: seal the undo of a write and open the undo of a read with it, as the deployed synchook does; empty: a throwaway key made for this run (a later GetPhysical cannot open what it sealed)")
+	fs.StringVar(&o.namespacesFile, "namespaces", "", "YAML or JSON file of the Namespace objects hooks look up (labels fromNamespace, a policy's namespaceObject), one a document or a v1 List (kubectl get namespaces -o yaml); they are the only namespaces there are; empty: none, and a hook that reads one fails naming it")
+	fs.BoolVar(&o.virtualNamespaces, "virtual-namespaces", false, "the --namespaces are the virtual cluster's, as under vcluster: an object of a physical hook type came from the namespace its vcluster.loft.sh/object-namespace annotation names; default: its own namespace (admission mode)")
 	return fs, o
 }
 
@@ -271,13 +275,23 @@ func (p *Plugin) mutate(args []string, stdin io.Reader, stdout, stderr io.Writer
 	if err != nil {
 		return fail(exitFailed, "read object: %v", err)
 	}
-	// JSON is taken as it is, numbers exact, as the server takes it (a YAML step would turn
-	// 12345678901234567890123 into 1.2345678901234568e+22); YAML is converted.
-	objectJSON := bytes.TrimSpace(data)
-	if len(objectJSON) == 0 || objectJSON[0] != '{' || !json.Valid(objectJSON) {
-		if objectJSON, err = yaml.YAMLToJSON(data); err != nil {
-			return fail(exitFailed, "%s is not YAML or JSON: %v", o.file, err)
-		}
+	what := o.file
+	if what == "-" {
+		what = "stdin"
+	}
+	// Every document is checked before any runs: a bad one prints nothing.
+	docs, err := readMutateDocuments(data, what)
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	nsLookup, err := readMutateNamespaces(o.namespacesFile)
+	if err != nil {
+		return fail(exitUsage, "--namespaces: %v", err)
+	}
+	ctx := namespaces.WithSource(context.Background(), namespaces.Source{Lookup: nsLookup, Virtual: o.virtualNamespaces})
+	samples := make([][]byte, len(docs))
+	for i := range docs {
+		samples[i] = docs[i].json
 	}
 	keys, err := offlineKeys(o.undoKeyFile)
 	if err != nil {
@@ -286,38 +300,21 @@ func (p *Plugin) mutate(args []string, stdin io.Reader, stdout, stderr io.Writer
 	if o.undoKeyFile == "" {
 		fmt.Fprintln(stderr, "synchook mutate: no --undo-key-file: sealed with a throwaway key; a round trip through `synchook mutate` of a GetPhysical needs the file")
 	}
-	reg, err := sidecar.BuildRegistry(context.Background(), sidecar.RegistryConfig{
+	reg, err := sidecar.BuildRegistry(ctx, sidecar.RegistryConfig{
 		ConfigFile: o.configFile, NoDefaultConfig: p.hasHooks(), Getenv: p.getenv, Register: p.registerHooks,
-		Log: ctrl.Log, Version: Version(), SkipIdempotencyCheck: o.skipIdempotencyCheck, Samples: [][]byte{objectJSON}, Keys: keys,
+		Log: ctrl.Log, Version: Version(), SkipIdempotencyCheck: o.skipIdempotencyCheck, Samples: samples, Keys: keys,
 	})
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
-	res, err := sidecar.Mutate(context.Background(), reg, hookType, objectJSON, o.timeout)
+	// Every document runs before any is printed: one that fails prints nothing.
+	results, err := mutateDocuments(ctx, reg, hookType, docs, o.timeout)
 	if err != nil {
 		return fail(exitFailed, "%v", err)
 	}
-	switch o.output {
-	case "json":
-		fmt.Fprintf(stdout, "%s\n", res.Object)
-		return exitOK
-	case "yaml":
-		out, err := yaml.JSONToYAML(res.Object)
-		if err != nil {
-			return fail(exitFailed, "render result: %v", err)
-		}
-		_, _ = stdout.Write(out)
-		return exitOK
+	if err := writeMutateResults(stdout, o.output, hookType, docs, results); err != nil {
+		return fail(exitFailed, "%v", err)
 	}
-	patchText := "[]"
-	if res.Patch != nil {
-		patchText = string(res.Patch)
-	}
-	result, err := yaml.JSONToYAML(res.Object)
-	if err != nil {
-		return fail(exitFailed, "render result: %v", err)
-	}
-	fmt.Fprintf(stdout, "# JSON Patch (%s, hooks run: %d)\n%s\n---\n# Result\n%s", hookType, res.Hooks, patchText, result)
 	return exitOK
 }
 
