@@ -59,6 +59,9 @@ type Config struct {
 	// DecodeSettings (plugin.UnmarshalConfig) to decode into the hook author's type. Nil when
 	// the key is absent. synchook itself never reads them.
 	Settings json.RawMessage `json:"settings,omitempty"`
+	// source is where the config came from (Load; zero: inline), which says where its
+	// relative files are (Source.resolve).
+	source Source
 }
 
 // Hook is one entry of the config: one built-in hook (labels or strip, exactly one), the
@@ -88,10 +91,15 @@ type Hook struct {
 	// linked into a binary only when it imports github.com/synchook/synchook/config/policy
 	// (the synchook binary does); without it, validation refuses the entry.
 	Policy *json.RawMessage `json:"policy,omitempty"`
-	// PolicyFile is the path of a file holding such a policy, instead of Policy.
+	// PolicyFile is the path of a file holding such a policy, instead of Policy: absolute, or
+	// relative to the directory of the config file (Load); a config given inline (an
+	// environment variable, Parse) refuses a relative one.
 	PolicyFile string `json:"policyFile,omitempty"`
 	// compiled is the compiled Policy or PolicyFile, set by validate.
 	compiled policyreg.Policy
+	// policyPath is the path PolicyFile names, resolved against the config's source (set by
+	// validate).
+	policyPath string
 	// Undo, when false, keeps the hook's change visible on the way back up: its chains record no
 	// synchook.io/undo (README, "automatic undo"). Default true. Undo is per chain: every entry
 	// of a chain (a GVK and a write hook type) must have the same (validate refuses others).
@@ -366,8 +374,8 @@ func (h *Hook) revision() string {
 	sum := sha256.New()
 	entry, _ := json.Marshal(h) // the entry as validated: always encodable
 	sum.Write(entry)
-	if h.PolicyFile != "" {
-		if data, err := os.ReadFile(h.PolicyFile); err == nil {
+	if h.policyPath != "" {
+		if data, err := os.ReadFile(h.policyPath); err == nil {
 			sum.Write(data)
 		}
 	}

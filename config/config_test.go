@@ -847,6 +847,12 @@ hooks:
     types: [CreatePhysical]
     policyFile: ../examples/policies/label-from-variable.yaml
 `
+	// An inline config has no directory: its policyFile must be absolute.
+	abs, err := filepath.Abs("../examples/policies/label-from-variable.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline = strings.Replace(inline, "../examples/policies/label-from-variable.yaml", abs, 1)
 	cfg, err := config.Parse([]byte(inline))
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,11 @@
 // The config is YAML, read from the file given with --config or, when there is none, from an
 // environment variable holding the YAML itself: SYNCHOOK_CONFIG (plugin-v1.yaml passes it to
 // the sidecar that way), and in vcluster plugin v2 mode first PLUGIN_CONFIG (plugin.yaml's
-// plugins.synchook.config; LoadFrom); with none of them, Default is used. Load picks the
-// source and reports which one it used. The user's reference is docs/config.md.
+// plugins.synchook.config); with none of them, Default is used. Load picks the source and
+// reports which one it used; it is the one loader of every command (serve, mutate, replay, test
+// and both plugins). A relative policyFile is relative to the directory of the config file
+// that names it; a config given in an environment variable (or to Parse) has no directory and
+// refuses one. The user's reference is docs/config.md.
 //
 //	hooks:
 //	  - name: team-labels            # unique; default "<kind-of-hook>-<index>" e.g. labels-0

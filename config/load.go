@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -12,7 +13,8 @@ const EnvVar = "SYNCHOOK_CONFIG"
 // SourceKind says where a config came from.
 type SourceKind string
 
-// The places Load reads a config from, in order of precedence.
+// The places Load reads a config from, in order of precedence. The zero SourceKind is a config
+// given inline in Go (Parse, a Config literal).
 const (
 	// SourceFile is a YAML file named on the command line (--config).
 	SourceFile SourceKind = "file"
@@ -43,27 +45,27 @@ func (s Source) String() string {
 	}
 }
 
-// Load returns the config and where it came from: the YAML file at path when path is not
-// empty; else the YAML in the environment variable SYNCHOOK_CONFIG (looked up with env, or
-// os.Getenv when env is nil) when it holds anything but white space; else Default(). The YAML
-// goes through Parse. Errors name the source; errors about the content wrap ErrInvalid, while
-// a file that cannot be read does not.
-func Load(path string, env func(string) string) (*Config, Source, error) {
-	return LoadFrom(path, env, EnvVar)
-}
-
-// LoadFrom is Load with the environment variables to try, in order, instead of SYNCHOOK_CONFIG
-// alone: the first that holds anything but white space, "null" or "{}" (what YAML encoders
-// write for no config) is the config. The vcluster plugin v2 mode reads PLUGIN_CONFIG, then
-// SYNCHOOK_CONFIG.
-func LoadFrom(path string, env func(string) string, envVars ...string) (*Config, Source, error) {
+// Load is the one way a synchook program reads its config (serve, mutate, replay, the vcluster
+// plugins v1 and v2, plugin.UnmarshalConfig, and synchook test): it returns the config and
+// where it came from: the YAML file at path when path is not empty; else the first of envVars
+// (SYNCHOOK_CONFIG when none are given; the vcluster plugin v2 mode gives PLUGIN_CONFIG, then
+// SYNCHOOK_CONFIG), looked up with env (os.Getenv when nil), that holds anything but white
+// space — or, for any but SYNCHOOK_CONFIG, "null" or "{}" (what YAML encoders write for no
+// config); else Default().
+//
+// A relative file named in the config (policyFile) is relative to the config file's directory,
+// as kubectl, kustomize and helm resolve them, never to the working directory; a config given
+// in an environment variable has no directory, and a relative file in it is an error naming
+// the key and the variable. Errors name the source; errors about the content wrap ErrInvalid,
+// while a file that cannot be read does not.
+func Load(path string, env func(string) string, envVars ...string) (*Config, Source, error) {
 	if path != "" {
 		src := Source{Kind: SourceFile, Name: path}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, src, fmt.Errorf("read config: %w", err)
 		}
-		c, err := Parse(data)
+		c, err := parse(data, src)
 		if err != nil {
 			return nil, src, fmt.Errorf("config %s: %w", src, err)
 		}
@@ -72,17 +74,38 @@ func LoadFrom(path string, env func(string) string, envVars ...string) (*Config,
 	if env == nil {
 		env = os.Getenv
 	}
+	if len(envVars) == 0 {
+		envVars = []string{EnvVar}
+	}
 	for _, name := range envVars {
 		data := env(name)
 		if t := strings.TrimSpace(data); t == "" || (name != EnvVar && (t == "null" || t == "{}")) {
 			continue
 		}
 		src := Source{Kind: SourceEnv, Name: name}
-		c, err := Parse([]byte(data))
+		c, err := parse([]byte(data), src)
 		if err != nil {
 			return nil, src, fmt.Errorf("config %s: %w", src, err)
 		}
 		return c, src, nil
 	}
 	return Default(), Source{Kind: SourceDefault}, nil
+}
+
+// resolve returns the path of the file name that a config from s names (policyFile): name
+// when it is absolute; relative to the directory of the config file when s is a file; else
+// (a config given inline: an environment variable, Parse, a Config built in Go) an error
+// saying so, the detail of a field error at the key.
+func (s Source) resolve(name string) (string, error) {
+	switch {
+	case filepath.IsAbs(name):
+		return name, nil
+	case s.Kind == SourceFile:
+		return filepath.Join(filepath.Dir(s.Name), name), nil
+	}
+	where := "inline"
+	if s.Kind == SourceEnv {
+		where += " in " + s.Name
+	}
+	return "", fmt.Errorf("%q is relative, and this config was given %s, which has no directory: give an absolute path", name, where)
 }

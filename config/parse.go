@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -23,21 +22,21 @@ import (
 // Parse decodes the YAML config in data strictly and validates it (Validate). Unknown keys
 // (compared case-sensitively), duplicate keys and values of the wrong shape are errors that
 // name where they are, e.g. `hooks[1]: unknown field "labls" (valid: …)`. Entries without a
-// name get their default name. Every error wraps ErrInvalid.
-func Parse(data []byte) (*Config, error) { return ParseIn(data, "") }
+// name get their default name. Every error wraps ErrInvalid. The config is given inline: it has
+// no directory, so a relative policyFile is an error (give an absolute path); a config read
+// from a file is read with Load, which takes relative files relative to it.
+func Parse(data []byte) (*Config, error) { return parse(data, Source{}) }
 
-// ParseIn is Parse for a config read from a file in directory dir: a relative policyFile is
-// taken relative to dir ("" : the working directory, as Parse does).
-func ParseIn(data []byte, dir string) (*Config, error) {
+// parse is Parse of a config that came from src, whose relative files resolve as src says
+// (Source.resolve).
+func parse(data []byte, src Source) (*Config, error) {
 	c, err := decode(data)
 	if err != nil {
 		return nil, err
 	}
+	c.source = src
 	for i := range c.Hooks {
 		c.Hooks[i].Name = c.Hooks[i].name(i)
-		if f := c.Hooks[i].PolicyFile; dir != "" && f != "" && !filepath.IsAbs(f) {
-			c.Hooks[i].PolicyFile = filepath.Join(dir, f)
-		}
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err

@@ -39,6 +39,8 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
 // validator checks a config against one scheme.
 type validator struct {
 	scheme *runtime.Scheme
+	// source is where the config came from: where its relative files are.
+	source Source
 	// versions maps each group the scheme knows to its versions.
 	versions map[string][]string
 	// names maps each hook name registered so far to the position that registers it.
@@ -49,7 +51,7 @@ type validator struct {
 }
 
 func (c *Config) validate(scheme *runtime.Scheme) error {
-	v := &validator{scheme: scheme, versions: map[string][]string{}, names: map[string]string{}}
+	v := &validator{scheme: scheme, source: c.source, versions: map[string][]string{}, names: map[string]string{}}
 	for gvk := range scheme.AllKnownTypes() {
 		if gvk.Version == runtime.APIVersionInternal {
 			continue
@@ -476,7 +478,12 @@ func (v *validator) policy(p *field.Path, h *Hook) {
 	src := policyreg.Source{Scheme: v.scheme}
 	if h.PolicyFile != "" {
 		where = p.Child("policyFile")
-		src.File = h.PolicyFile
+		file, err := v.source.resolve(h.PolicyFile)
+		if err != nil {
+			v.errs = append(v.errs, field.Invalid(where, field.OmitValueType{}, err.Error()))
+			return
+		}
+		src.File, h.policyPath = file, file
 	} else if h.Policy != nil {
 		src.Manifest = *h.Policy
 	}

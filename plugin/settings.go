@@ -46,7 +46,7 @@ func (p *Plugin) UnmarshalConfig(v any) error {
 	if !ok {
 		return nil
 	}
-	cfg, src, err := config.LoadFrom(path, p.getenv, envVars...)
+	cfg, src, err := config.Load(path, p.getenv, envVars...)
 	if err != nil {
 		return err
 	}

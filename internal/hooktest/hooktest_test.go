@@ -80,7 +80,7 @@ func TestAMalformedTestFileExitsTwoNamingTheKey(t *testing.T) {
 		"a bad hook type":   {"config: config.yaml\ncases:\n  - name: a\n    type: CreatPhysical\n    object: pod.yaml\n", `cases[0].type: unknown hook type "CreatPhysical"`},
 		"a duplicate name":  {"config: config.yaml\ncases:\n  - {name: a, object: pod.yaml}\n  - {name: a, object: pod.yaml}\n", `cases[1].name: "a" is cases[0].name already`},
 		"a bad readKeeps":   {"config: config.yaml\ncases:\n  - name: a\n    object: pod.yaml\n    expect: {readKeeps: [spec]}\n", `cases[0].expect.readKeeps[0]: "spec" is not a JSON Pointer`},
-		"an invalid config": {"config: bad.yaml\ncases:\n  - {name: a, object: pod.yaml}\n", `config: invalid synchook config: hooks[0]: unknown field "lables"`},
+		"an invalid config": {"config: bad.yaml\ncases:\n  - {name: a, object: pod.yaml}\n", `bad.yaml": invalid synchook config: hooks[0]: unknown field "lables"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := dir(t, map[string]string{"config.yaml": labelsConfig, "bad.yaml": "hooks:\n  - lables: {}\n", "pod.yaml": pod, hooktest.FileName: tt.file})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/bridgev2"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/hoststore"
 	"github.com/synchook/synchook/internal/jsondoc"
@@ -114,9 +115,9 @@ func RunFile(ctx context.Context, f *File, opts Options) ([]Result, error) {
 func (f *File) registry(ctx context.Context, opts Options) (*engine.Registry, error) {
 	cfg := &config.Config{}
 	switch {
-	case len(f.Config) > 0 && f.Config[0] == '{': // inline
+	case len(f.Config) > 0 && f.Config[0] == '{': // inline: no directory, a relative file is refused
 		var err error
-		if cfg, err = config.ParseIn(f.Config, f.dir); err != nil {
+		if cfg, err = config.Parse(f.Config); err != nil {
 			return nil, configErr(f, "config", err)
 		}
 	case len(f.Config) > 0:
@@ -124,12 +125,11 @@ func (f *File) registry(ctx context.Context, opts Options) (*engine.Registry, er
 		if err := json.Unmarshal(f.Config, &name); err != nil {
 			return nil, fmt.Errorf("%w %s: config: %w", ErrInvalid, f.path, err)
 		}
-		path := filepath.Join(f.dir, name)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("%w %s: config: %w", ErrInvalid, f.path, err)
-		}
-		if cfg, err = config.ParseIn(data, filepath.Dir(path)); err != nil {
+		var err error
+		if cfg, _, err = config.Load(filepath.Join(f.dir, name), nil); err != nil {
+			if !errors.Is(err, config.ErrInvalid) { // the file cannot be read
+				return nil, fmt.Errorf("%w %s: config: %w", ErrInvalid, f.path, err)
+			}
 			return nil, configErr(f, "config", err)
 		}
 	case f.Values != "":
@@ -150,8 +150,19 @@ func (f *File) registry(ctx context.Context, opts Options) (*engine.Registry, er
 		if !ok || len(p.Config) == 0 {
 			return nil, fmt.Errorf("%w %s: values %s: no plugins.synchook.config", ErrInvalid, f.path, f.Values)
 		}
-		if cfg, err = config.ParseIn(p.Config, filepath.Dir(path)); err != nil {
+		// As vcluster hands it to the plugin v2: the YAML in PLUGIN_CONFIG, no directory.
+		pluginEnv := func(name string) string {
+			if name == bridgev2.ConfigEnvVar {
+				return string(p.Config)
+			}
+			return ""
+		}
+		var src config.Source
+		if cfg, src, err = config.Load("", pluginEnv, bridgev2.ConfigEnvVar); err != nil {
 			return nil, configErr(f, "values", err)
+		}
+		if src.Kind == config.SourceDefault && opts.Register != nil {
+			cfg = &config.Config{} // a program with Go hooks runs no default (sidecar.NoDefaultConfig)
 		}
 	}
 	ring, err := undo.GenerateRing()

@@ -230,7 +230,7 @@ func BuildRegistry(ctx context.Context, c RegistryConfig) (*engine.Registry, err
 	if c.Log.GetSink() == nil {
 		c.Log = logr.Discard()
 	}
-	cfg, source, err := config.LoadFrom(c.ConfigFile, c.Getenv, c.EnvVars...)
+	cfg, source, err := config.Load(c.ConfigFile, c.Getenv, c.EnvVars...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
