@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -71,8 +73,67 @@ var (
 	})
 )
 
+// undoRejectedReasons and undoSkippedReasons are every reason label of undoRejected and
+// undoSkipped (package undo's Reason* and Skip*); hookFailureReasons those of hookFailures;
+// results those of requests (Result); transports those of requests and inflight.
+var (
+	undoRejectedReasons = []string{undo.ReasonTooLarge, undo.ReasonClearText, undo.ReasonNoKey, undo.ReasonUnauthentic, undo.ReasonMalformed, undo.ReasonIdentity, undo.ReasonDeadline}
+	undoSkippedReasons  = []string{undo.SkipChanged, undo.SkipHeld, undo.SkipNoPlace}
+	hookFailureReasons  = []string{"error", "panic"}
+	results             = []string{"patched", "unchanged", "refused", "invalid", "overloaded", "failed"}
+	transports          = []string{TransportAdmission, TransportGRPC, TransportPluginV2}
+)
+
 func init() {
 	crmetrics.Registry.MustRegister(requests, requestDuration, hookDuration, hookFailures, patchOps, guardRejections, inflight, loopsDetected, undoRejected, undoSkipped, undoKeyFallbacks, certExpiry)
+	// Served from the start at zero, as Prometheus recommends for the label values known in
+	// advance: a rate over a series that appears at its first event misses that event, and an
+	// absent counter cannot be told from one that is not collected. New adds those of a registry.
+	for _, reason := range undoRejectedReasons {
+		undoRejected.WithLabelValues(reason)
+	}
+	for _, t := range transports {
+		inflight.WithLabelValues(t)
+	}
+}
+
+// initSeries makes the series of every counter whose label values reg names, at zero when new:
+// per (GVK, hook type) the requests of every transport and result, the patch operations and
+// the guard rejections; per hook and hook type its failures; per Update chain its loops; per
+// kind a read chain serves the skipped undo entries of every reason.
+func (r *Recorder) initSeries(reg *engine.Registry) {
+	for _, res := range reg.Capabilities().Resources {
+		gvk := schema.FromAPIVersionAndKind(res.APIVersion, res.Kind)
+		gl := r.gvkLabel(gvk)
+		for _, tc := range res.HookTypes {
+			t := string(tc.Type)
+			patchOps.WithLabelValues(t, gl)
+			guardRejections.WithLabelValues(t, gl)
+			for _, tr := range transports {
+				for _, result := range results {
+					requests.WithLabelValues(tr, t, gl, result)
+				}
+			}
+			names := make([]string, 0, len(tc.Hooks))
+			for _, h := range tc.Hooks {
+				if h == undo.Annotation { // the undo a read applies: no hook of its own
+					continue
+				}
+				names = append(names, h)
+				for _, reason := range hookFailureReasons {
+					hookFailures.WithLabelValues(h, t, reason)
+				}
+			}
+			if tc.Type.UpdateOf() == tc.Type && len(names) > 0 {
+				loopsDetected.WithLabelValues(strings.Join(names, ","))
+			}
+			if tc.Type.Reads() {
+				for _, reason := range undoSkippedReasons {
+					undoSkipped.WithLabelValues(gvk.Kind, reason)
+				}
+			}
+		}
+	}
 }
 
 // Recorder records requests and hook calls for one registry. It implements engine.Observer:
@@ -93,6 +154,7 @@ func New(reg *engine.Registry, log logr.Logger) *Recorder {
 	for _, k := range reg.Keys() {
 		r.gvks[k.GVK] = k.GVK.GroupVersion().String() + "/" + k.GVK.Kind
 	}
+	r.initSeries(reg)
 	return r
 }
 

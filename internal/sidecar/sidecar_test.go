@@ -223,7 +223,7 @@ func TestServeIsReadyMutatesAndStopsCleanlyWhenItsContextEnds(t *testing.T) {
 	})
 
 	t.Run("the metrics listener counts the request", func(t *testing.T) {
-		if body := get(t, http.DefaultClient, "http://"+opts.MetricsBindAddress+"/metrics"); !strings.Contains(body, `synchook_requests_total{gvk="v1/Pod",hook_type="CreatePhysical",result="patched",transport="admission"}`) {
+		if body := get(t, http.DefaultClient, "http://"+opts.MetricsBindAddress+"/metrics"); !strings.Contains(body, `synchook_requests_total{gvk="v1/Pod",hook_type="CreatePhysical",result="patched",transport="admission"} 1`+"\n") {
 			t.Errorf("/metrics lacks the admission request:\n%s", body)
 		}
 	})
