@@ -259,6 +259,9 @@ func (r *Registry) register(h hooks.ClientHook, revision string, builtin bool) e
 			continue
 		}
 		c := r.chainOf(Key{GVK: gvk, Type: t})
+		if err := undoAgrees(c, name, !recordsUndo); err != nil {
+			return err
+		}
 		nf := namedFunc{name: name, fn: fn, meta: meta, noUndo: !recordsUndo, revision: revision, builtin: builtin}
 		if sh, ok := h.(stripper); ok && builtin {
 			nf.strip, nf.stripMatches = sh.StripPaths()
@@ -270,6 +273,29 @@ func (r *Registry) register(h hooks.ClientHook, revision string, builtin bool) e
 		}
 	}
 	r.names[name] = true
+	return nil
+}
+
+// ErrUndoDisagrees is wrapped by the error of Register for a hook whose undo (hooks.Undoer)
+// differs from that of a hook already in one of its write chains.
+var ErrUndoDisagrees = errors.New("hooks of one chain disagree on undo")
+
+// undoAgrees returns an error wrapping ErrUndoDisagrees when the write chain c (a hook type with
+// a read that undoes it) holds a hook whose undo differs from noUndo, that of the hook name
+// being registered: undo is per chain, so one hook's Undo() false would leave every other
+// hook's change in the read.
+func undoAgrees(c *chain, name string, noUndo bool) error {
+	if _, ok := c.key.Type.ReadOf(); !ok {
+		return nil
+	}
+	for _, h := range c.hooks {
+		if h.noUndo != noUndo {
+			return fmt.Errorf("register hook %q: %w: on %s %s, hook %q has Undo() %t and this one %t: "+
+				"undo is per chain, so the read would keep the changes of every hook of the chain; "+
+				"give both the same Undo() or register them for different kinds or hook types",
+				name, ErrUndoDisagrees, c.key.GVK, c.key.Type, h.name, !h.noUndo, !noUndo)
+		}
+	}
 	return nil
 }
 

@@ -95,7 +95,8 @@ func TestCheckIdempotentNamesTheHookAndThePathThatKeptChanging(t *testing.T) {
 }
 
 // Regression (issue 20): a chain with a hook that opted out of undo used to run the whole
-// chain and then the opted-out hooks again, twice per request.
+// chain and then the opted-out hooks again, twice per request. (Since issue 50 every hook of
+// such a chain opts out: a chain that mixes them is refused, TestHooksOfOneChainMustAgreeOnUndo.)
 func TestAChainWithAnOptedOutHookRunsEachHookOnceAndRecordsNoUndo(t *testing.T) {
 	var calls atomic.Int32
 	count := func(_ context.Context, o client.Object) (client.Object, error) {
@@ -112,7 +113,7 @@ func TestAChainWithAnOptedOutHookRunsEachHookOnceAndRecordsNoUndo(t *testing.T) 
 	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Keys: testKeeper(t), Undo: true})
 	reg.MustRegister(
 		optOut{hooks.NewFunc("visible", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, count)},
-		hooks.NewFunc("hidden", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, label),
+		optOut{hooks.NewFunc("hidden", &corev1.Pod{}, []hooks.HookType{hooks.CreatePhysical}, label)},
 	)
 	res, err := reg.Mutate(t.Context(), corev1.SchemeGroupVersion.WithKind("Pod"), hooks.CreatePhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
 	if err != nil {
@@ -123,5 +124,30 @@ func TestAChainWithAnOptedOutHookRunsEachHookOnceAndRecordsNoUndo(t *testing.T) 
 	}
 	if strings.Contains(string(res.Patch), "undo") {
 		t.Errorf("patch %s records an undo for a chain with an opted-out hook (undo is per chain)", res.Patch)
+	}
+}
+
+// Undo is per chain: a hook whose Undo() is false beside one that records its undo would leave
+// the other's change in the read (an image mirror's images given to the syncer), so Register
+// refuses the second, naming both; other kinds, and read and delete chains, may differ.
+func TestHooksOfOneChainMustAgreeOnUndo(t *testing.T) {
+	keep := func(_ context.Context, o client.Object) (client.Object, error) { return o, nil }
+	pod := func(name string, types ...hooks.HookType) hooks.FuncHook {
+		return hooks.NewFunc(name, &corev1.Pod{}, types, keep)
+	}
+	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Keys: testKeeper(t), Undo: true})
+	reg.MustRegister(optOut{pod("visible", hooks.CreatePhysical, hooks.GetPhysical)})
+	err := reg.Register(pod("mirror", hooks.CreatePhysical))
+	if !errors.Is(err, engine.ErrUndoDisagrees) || !strings.Contains(err.Error(), `"mirror"`) || !strings.Contains(err.Error(), `"visible"`) || !strings.Contains(err.Error(), "CreatePhysical") {
+		t.Errorf("a mixed chain: error %v, want ErrUndoDisagrees naming both hooks and the hook type", err)
+	}
+	if err := reg.Register(pod("reader", hooks.GetPhysical)); err != nil {
+		t.Errorf("a read chain may mix: %v", err)
+	}
+	if err := reg.Register(pod("updater", hooks.UpdatePhysical)); err != nil {
+		t.Errorf("another hook type may differ: %v", err)
+	}
+	if err := reg.Register(hooks.NewFunc("svc", &corev1.Service{}, []hooks.HookType{hooks.CreatePhysical}, keep)); err != nil {
+		t.Errorf("another kind may differ: %v", err)
 	}
 }
