@@ -37,6 +37,9 @@ type storedCase struct {
 	// subresource) on the object the syncer sent and on the hooked one, after the Create:
 	// what it pulled is what each spec names.
 	status, hostStatus string
+	// hostMutates, when set, labels both namespaces host-mutates=hostMutates: the host's
+	// MutatingAdmissionPolicy of that name (hostPolicies) acts on both objects.
+	hostMutates string
 }
 
 // strip is a config with one strip hook of paths on kind (v1 or a custom resource).
@@ -149,9 +152,18 @@ var storedCases = []storedCase{
 	},
 }
 
-// widgetCRD is the custom resource of the table: any spec, stored as JSON.
+// widgetCRD is the custom resource of the table: any spec, stored as JSON, and in it an object
+// spec.tuning (any fields) with structural defaults: {} for spec.tuning itself, and replicas
+// and mode in it, which the apiserver defaults into every Widget's spec.tuning.
 func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
 	preserve := true
+	tuning := apiextensionsv1.JSONSchemaProps{
+		Type: "object", XPreserveUnknownFields: &preserve, Default: &apiextensionsv1.JSON{Raw: []byte(`{}`)},
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"replicas": {Type: "integer", Default: &apiextensionsv1.JSON{Raw: []byte(`1`)}},
+			"mode":     {Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`"balanced"`)}},
+		},
+	}
 	return &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
@@ -162,6 +174,10 @@ func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
 				Name: "v1", Served: true, Storage: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 					Type: "object", XPreserveUnknownFields: &preserve,
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {
+						Type: "object", XPreserveUnknownFields: &preserve,
+						Properties: map[string]apiextensionsv1.JSONSchemaProps{"tuning": tuning},
+					}},
 				}},
 			}},
 		},
@@ -181,7 +197,8 @@ func TestTheReadIsRightOnWhatARealAPIServerStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, tc := range storedCases {
+	installHostPolicies(t, c)
+	for i, tc := range slices.Concat(storedCases, createdParentCases) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := config.Parse([]byte(tc.config))
 			if err != nil {
@@ -193,7 +210,11 @@ func TestTheReadIsRightOnWhatARealAPIServerStores(t *testing.T) {
 			}
 			plainNS, hookedNS := fmt.Sprintf("plain-%d", i), fmt.Sprintf("hooked-%d", i)
 			for _, ns := range []string{plainNS, hookedNS} {
-				if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+				namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+				if tc.hostMutates != "" {
+					namespace.Labels = map[string]string{hostMutatesLabel: tc.hostMutates}
+				}
+				if err := c.Create(t.Context(), namespace); err != nil {
 					t.Fatal(err)
 				}
 			}
