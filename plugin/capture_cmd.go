@@ -11,29 +11,21 @@ import (
 	"github.com/synchook/synchook/internal/capture"
 )
 
-// captureCmd is `synchook capture export DIR`: it writes the capture files of DIR (serve
+// captureExport is `synchook capture export DIR`: it writes the capture files of DIR (serve
 // --capture DIR) to stdout as one tar stream (capture.Export), for a container without tar:
 // `kubectl exec -c synchook POD -- /plugin/plugin capture export DIR > capture.tar`. Files it
 // leaves out (symbolic links, files of other users, files deleted while it ran) are named on
 // stderr. Exit 0: every file exported; 1: some left out (the stream holds the rest) or the
 // stream could not be written; 2: bad arguments, stdout a terminal, DIR missing, a symbolic
 // link or writable by group or others.
-func captureCmd(args []string, stdout, stderr io.Writer) int {
+func captureExport(dir string, stdout, stderr io.Writer) int {
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "synchook capture: "+format+"\n", a...)
 		return code
 	}
-	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		fmt.Fprintln(stdout, captureUsage)
-		return exitOK
-	}
-	if len(args) != 2 || args[0] != "export" {
-		return fail(exitUsage, "want `capture export DIR` (%s)", captureUsage)
-	}
 	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		return fail(exitUsage, "export writes a tar stream: redirect stdout to a file (> capture.tar)")
 	}
-	dir := args[1]
 	if info, err := os.Stat(dir); err != nil {
 		return fail(exitUsage, "%v", err)
 	} else if !info.IsDir() {
@@ -55,5 +47,5 @@ func captureCmd(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// captureUsage is capture's line in usage.
+// captureUsage is the one line on capture export in capture's usage errors.
 const captureUsage = "synchook capture export DIR > capture.tar: write the capture files of DIR as a tar stream (tar -xf makes ./capture for replay)"

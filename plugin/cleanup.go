@@ -3,19 +3,15 @@ package plugin
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/internal/cleanup"
@@ -23,10 +19,8 @@ import (
 	"github.com/synchook/synchook/internal/undokey"
 )
 
-// cleanupHelp heads `synchook cleanup --help`, before the flags.
-const cleanupHelp = `Usage: synchook cleanup --namespace NAMESPACE [flags]
-
-Takes synchook off the host objects of one vcluster, for uninstalling synchook or after
+// cleanupHelp is the Long text of `synchook cleanup --help`.
+const cleanupHelp = `Takes synchook off the host objects of one vcluster, for uninstalling synchook or after
 removing hooks: on every object of the kinds below in the vcluster's host namespace that
 carries a synchook.io/* annotation, it undoes the hooks' changes as far as an update may
 change them back (labels, annotations, the data of Secrets and ConfigMaps), lists the fields
@@ -40,7 +34,7 @@ that are gone:
   kubectl -n <namespace> scale statefulset <vcluster release> --replicas 0
 
 Only a sealed undo that opens with the undo key (--undo-key-file, else the key Secret
---key-secret in the namespace) is applied. Anything else on an object is listed as "undo not
+--undo-key-secret in the namespace) is applied. Anything else on an object is listed as "undo not
 applied (<reason>)" and never applied: a clear-text undo (clear_text: a tenant may have
 written it; the syncer copies tenant annotations to the host), one that does not open
 (unauthentic), no key (no_key), malformed, …; its hooks' changes stay and its annotations are
@@ -64,28 +58,13 @@ Exit status:
      it again once the cause is fixed.
 A dry run exits as the run would (except that it cannot know what the apiserver refuses).
 
-Flags:
-`
+--kubeconfig, --context and -n/--namespace are kubectl's, for the HOST cluster; unlike kubectl,
+-n is required: cleanup never takes the kubeconfig context's namespace.`
 
 type cleanupOptions struct {
-	kubeconfig, namespace, keyFile, keySecret, kinds string
-	dryRun                                           bool
-}
-
-func cleanupFlags() (*flag.FlagSet, *cleanupOptions) {
-	o := &cleanupOptions{}
-	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the HOST cluster; empty: the KUBECONFIG env var, else ~/.kube/config, else the in-cluster config")
-	fs.StringVar(&o.namespace, "namespace", "", "the vcluster's host namespace (required)")
-	fs.StringVar(&o.keyFile, "undo-key-file", "", "key ring file (the key Secret's \"keys\" item) that opens sealed undos; empty: read the key Secret")
-	fs.StringVar(&o.keySecret, "key-secret", undokey.DefaultSecretName, "name of the undo key Secret in --namespace, read for its keys (without --undo-key-file) and its kinds")
-	fs.StringVar(&o.kinds, "kinds", "", "comma-separated kinds to clean, <group/version>/<Kind> (e.g. v1/Pod,apps/v1/Deployment); empty: v1 Pod, Service, Secret, ConfigMap and the host kinds the key Secret lists")
-	fs.BoolVar(&o.dryRun, "dry-run", false, "report what would be cleaned and write nothing")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), cleanupHelp)
-		fs.PrintDefaults()
-	}
-	return fs, o
+	cluster                   clusterFlags
+	keyFile, keySecret, kinds string
+	dryRun                    bool
 }
 
 // Exit codes of `synchook cleanup` besides exitOK and exitUsage (cleanupHelp explains them).
@@ -103,21 +82,14 @@ const (
 // was left (cleanup.Summary.Left); exitUsage: bad flags, kubeconfig or key file;
 // exitUnfinished: something could not be cleaned (interrupted, the key Secret unreadable, a
 // kind or an object failed).
-func (p *Plugin) cleanup(args []string, stdout, stderr io.Writer) int {
-	fs, o := cleanupFlags()
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
-	}
+func (p *Plugin) cleanup(o *cleanupOptions, stdout, stderr io.Writer) int {
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "synchook cleanup: "+format+"\n", a...)
 		return code
 	}
-	if fs.NArg() > 0 {
-		return fail(exitUsage, "unexpected argument %q (see synchook cleanup --help)", fs.Arg(0))
-	}
-	if o.namespace == "" {
-		return fail(exitUsage, "--namespace is required: the vcluster's host namespace (see synchook cleanup --help)")
+	namespace := o.cluster.namespace()
+	if namespace == "" {
+		return fail(exitUsage, "-n/--namespace is required: the vcluster's host namespace (see synchook cleanup --help)")
 	}
 	var kinds []schema.GroupVersionKind
 	if o.kinds != "" {
@@ -132,9 +104,9 @@ func (p *Plugin) cleanup(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 
-	cfg, err := p.hostConfig(o.kubeconfig)
+	cfg, err := o.cluster.restConfig(p.getenv)
 	if err != nil {
-		return fail(exitUsage, "kubeconfig: %v", err)
+		return fail(exitUsage, "the host cluster's client config (--kubeconfig, --context, KUBECONFIG): %v", err)
 	}
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -160,13 +132,13 @@ func (p *Plugin) cleanup(args []string, stdout, stderr io.Writer) int {
 	for i, gvk := range kinds {
 		names[i] = cleanup.KindString(gvk)
 	}
-	fmt.Fprintf(stderr, "cleaning namespace %s, kinds %s\n", o.namespace, strings.Join(names, ", "))
+	fmt.Fprintf(stderr, "cleaning namespace %s, kinds %s\n", namespace, strings.Join(names, ", "))
 	if o.dryRun {
 		fmt.Fprintln(stderr, "dry run: nothing is written")
 	}
 
 	sum, err := cleanup.Run(ctx, cleanup.Options{
-		Client: c, Namespace: o.namespace, Kinds: kinds, Ring: ring, DryRun: o.dryRun, Progress: stderr,
+		Client: c, Namespace: namespace, Kinds: kinds, Ring: ring, DryRun: o.dryRun, Progress: stderr,
 	})
 	fmt.Fprintln(stdout, sum)
 	switch {
@@ -179,7 +151,7 @@ func (p *Plugin) cleanup(args []string, stdout, stderr io.Writer) int {
 	}
 	if !o.dryRun && secretFound {
 		fmt.Fprintf(stdout, "No synchook.io/* annotation is left on these kinds. The key Secret %s/%s can be deleted once no vcluster in %s uses synchook any more (kubectl -n %s delete secret %s).\n",
-			o.namespace, o.keySecret, o.namespace, o.namespace, o.keySecret)
+			namespace, o.keySecret, namespace, namespace, o.keySecret)
 	}
 	switch {
 	case sum.Left() && o.dryRun:
@@ -211,7 +183,7 @@ func cleanupKey(ctx context.Context, c client.Client, o *cleanupOptions, stderr 
 			return nil, nil, false, &keyFileError{err}
 		}
 	}
-	ring, kinds, err := undokey.Read(ctx, c, o.namespace, o.keySecret)
+	ring, kinds, err := undokey.Read(ctx, c, o.cluster.namespace(), o.keySecret)
 	switch {
 	case err == nil && fileRing != nil:
 		return fileRing, kinds, true, nil
@@ -220,7 +192,7 @@ func cleanupKey(ctx context.Context, c client.Client, o *cleanupOptions, stderr 
 	case apierrors.IsNotFound(err) && fileRing != nil:
 		return fileRing, nil, false, nil
 	case apierrors.IsNotFound(err):
-		fmt.Fprintf(stderr, "no undo key (no Secret %s/%s, no --undo-key-file): sealed undos cannot be opened; their changes stay and their annotations are removed\n", o.namespace, o.keySecret)
+		fmt.Fprintf(stderr, "no undo key (no Secret %s/%s, no --undo-key-file): sealed undos cannot be opened; their changes stay and their annotations are removed\n", o.cluster.namespace(), o.keySecret)
 		return nil, nil, false, nil
 	case fileRing != nil:
 		fmt.Fprintf(stderr, "warning: cannot read the kinds of the key Secret (%v); give --kinds to clean more than the default kinds\n", err)
@@ -228,16 +200,4 @@ func cleanupKey(ctx context.Context, c client.Client, o *cleanupOptions, stderr 
 	default:
 		return nil, nil, false, fmt.Errorf("%w (without the key, sealed undos would be lost; fix access or give --undo-key-file)", err)
 	}
-}
-
-// hostConfig loads the host cluster's client config: path, else the KUBECONFIG variable (read
-// with p's getenv), else ~/.kube/config, else the in-cluster config.
-func (p *Plugin) hostConfig(path string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.Precedence = []string{clientcmd.RecommendedHomeFile}
-	if v := p.getenv(clientcmd.RecommendedConfigPathEnvVar); v != "" {
-		rules.Precedence = filepath.SplitList(v)
-	}
-	rules.ExplicitPath = path
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 }

@@ -95,14 +95,24 @@ func TestBadInputExitsTwoNamingWhatWasWrong(t *testing.T) {
 }
 
 func TestHelpDocumentsEveryFlag(t *testing.T) {
-	code, out, _ := runCLI(t, "--help")
-	if code != 0 {
-		t.Fatalf("exit %d", code)
-	}
-	for _, flag := range []string{"-config", "-bind-address", "-cert-dir", "-cert-dns-name", "-health-probe-bind-address", "-type", "-f ", "-zap-log-level", `(default "127.0.0.1:9443")`} {
-		if !strings.Contains(out, flag) {
-			t.Errorf("--help lacks %s", flag)
-		}
+	for _, tc := range []struct {
+		command string
+		flags   []string
+	}{
+		{"serve", []string{"--config", "--bind-address", "--cert-dir", "--cert-dns-name", "--health-probe-bind-address", "--zap-log-level", `(default "127.0.0.1:9443")`}},
+		{"mutate", []string{"--config", "--type", "-f, --filename", "-o, --output"}},
+	} {
+		t.Run(tc.command+" --help lists its flags", func(t *testing.T) {
+			code, out, _ := runCLI(t, tc.command, "--help")
+			if code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+			for _, flag := range tc.flags {
+				if !strings.Contains(out, flag) {
+					t.Errorf("%s --help lacks %s", tc.command, flag)
+				}
+			}
+		})
 	}
 }
 

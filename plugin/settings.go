@@ -1,10 +1,11 @@
 package plugin
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/spf13/pflag"
 
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/internal/bridgev2"
@@ -67,7 +68,7 @@ func (p *Plugin) configSource() (path string, envVars []string, ok bool) {
 		return "", nil, false
 	}
 	var (
-		fs  *flag.FlagSet
+		fs  *pflag.FlagSet
 		err error
 	)
 	switch args := p.Args[1:]; p.Args[0] {
@@ -87,7 +88,7 @@ func (p *Plugin) configSource() (path string, envVars []string, ok bool) {
 		var o *replayOptions
 		fs, o = replayFlags()
 		fs.SetOutput(io.Discard)
-		_, err = parseInterspersed(fs, args)
+		err = fs.Parse(args)
 		path = o.configFile
 	default:
 		return "", nil, false

@@ -129,21 +129,21 @@ func TestPluginV1YAMLIsAValidVClusterSidecar(t *testing.T) {
 
 	fs, _, _ := serveFlags(os.Getenv)
 	fs.SetOutput(&strings.Builder{})
-	t.Run("the args are serve and flags that synchook --help lists", func(t *testing.T) {
+	t.Run("the args are serve and flags that synchook serve --help lists", func(t *testing.T) {
 		if len(sc.Command) != 0 {
 			t.Errorf("command %v overrides the image's entrypoint", sc.Command)
 		}
 		if len(sc.Args) == 0 || sc.Args[0] != "serve" {
 			t.Fatalf("args %v, want serve first", sc.Args)
 		}
-		code, help, _ := runCLI(t, "--help")
+		code, help, _ := runCLI(t, "serve", "--help")
 		if code != 0 {
-			t.Fatalf("--help exit %d", code)
+			t.Fatalf("serve --help exit %d", code)
 		}
 		for _, a := range sc.Args[1:] {
 			name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-			if !strings.Contains(help, "  -"+name+" ") && !strings.Contains(help, "  -"+name+"\n") {
-				t.Errorf("arg %q: synchook --help has no -%s", a, name)
+			if !strings.Contains(help, "  --"+name+" ") && !strings.Contains(help, "  --"+name+"\n") {
+				t.Errorf("arg %q: synchook serve --help has no --%s", a, name)
 			}
 		}
 		if err := fs.Parse(sc.Args[1:]); err != nil {
@@ -319,9 +319,16 @@ func TestPluginYAMLIsAValidVClusterPluginV2(t *testing.T) {
 }
 
 func TestInstallNeedsExactlyOneDirectory(t *testing.T) {
-	for _, args := range [][]string{{"install"}, {"install", "a", "b"}, {"install", "--force"}} {
-		if code, _, errOut := runCLI(t, args...); code != 2 || !strings.Contains(errOut, "plugin directory") {
-			t.Errorf("%v: exit %d, %q", args, code, errOut)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"install"}, "plugin directory"},
+		{[]string{"install", "a", "b"}, "plugin directory"},
+		{[]string{"install", "--force"}, "unknown flag: --force"},
+	} {
+		if code, _, errOut := runCLI(t, tc.args...); code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, errOut, tc.want)
 		}
 	}
 }

@@ -426,7 +426,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{"no namespace is a usage error", nil, "--namespace is required"},
 		{"a bad kind is a usage error", []string{"--namespace", "ns", "--kinds", "Pod"}, "--kinds"},
 		{"an argument is a usage error", []string{"--namespace", "ns", "extra"}, "unexpected argument"},
-		{"an unknown flag is a usage error", []string{"--nope"}, "flag provided but not defined"},
+		{"an unknown flag is a usage error", []string{"--nope"}, "unknown flag: --nope"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out := runCLI(t, tc.args...)

@@ -57,7 +57,7 @@ func serveKeys(ctx context.Context, opts *Options) (*undo.Keeper, *undokey.Manag
 	}
 	ring, created, err := undokey.LocalFile(opts.CertDir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: no --undo-key-file and not in a cluster (no --undo-key-namespace, no %s): %w", ErrConfig, opts.ServiceAccountNamespaceFile, err)
+		return nil, nil, fmt.Errorf("%w: no --undo-key-file and not in a cluster (no -n/--namespace, no %s): %w", ErrConfig, opts.ServiceAccountNamespaceFile, err)
 	}
 	path := filepath.Join(opts.CertDir, undokey.LocalFileName)
 	if created {
@@ -72,14 +72,14 @@ func serveKeys(ctx context.Context, opts *Options) (*undo.Keeper, *undokey.Manag
 // option, else the service-account namespace file; "" when neither names one.
 func keyNamespace(opts *Options) (namespace, from string, err error) {
 	if opts.UndoKeyNamespace != "" {
-		return opts.UndoKeyNamespace, "--undo-key-namespace", nil
+		return opts.UndoKeyNamespace, "-n/--namespace", nil
 	}
 	data, err := os.ReadFile(opts.ServiceAccountNamespaceFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", "", nil
 	case err != nil:
-		return "", "", fmt.Errorf("undo key: the pod's namespace: %w (give --undo-key-namespace or --undo-key-file)", err)
+		return "", "", fmt.Errorf("undo key: the pod's namespace: %w (give -n/--namespace or --undo-key-file)", err)
 	}
 	return strings.TrimSpace(string(data)), opts.ServiceAccountNamespaceFile, nil
 }
