@@ -2,12 +2,14 @@ package vcluster
 
 // A host that mutates (DESIGN.md, "What the host stores"): the host kube-apiserver has a
 // MutatingAdmissionPolicy of its own that injects a sidecar, a volume, a label, an annotation
-// and a toleration into every pod and rewrites a registry. vcluster's syncer runs once without
-// synchook (vcluster's own behaviour with that host: the baseline) and once with synchook
-// (labels, strips of a map's only key and of every toleration, an image rewrite, a Secret
-// strip and a policy hook). Both apiservers write an audit log of every write to pods, Secrets
-// and Services, so that the syncer's write attempts (no-op and failed ones included) can be
-// counted per object, which the apiservers' watch events alone cannot.
+// and a toleration into every pod, rewrites a registry and adds a seccompProfile to the
+// securityContext of a container named app. vcluster's syncer runs once without synchook
+// (vcluster's own behaviour with that host: the baseline) and once with synchook (labels,
+// strips of a map's only key and of every toleration, an image rewrite, a Secret strip, a
+// policy hook on Services and one that makes the app container's securityContext). Both
+// apiservers write an audit log of every write to pods, Secrets and Services, so that the
+// syncer's write attempts (no-op and failed ones included) can be counted per object, which
+// the apiservers' watch events alone cannot.
 
 import (
 	"bufio"
@@ -17,6 +19,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -51,12 +54,21 @@ const (
 	tenantNodeSelector  = "disk"
 	// the annotation synchook's policy hook puts on host Services
 	lbAnnotation = "synchook.io/lb"
+	// the container into whose securityContext the host adds a seccompProfile, and whose
+	// securityContext synchook's app-non-root hook makes (the tenant's has none)
+	appContainer = "app"
 )
 
 // hostMutationPolicy is the host's MutatingAdmissionPolicy, on pod CREATE and UPDATE. Every
 // mutation is a no-op on a pod that already has it (an update of a pod may not add a
-// container or a volume): containers and volumes are list maps keyed by name, merged by
-// ApplyConfiguration; tolerations are an atomic list, added to by JSONPatch when missing.
+// container or a volume, nor change a container's securityContext): containers and volumes
+// are list maps keyed by name, merged by ApplyConfiguration; tolerations are an atomic list,
+// added to by JSONPatch when missing, and so is the app container's seccompProfile (into the
+// securityContext it has, or in a new one). That one is a JSONPatch at the container's index
+// so that the containers keep their order: an ApplyConfiguration that names app puts the
+// host's sidecar before it, which moves it off the index synchook's undo of it records
+// (the read then keeps every hook change inside that container: the app image's mirror too,
+// and vcluster writes the tenant's image back at every sync).
 const hostMutationPolicy = `
 apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicy
@@ -94,11 +106,24 @@ spec:
             : has(object.spec.tolerations)
               ? [JSONPatch{op: "add", path: "/spec/tolerations/-", value: variables.toleration}]
               : [JSONPatch{op: "add", path: "/spec/tolerations", value: [variables.toleration]}]
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: >-
+          object.spec.containers.map(c, c.name).indexOf("app") < 0 ||
+            (has(object.spec.containers[object.spec.containers.map(c, c.name).indexOf("app")].securityContext) && has(object.spec.containers[object.spec.containers.map(c, c.name).indexOf("app")].securityContext.seccompProfile))
+            ? []
+            : has(object.spec.containers[object.spec.containers.map(c, c.name).indexOf("app")].securityContext)
+              ? [JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(c, c.name).indexOf("app")) + "/securityContext/seccompProfile", value: {"type": "RuntimeDefault"}}]
+              : [JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(c, c.name).indexOf("app")) + "/securityContext", value: {"seccompProfile": {"type": "RuntimeDefault"}}}]
 `
 
 // hostMutationHooks are synchook's hooks in the mutating-host test, after plugin.yaml's own
 // (pod-labels: synchook.io/hooked on pods and services; strip-host-ip on GetPhysical) and
 // imageHooks' mirror (docker.io to registry.internal/dockerhub) and secretStripHook.
+// app-non-root makes a securityContext (runAsNonRoot) the tenant's app container does not
+// have, into which the host's policy adds its seccompProfile: a parent the hooks created and
+// the host added to, which the read gives back as the host's seccompProfile alone
+// (undo.takeBack), what the host stores without synchook.
 const hostMutationHooks = `
 - name: strip-scheduling
   resources: [{apiVersion: v1, kind: Pod}]
@@ -120,6 +145,24 @@ const hostMutationHooks = `
         - patchType: ApplyConfiguration
           applyConfiguration:
             expression: 'Object{metadata: Object.metadata{annotations: {"synchook.io/lb": "internal"}}}'
+- name: app-non-root
+  types: [CreatePhysical, UpdatePhysical]
+  policy:
+    apiVersion: admissionregistration.k8s.io/v1
+    kind: MutatingAdmissionPolicy
+    metadata: {name: app-non-root}
+    spec:
+      reinvocationPolicy: Never
+      failurePolicy: Fail
+      matchConstraints:
+        resourceRules:
+          - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [pods]}
+      mutations:
+        - patchType: ApplyConfiguration
+          applyConfiguration:
+            expression: >-
+              Object{spec: Object.spec{containers: object.spec.containers.filter(c, c.name == "app").map(c,
+                Object.spec.containers{name: c.name, securityContext: Object.spec.containers.securityContext{runAsNonRoot: true}})}}
 `
 
 func mutatingHostConfig(tb testing.TB) map[string]any {
@@ -322,7 +365,7 @@ func installHostPolicy(tb testing.TB, cl *clusters) {
 		ObjectMeta: metav1.ObjectMeta{Name: "policy-probe", Namespace: hostNamespace},
 		Spec: corev1.PodSpec{
 			AutomountServiceAccountToken: ptr.To(false),
-			Containers:                   []corev1.Container{{Name: "probe", Image: "quay.io/org/probe:1"}},
+			Containers:                   []corev1.Container{{Name: "probe", Image: "quay.io/org/probe:1"}, {Name: appContainer, Image: "nginx:1.27"}},
 		},
 	}
 	start := time.Now()
@@ -361,7 +404,25 @@ func hostChangesMissing(p *corev1.Pod) []string {
 	if !slices.ContainsFunc(p.Spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == hostTolerationKey }) {
 		miss = append(miss, "toleration "+hostTolerationKey)
 	}
+	if c := container(p, appContainer); c != nil && !hostSeccomp(c.SecurityContext) {
+		miss = append(miss, "seccompProfile of container "+appContainer)
+	}
 	return miss
+}
+
+// hostSeccomp reports whether sc holds the host policy's seccompProfile.
+func hostSeccomp(sc *corev1.SecurityContext) bool {
+	return sc != nil && sc.SeccompProfile != nil && sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault
+}
+
+// container returns a pod's container name (nil when there is none).
+func container(p *corev1.Pod, name string) *corev1.Container {
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == name {
+			return &p.Spec.Containers[i]
+		}
+	}
+	return nil
 }
 
 // containerImage returns the image of a pod's container name ("" when there is none).
@@ -449,6 +510,9 @@ type hostMutationRun struct {
 	windowEvents []recordedEvent
 	// host: the host twins at the end
 	host map[mhObject]object
+	// read: with synchook, what synchook's GetPhysical gives vcluster of each pod's host twin
+	// at the end (synchookRead)
+	read map[mhObject]*corev1.Pod
 	// syncErrors: vcluster's log lines about failed syncs
 	syncErrors []string
 	// serviceReplaced: the host gave the Service's twin another cluster IP than the tenant's,
@@ -586,6 +650,7 @@ func runMutatingHost(t *testing.T, withSynchook bool) *hostMutationRun {
 		hostVersions:    map[mhObject]int{},
 		writes:          map[mhObject]map[string]int{},
 		host:            map[mhObject]object{},
+		read:            map[mhObject]*corev1.Pod{},
 	}
 	hostNames := map[string]mhObject{} // kind/host name
 	for _, o := range mhObjects {
@@ -596,6 +661,9 @@ func runMutatingHost(t *testing.T, withSynchook bool) *hostMutationRun {
 		run.host[o] = h
 		hostNames[o.kind+"/"+h.GetName()] = o
 		run.writes[o] = map[string]int{}
+		if p, ok := h.(*corev1.Pod); ok && withSynchook {
+			run.read[o] = synchookRead(t, cl, mutatingHostConfig(t), p)
+		}
 	}
 	tenantSvc, hostSvc := refs[mhObject{kindService, mhService}][0].(*corev1.Service), run.host[mhObject{kindService, mhService}].(*corev1.Service)
 	ipNames := clusterIPs(tenantSvc, hostSvc)
@@ -640,6 +708,11 @@ func runMutatingHost(t *testing.T, withSynchook bool) *hostMutationRun {
 			continue
 		}
 		run.virtualVersions[o]++
+		if p, ok := ev.obj.(*corev1.Pod); ok {
+			if c := container(p, appContainer); c != nil && c.SecurityContext != nil {
+				t.Errorf("virtual pod %s %s rv %s: container %s has a securityContext %s, which the tenant did not write", o.name, ev.typ, p.ResourceVersion, appContainer, securityContexts(p)[appContainer])
+			}
+		}
 		var best []string
 		for i, ref := range refs[o] {
 			if d := foreignChanges(ref, ev.obj); i == 0 || len(d) < len(best) {
@@ -683,6 +756,10 @@ func runMutatingHost(t *testing.T, withSynchook bool) *hostMutationRun {
 			}
 			if img := containerImage(h, "app"); !strings.HasPrefix(img, mirroredNginx+":") {
 				t.Errorf("host pod %s %s rv %s pulls %s, not through synchook's mirror", o.name, ev.typ, h.ResourceVersion, img)
+			}
+			if c := container(h, appContainer); c == nil || c.SecurityContext == nil || !ptr.Deref(c.SecurityContext.RunAsNonRoot, false) || !hostSeccomp(c.SecurityContext) {
+				t.Errorf("host pod %s %s rv %s: container %s securityContext %s, want synchook's runAsNonRoot and the host's seccompProfile",
+					o.name, ev.typ, h.ResourceVersion, appContainer, securityContexts(h)[appContainer])
 			}
 		}
 	}
@@ -728,6 +805,63 @@ func runMutatingHost(t *testing.T, withSynchook bool) *hostMutationRun {
 	return run
 }
 
+// synchookRead returns what synchook's GetPhysical gives the syncer of the host pod p: the
+// synchook binary's `mutate --type GetPhysical` with the hook config cfg and the key ring of
+// the undo key Secret synchook keeps in the host namespace (so that p's sealed undo opens and
+// applies, as in the plugin). The ring goes to a 0600 file in a temporary directory and is
+// never printed.
+func synchookRead(tb testing.TB, cl *clusters, cfg map[string]any, p *corev1.Pod) *corev1.Pod {
+	tb.Helper()
+	ctx := tb.Context()
+	sec, err := cl.host.cs.CoreV1().Secrets(hostNamespace).Get(ctx, keySecretName, metav1.GetOptions{})
+	if err != nil {
+		tb.Fatalf("the undo key Secret: %v", err)
+	}
+	dir := tb.TempDir()
+	pod := p.DeepCopy()
+	pod.APIVersion, pod.Kind = "v1", "Pod"
+	rawCfg, err := yaml.Marshal(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rawPod, err := json.Marshal(pod)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	files := map[string][]byte{"keys": sec.Data["keys"], "config.yaml": rawCfg, "pod.json": rawPod}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, binary(tb, binSynchook), "mutate", "--type", "GetPhysical", "-o", "json",
+		"--config", filepath.Join(dir, "config.yaml"), "--undo-key-file", filepath.Join(dir, "keys"), "-f", filepath.Join(dir, "pod.json"))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("synchook mutate --type GetPhysical of host pod %s: %v\n%s", p.Name, err, stderr.String())
+	}
+	var read corev1.Pod
+	if err := json.Unmarshal(stdout.Bytes(), &read); err != nil {
+		tb.Fatalf("synchook mutate --type GetPhysical of host pod %s: %v\n%.2000s", p.Name, err, stdout.String())
+	}
+	return &read
+}
+
+// securityContexts returns each container's securityContext of a pod, by container name, as
+// JSON ("" for none).
+func securityContexts(p *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, c := range p.Spec.Containers {
+		out[c.Name] = ""
+		if c.SecurityContext != nil {
+			raw, _ := json.Marshal(c.SecurityContext)
+			out[c.Name] = string(raw)
+		}
+	}
+	return out
+}
+
 // briefHost is brief with a pod's containers, volumes and a Secret's data keys (never values).
 func briefHost(o object) string {
 	out := brief(o)
@@ -748,16 +882,26 @@ func briefHost(o object) string {
 }
 
 // TestVClusterSyncerMutatingHost: the host kube-apiserver has its own MutatingAdmissionPolicy
-// (a sidecar and a volume, a label and an annotation, a toleration, a registry rewrite, on pod
-// CREATE and UPDATE). The same scenario runs without synchook (the baseline: what vcluster
-// itself does with that host) and with synchook (plugin.yaml's labels, the docker.io mirror,
-// strips of the pods' only nodeSelector key and of every toleration, the one-key Secret strip,
-// a policy hook that annotates Services). The tenant creates and updates two pods, a one-key
-// Secret and a Service. With synchook:
+// (a sidecar and a volume, a label and an annotation, a toleration, a registry rewrite, a
+// seccompProfile in the app container's securityContext, on pod CREATE and UPDATE). The same
+// scenario runs without synchook (the baseline: what vcluster itself does with that host) and
+// with synchook (plugin.yaml's labels, the docker.io mirror, strips of the pods' only
+// nodeSelector key and of every toleration, the one-key Secret strip, a policy hook that
+// annotates Services and one that makes the app container's securityContext with
+// runAsNonRoot: a parent the tenant's pod does not have, into which the host adds). The tenant
+// creates and updates two pods, a one-key Secret and a Service. With synchook:
 //   - every recorded version of the tenant's objects shows, beyond what the tenant wrote
 //     (with its apiserver's defaults), exactly what the baseline's showed (vcluster's own
-//     copying of the host's changes), and no trace of synchook;
-//   - every host version holds the hooks' changes and the host's;
+//     copying of the host's changes), and no trace of synchook (no securityContext on the
+//     tenant's app container);
+//   - every host version holds the hooks' changes and the host's (the app container's
+//     securityContext: runAsNonRoot and seccompProfile);
+//   - what synchook's GetPhysical gives vcluster of each host pod at the end (synchookRead)
+//     holds the containers' securityContexts as the host stores them without synchook: the
+//     host's seccompProfile without the hooks' runAsNonRoot (undo.takeBack, d06792a). This
+//     one compares the read itself: vcluster v0.36.1 copies no pod spec from the host to the
+//     tenant, so a read that kept runAsNonRoot shows in no virtual version (with the rule off
+//     in undo.Apply only this check fails, naming both securityContexts);
 //   - the syncer makes no write of any of the objects (no-op and failed ones counted, from the
 //     apiservers' audit logs) that the baseline does not, and nothing changes in the no-loop
 //     window (SYNCHOOK_NO_LOOP_WINDOW, default 30 s, in each run).
@@ -788,6 +932,9 @@ func TestVClusterSyncerMutatingHost(t *testing.T) {
 				if miss := hostChangesMissing(p); len(miss) > 0 {
 					t.Errorf("the host twin of %s lacks the host's changes %v", o, miss)
 				}
+				if c := container(p, appContainer); c == nil || c.SecurityContext == nil || c.SecurityContext.RunAsNonRoot != nil {
+					t.Errorf("the host twin of %s: container %s securityContext %s, want the host's seccompProfile alone", o, appContainer, securityContexts(p)[appContainer])
+				}
 			}
 		}
 	})
@@ -815,6 +962,10 @@ func TestVClusterSyncerMutatingHost(t *testing.T) {
 				}
 				if len(h.Spec.NodeSelector) > 0 {
 					t.Errorf("host twin of %s: nodeSelector %v, want none (the tenant's only key is stripped)", o, h.Spec.NodeSelector)
+				}
+				if c := container(h, appContainer); c == nil || c.SecurityContext == nil || !ptr.Deref(c.SecurityContext.RunAsNonRoot, false) || !hostSeccomp(c.SecurityContext) {
+					t.Errorf("host twin of %s: container %s securityContext %s, want synchook's runAsNonRoot and the host's seccompProfile",
+						o, appContainer, securityContexts(h)[appContainer])
 				}
 			case *corev1.Secret:
 				if len(h.Data) > 0 || h.Labels[mhRevLabel] != "1" || undoKeyID(h.Annotations[undoAnnotation]) == "" {
@@ -856,6 +1007,27 @@ func TestVClusterSyncerMutatingHost(t *testing.T) {
 			if with.virtualVersions[o] == 0 {
 				t.Errorf("no version of the virtual %s recorded", o)
 			}
+		}
+	})
+
+	t.Run("the read of each host pod gives its containers' securityContext as the host stores it without synchook", func(t *testing.T) {
+		// vcluster v0.36.1 copies no pod spec from the host to the tenant (only status, labels
+		// and annotations), so a read that kept the hooks' runAsNonRoot would show in no version
+		// of the virtual pod: the read itself is compared with the baseline's host twin.
+		for _, o := range mhObjects {
+			read, ok := with.read[o]
+			if o.kind != kindPod {
+				continue
+			}
+			if !ok {
+				t.Errorf("no read of the host twin of %s", o)
+				continue
+			}
+			got, want := securityContexts(read), securityContexts(baseline.host[o].(*corev1.Pod))
+			if !maps.Equal(got, want) {
+				t.Errorf("%s: the read gives the containers' securityContexts %v; the host stores without synchook %v", o, got, want)
+			}
+			t.Logf("%s: the read's securityContexts %v; the host twin's with synchook %v", o, got, securityContexts(with.host[o].(*corev1.Pod)))
 		}
 	})
 
