@@ -9,13 +9,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pmezard/go-difflib/difflib"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/undo"
+	"github.com/synchook/synchook/internal/yamldiff"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -289,14 +289,6 @@ func render(obj []byte, errText string) string {
 	return string(y)
 }
 
-// diff returns the unified line diff from a (captured) to b (replayed).
-func diff(a, b string) string {
-	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(a), B: difflib.SplitLines(b),
-		FromFile: "captured", ToFile: "replayed", Context: 3,
-	})
-	if err != nil {
-		return err.Error()
-	}
-	return text
-}
+// diff returns the unified line diff from a (captured) to b (replayed): yamldiff.Unified, the
+// diff synchook test prints too.
+func diff(a, b string) string { return yamldiff.Unified(a, b, "captured", "replayed") }

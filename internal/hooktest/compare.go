@@ -2,16 +2,17 @@ package hooktest
 
 import (
 	"encoding/json"
+	"reflect"
 	"regexp"
 	"strconv"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/undo"
+	"github.com/synchook/synchook/internal/yamldiff"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -74,12 +75,19 @@ func normalizeProvenance(v any) {
 }
 
 // diffValues returns "" when got is want (subset: when got has every field of want with its
-// value, lists of one length element by element), else a diff, -want +got.
+// value, lists of one length element by element), else the unified YAML diff from want to got
+// (yamldiff, the diff synchook replay prints), headed "--- expected" and "+++ got".
 func diffValues(want, got any, subset bool) string {
 	if subset {
 		got = restrict(got, want)
 	}
-	return cmp.Diff(want, got)
+	if reflect.DeepEqual(want, got) {
+		return ""
+	}
+	if d := yamldiff.Values(want, got, "expected", "got"); d != "" {
+		return d
+	}
+	return "(the values differ in a way their YAML does not show)" // e.g. a number's spelling
 }
 
 // restrict returns the part of got that want names: for maps the keys of want (a key got
@@ -113,7 +121,8 @@ func restrict(got, want any) any {
 }
 
 // roundTripDiff returns "" when back (what the read gives the syncer) is sent (what the syncer
-// sent for the write) but at the paths keeps names, else a diff, -sent +read.
+// sent for the write) but at the paths keeps names, else the unified YAML diff from sent to
+// read, headed "--- sent" and "+++ read".
 func roundTripDiff(sent, back []byte, keeps []string) string {
 	s, err := jsondoc.Decode(sent)
 	if err != nil {
@@ -142,7 +151,13 @@ func roundTripDiff(sent, back []byte, keeps []string) string {
 			}
 		}
 	}
-	return cmp.Diff(s, b)
+	if reflect.DeepEqual(s, b) {
+		return ""
+	}
+	if d := yamldiff.Values(s, b, "sent", "read"); d != "" {
+		return d
+	}
+	return "(the objects differ in a way their YAML does not show)"
 }
 
 // removeAt removes the value at tokens below v (maps only, and list indexes), if any.

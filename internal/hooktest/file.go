@@ -30,7 +30,9 @@ type File struct {
 	// Config is the synchook config the hooks come from: a file name (YAML, relative to the
 	// test file) or the config inline (a mapping with hooks:, as in the file).
 	Config json.RawMessage `json:"config,omitempty"`
-	// Values is a vcluster values file whose plugins.synchook.config is the config (plugin.yaml).
+	// Values is a vcluster values file whose synchook config is the config: plugins.synchook.config
+	// (plugin v2, plugin.yaml) or plugin.synchook's env var SYNCHOOK_CONFIG (the legacy plugin
+	// v1 sidecar, plugin-v1.yaml); see valuesConfig.
 	// At most one of Config and Values; neither: no config hooks (a program's Go hooks only).
 	Values string `json:"values,omitempty"`
 	// ConfigError, when set, says the config must be refused with an error containing it; the
@@ -106,15 +108,15 @@ const (
 var ErrInvalid = errors.New("invalid test file")
 
 // Load reads and checks the test file at path: strict YAML (an unknown or misspelt key is an
-// error naming it), one of config and values, unique case names, valid hook types and match
-// modes, an object per case. Errors wrap ErrInvalid and name the file and the key.
+// error naming its path and the keys valid there: decodeFile), one of config and values,
+// unique case names, valid hook types and match modes, an object per case. Errors wrap ErrInvalid and name the file and the key.
 func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrInvalid, path, err)
 	}
 	f := &File{path: path, dir: filepath.Dir(path)}
-	if err := yaml.UnmarshalStrict(data, f); err != nil {
+	if err := decodeFile(data, f); err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrInvalid, path, err)
 	}
 	bad := func(key, format string, a ...any) error {

@@ -47,7 +47,8 @@ type Result struct {
 	Skipped string
 	// Updated: the case's expected object file was rewritten (Options.Update).
 	Updated bool
-	// Failure says why the case failed ("" when it passed); Diff is expected against actual.
+	// Failure says why the case failed ("" when it passed); Diff is the unified YAML diff under
+	// it ("--- expected" / "+++ got", or "--- sent" / "+++ read" for the round trip).
 	Failure, Diff string
 	// Refused is the error of a file that did not run: invalid, or a config the server
 	// would refuse to start with (Main's exit 2; a JUnit error, not a failure).
@@ -133,32 +134,21 @@ func (f *File) registry(ctx context.Context, opts Options) (*engine.Registry, er
 			return nil, configErr(f, "config", err)
 		}
 	case f.Values != "":
-		path := filepath.Join(f.dir, f.Values)
-		data, err := os.ReadFile(path)
+		envVar, text, err := f.valuesConfig()
 		if err != nil {
-			return nil, fmt.Errorf("%w %s: values: %w", ErrInvalid, f.path, err)
+			return nil, err
 		}
-		var values struct {
-			Plugins map[string]struct {
-				Config json.RawMessage `json:"config"`
-			} `json:"plugins"`
-		}
-		if err := yaml.Unmarshal(data, &values); err != nil {
-			return nil, fmt.Errorf("%w %s: values %s: %w", ErrInvalid, f.path, f.Values, err)
-		}
-		p, ok := values.Plugins["synchook"]
-		if !ok || len(p.Config) == 0 {
-			return nil, fmt.Errorf("%w %s: values %s: no plugins.synchook.config", ErrInvalid, f.path, f.Values)
-		}
-		// As vcluster hands it to the plugin v2: the YAML in PLUGIN_CONFIG, no directory.
+		// As vcluster hands it over, with no directory: the plugin v2 gets the YAML in
+		// PLUGIN_CONFIG (and reads SYNCHOOK_CONFIG when that is empty), the v1 sidecar in its
+		// env var SYNCHOOK_CONFIG.
 		pluginEnv := func(name string) string {
-			if name == bridgev2.ConfigEnvVar {
-				return string(p.Config)
+			if name == envVar {
+				return text
 			}
 			return ""
 		}
 		var src config.Source
-		if cfg, src, err = config.Load("", pluginEnv, bridgev2.ConfigEnvVar); err != nil {
+		if cfg, src, err = config.Load("", pluginEnv, bridgev2.ConfigEnvVar, config.EnvVar); err != nil {
 			return nil, configErr(f, "values", err)
 		}
 		if src.Kind == config.SourceDefault && opts.Register != nil {
@@ -275,10 +265,10 @@ func (f *File) runCase(ctx context.Context, reg *engine.Registry, i int, opts Op
 				return fmt.Sprintf("the read (%s) does not give the syncer back what it sent: %s run on %s but not on %s, "+
 					"and a read keeps a Create-only change (the syncer's updates would never make it again). "+
 					"The usual fix: list %s in their types too (UPDATE in a policy's rules); "+
-					"or declare the kept paths in expect.readKeeps (docs/day2.md#what-each-operation-does)",
+					"or declare the kept paths in expect.readKeeps (docs/day2.md#what-each-operation-does) (-sent +read)",
 					read, strings.Join(only, ", "), t, t.UpdateOf(), t.UpdateOf()), d, nil
 			}
-			return fmt.Sprintf("the read (%s) does not give the syncer back what it sent: a trace of the hooks stays (declare what a read legitimately keeps in expect.readKeeps)", read), d, nil
+			return fmt.Sprintf("the read (%s) does not give the syncer back what it sent: a trace of the hooks stays (declare what a read legitimately keeps in expect.readKeeps) (-sent +read)", read), d, nil
 		}
 	}
 	return "", "", nil
@@ -309,7 +299,7 @@ func (f *File) compareExpected(reg *engine.Registry, c *Case, key string, gvk sc
 		if subset {
 			how = "the result does not contain the expected fields"
 		}
-		return how + " (-expected +actual)", d, nil
+		return how + " (-expected +got)", d, nil
 	}
 	return "", "", nil
 }
