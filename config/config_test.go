@@ -255,7 +255,7 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "a scalar where a list belongs names the field",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: CreatePhysical\n    labels: {labels: {a: b}}"),
-			want: []string{"hooks[0]: cannot unmarshal string into Go struct field hookEntry.types of type []string"},
+			want: []string{"hooks[0].types: a string, want a list"},
 		},
 		{
 			name: "an unknown hook type names its position and lists the valid ones",
@@ -436,7 +436,7 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "a list where a string belongs names the entry and the field",
 			yaml: entry("resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labels: {labels: {a: [x]}}"),
-			want: []string{"hooks[0]: cannot unmarshal array into Go struct field Labels.labels.labels of type string"},
+			want: []string{"hooks[0].labels.labels: a list, want a string"},
 		},
 	}
 	for _, tt := range tests {

@@ -5,10 +5,12 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/synchook/synchook/internal/strictjson"
 )
 
 func TestHookEntryMatchesHook(t *testing.T) {
-	entry, hook := jsonFields(reflect.TypeFor[hookEntry]()), jsonFields(reflect.TypeFor[Hook]())
+	entry, hook := strictjson.Fields(reflect.TypeFor[hookEntry]()), strictjson.Fields(reflect.TypeFor[Hook]())
 	if got, want := slices.Sorted(maps.Keys(entry)), slices.Sorted(maps.Keys(hook)); !slices.Equal(got, want) {
 		t.Fatalf("hookEntry keys %q, Hook keys %q: keep them the same", got, want)
 	}
@@ -41,8 +43,8 @@ func TestKeysAt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := keysAt(tt.typ, tt.path); !slices.Equal(got, tt.want) {
-				t.Errorf("keysAt(%s, %q) = %q, want %q", tt.typ, tt.path, got, tt.want)
+			if got := strictjson.KeysAt(tt.typ, tt.path); !slices.Equal(got, tt.want) {
+				t.Errorf("KeysAt(%s, %q) = %q, want %q", tt.typ, tt.path, got, tt.want)
 			}
 		})
 	}

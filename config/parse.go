@@ -3,20 +3,16 @@ package config
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"reflect"
-	"slices"
 	"strconv"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/strictjson"
 )
 
 // Parse decodes the YAML config in data strictly and validates it (Validate). Unknown keys
@@ -93,9 +89,6 @@ func (e *hookEntry) hook() Hook {
 	return h
 }
 
-// strict are the checks of the decode beyond the shapes of the values.
-var strict = []kjson.StrictOption{kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields}
-
 // decode turns data into a Config without validating it, in one strict pass: YAML syntax and
 // duplicate keys fail sigs.k8s.io/yaml's YAMLToJSONStrict, unknown keys (case-sensitive, as in
 // the Kubernetes API) and values of the wrong shape fail sigs.k8s.io/json's UnmarshalStrict,
@@ -129,43 +122,9 @@ func decode(data []byte) (*Config, error) {
 }
 
 // unmarshal decodes the JSON j strictly into v, which sits at path in the document, and
-// returns the problems, each naming its place: `hooks[1]: unknown field "labls" (valid: …)`.
-func unmarshal(j []byte, v any, path string) []error {
-	strictErrs, err := kjson.UnmarshalStrict(j, v, strict...)
-	if err != nil {
-		// A value of the wrong shape, e.g. `cannot unmarshal string into Go struct field
-		// hookEntry.types of type []string`.
-		msg := strings.TrimPrefix(err.Error(), "json: ")
-		if path == "" {
-			return []error{errors.New(msg)}
-		}
-		return []error{fmt.Errorf("%s: %s", path, msg)}
-	}
-	errs := make([]error, 0, len(strictErrs))
-	for _, e := range strictErrs {
-		var fe kjson.FieldError
-		if !errors.As(e, &fe) {
-			errs = append(errs, e)
-			continue
-		}
-		// sigs.k8s.io/json says `unknown field "labels.lables"`; name the key at its parent.
-		key := fe.FieldPath()
-		what := strings.TrimSuffix(e.Error(), " "+strconv.Quote(key)) // "unknown field" or "duplicate field"
-		parent := ""
-		if i := strings.LastIndexByte(key, '.'); i >= 0 {
-			parent, key = key[:i], key[i+1:]
-		}
-		msg := fmt.Sprintf("%s %q", what, key)
-		if valid := keysAt(reflect.TypeOf(v), parent); what == "unknown field" && len(valid) > 0 {
-			msg += " (valid: " + strings.Join(valid, ", ") + ")"
-		}
-		if where := strings.Trim(path+"."+parent, "."); where != "" {
-			msg = where + ": " + msg
-		}
-		errs = append(errs, errors.New(msg))
-	}
-	return errs
-}
+// returns the problems, each naming its place: `hooks[1]: unknown field "labls" (valid: …)`
+// (strictjson.Unmarshal).
+func unmarshal(j []byte, v any, path string) []error { return strictjson.Unmarshal(j, v, path) }
 
 // stringifyScalars returns the JSON j with every number and boolean turned into a string,
 // except the booleans of a hook entry's own fields (undo). Every other leaf of the config is a
@@ -249,67 +208,4 @@ func (c *Config) DecodeSettings(v any) error {
 		return invalid(utilerrors.NewAggregate(errs))
 	}
 	return nil
-}
-
-// keysAt returns the keys that the type t (a pointer to a struct) accepts at the dotted path
-// below it ("", "labels", "objectSelector.matchExpressions[0]"), sorted; nil when path leads
-// to no struct. sigs.k8s.io/json reports an unknown key but not the valid ones.
-func keysAt(t reflect.Type, path string) []string {
-	fields := jsonFields(t)
-	for seg := range strings.SplitSeq(path, ".") {
-		if seg == "" {
-			continue
-		}
-		seg, _, _ = strings.Cut(seg, "[")
-		ft, ok := fields[seg]
-		if !ok {
-			return nil
-		}
-		fields = jsonFields(ft)
-	}
-	if fields == nil {
-		return nil
-	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// jsonFields maps the JSON keys of the struct type t (behind pointers and slices) to the types
-// of their values; nil when t is no struct. The fields of an embedded struct without a JSON
-// name are its own, as encoding/json has them (the settings of Go hooks may embed structs).
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	fields := map[string]reflect.Type{}
-	for f := range t.Fields() {
-		tag := f.Tag.Get("json")
-		name, _, _ := strings.Cut(tag, ",")
-		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
-			continue
-		}
-		if inner := jsonFields(f.Type); f.Anonymous && name == "" && inner != nil {
-			for k, ft := range inner {
-				if _, shadowed := fields[k]; !shadowed {
-					fields[k] = ft
-				}
-			}
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		fields[name] = f.Type
-	}
-	return fields
 }

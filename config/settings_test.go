@@ -110,7 +110,7 @@ func TestDecodeSettingsIsStrict(t *testing.T) {
 		{
 			name: "a value of the wrong shape",
 			doc:  "settings: {replicas: three}\n",
-			want: []string{"settings: ", "replicas", "int"},
+			want: []string{"settings.replicas: a string, want a number"},
 		},
 	}
 	for _, tc := range tests {
