@@ -302,17 +302,8 @@ func takeBack(cur, hooked any) (rest any, gone, changed bool) {
 		if !ok {
 			return cur, false, true
 		}
-		taken := make([]bool, len(c))
-		for _, he := range h {
-			found := false
-			for j, ce := range c {
-				if !taken[j] && covers(ce, he) {
-					taken[j], found = true, true
-					break
-				}
-			}
-			changed = changed || !found
-		}
+		taken, all := matchElements(c, h)
+		changed = changed || !all
 		out := make([]any, 0, len(c))
 		for j, ce := range c {
 			if !taken[j] {
@@ -347,22 +338,28 @@ func covers(cur, hooked any) bool {
 		if !ok {
 			return false
 		}
-		taken := make([]bool, len(c))
-		for _, he := range h {
-			found := false
-			for j, ce := range c {
-				if !taken[j] && covers(ce, he) {
-					taken[j], found = true, true
-					break
-				}
-			}
-			if !found {
-				return false
-			}
-		}
-		return true
+		_, all := matchElements(c, h)
+		return all
 	}
 	return reflect.DeepEqual(cur, hooked)
+}
+
+// matchElements matches each element of hooked with the first element of cur not matched yet
+// that covers it: taken marks cur's matched elements; all reports that every element of
+// hooked found one.
+func matchElements(cur, hooked []any) (taken []bool, all bool) {
+	taken, all = make([]bool, len(cur)), true
+	for _, he := range hooked {
+		found := false
+		for j, ce := range cur {
+			if !taken[j] && covers(ce, he) {
+				taken[j], found = true, true
+				break
+			}
+		}
+		all = all && found
+	}
+	return taken, all
 }
 
 // heldAs reports whether a document that has (has) the value cur at a path holds what the
