@@ -95,6 +95,15 @@ type Hook struct {
 	// relative to the directory of the config file (Load); a config given inline (an
 	// environment variable, Parse) refuses a relative one.
 	PolicyFile string `json:"policyFile,omitempty"`
+	// Bindings are MutatingAdmissionPolicyBindings (admissionregistration.k8s.io/v1) of the
+	// entry's policy, as they would be applied to a cluster, each with spec.policyName the
+	// policy's metadata.name; none: the policy is bound once, with params null. Only with
+	// Policy or PolicyFile.
+	Bindings []json.RawMessage `json:"bindings,omitempty"`
+	// Params are the param objects (any apiVersion and kind; those of the policy's
+	// spec.paramKind are used) that the bindings' paramRefs select from. Only with Policy or
+	// PolicyFile.
+	Params []json.RawMessage `json:"params,omitempty"`
 	// compiled is the compiled Policy or PolicyFile, set by validate.
 	compiled policyreg.Policy
 	// policyPath is the path PolicyFile names, resolved against the config's source (set by

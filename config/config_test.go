@@ -225,7 +225,7 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "a misspelt key of an entry names the key and the entry",
 			yaml: "hooks:\n  - " + podLabels + "  - name: second\n    resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labls: {labels: {a: b}}\n",
-			want: []string{`hooks[1]: unknown field "labls"`, "valid: image, labels, name, namespaces, objectSelector, policy, policyFile, resources, strip, types, undo"},
+			want: []string{`hooks[1]: unknown field "labls"`, "valid: bindings, image, labels, name, namespaces, objectSelector, params, policy, policyFile, resources, strip, types, undo"},
 		},
 		{
 			name: "a misspelt key inside the labels block names the block",
@@ -825,6 +825,9 @@ hooks:
 	}
 }
 
+// bindingLine starts a hook entry's bindings: with one binding whose spec follows.
+const bindingLine = "    bindings: [{apiVersion: admissionregistration.k8s.io/v1, kind: MutatingAdmissionPolicyBinding, metadata: {name: b}, spec: "
+
 func TestPolicyHooksRunMutatingAdmissionPolicies(t *testing.T) {
 	inline := `
 hooks:
@@ -888,7 +891,11 @@ hooks:
 	for _, tc := range []struct{ name, config, want string }{
 		{"a type the rules do not allow is named", strings.Replace(inline, "types: [CreatePhysical]\n    namespaces", "types: [UpdatePhysical]\n    namespaces", 1), "hooks[0].types[0]"},
 		{"a CEL compile error names the hook and the expression", strings.Replace(inline, "value: {'pool': 'tenants'}}]", "value: object.nope(}]", 1), "hooks[0].policy: Invalid value: invalid MutatingAdmissionPolicy \"node-pool\": spec.mutations[0].jsonPatch.expression"},
-		{"params are refused", strings.Replace(inline, "      spec:\n        matchConstraints:", "      spec:\n        paramKind: {apiVersion: v1, kind: ConfigMap}\n        matchConstraints:", 1), "spec.paramKind"},
+		{"a binding naming no configured policy is named", strings.Replace(inline, "  - name: from-file", bindingLine+"{policyName: other}}]\n  - name: from-file", 1), `hooks[0].policy: Invalid value: invalid MutatingAdmissionPolicy "node-pool": bindings[0].spec.policyName: Invalid value: "other": names no configured policy`},
+		{"a paramRef without paramKind is named", strings.Replace(inline, "  - name: from-file", bindingLine+"{policyName: node-pool, paramRef: {name: p}}}]\n  - name: from-file", 1), "bindings[0].spec.paramRef: Forbidden: the policy has no spec.paramKind"},
+		{"a binding of another kind is named", strings.Replace(inline, "  - name: from-file", strings.Replace(bindingLine, "kind: MutatingAdmissionPolicyBinding", "kind: ValidatingAdmissionPolicyBinding", 1)+"{policyName: node-pool}}]\n  - name: from-file", 1), "bindings[0]: invalid MutatingAdmissionPolicy: apiVersion \"admissionregistration.k8s.io/v1\", kind \"ValidatingAdmissionPolicyBinding\""},
+		{"a param without a name is named", strings.Replace(inline, "  - name: from-file", "    params: [{apiVersion: v1, kind: ConfigMap, data: {a: b}}]\n  - name: from-file", 1), "params[0]: invalid MutatingAdmissionPolicy: metadata.name: Required value"},
+		{"bindings on an entry without a policy are refused", strings.Replace(inline, "    policyFile: "+abs, "    policyFile: "+abs+"\n  - name: labels\n    types: [CreatePhysical]\n    resources: [{apiVersion: v1, kind: Pod}]\n    labels: {labels: {a: b}}\n    params: []", 1), "hooks[2]: Forbidden: bindings and params are only for a policy or policyFile entry"},
 		{"reinvocation is refused", strings.Replace(inline, "reinvocationPolicy: Never\n        mutations:\n          - patchType: JSONPatch\n            jsonPatch:\n              expression: \"[JSONPatch{op: 'add', path: '/spec/nodeSelector'", "reinvocationPolicy: IfNeeded\n        mutations:\n          - patchType: JSONPatch\n            jsonPatch:\n              expression: \"[JSONPatch{op: 'add', path: '/spec/nodeSelector'", 1), "spec.reinvocationPolicy"},
 		{"an unknown field of the policy is named", strings.Replace(inline, "reinvocationPolicy: Never\n        mutations:\n          - patchType: JSONPatch\n            jsonPatch:\n              expression: \"[JSONPatch{op: 'add', path: '/spec/nodeSelector'", "reinvocationPolicy: Never\n        mutatoins: []\n        mutations:\n          - patchType: JSONPatch\n            jsonPatch:\n              expression: \"[JSONPatch{op: 'add', path: '/spec/nodeSelector'", 1), `spec.mutatoins`},
 	} {

@@ -55,9 +55,14 @@
 //     stripped.
 //   - policy: an admissionregistration.k8s.io/v1 MutatingAdmissionPolicy, inline as it would
 //     be applied to a cluster; policyFile: the path of a file holding one. It is compiled at
-//     load (internal/policy): a CEL error, paramKind or paramRef, reinvocationPolicy IfNeeded
-//     or a namespaceSelector is a config error. resources may be left out (the policy's
+//     load (internal/policy): a CEL error, reinvocationPolicy IfNeeded or an invalid
+//     namespaceSelector is a config error. resources may be left out (the policy's
 //     resourceRules give them), and each of types must be allowed by the rules' operations.
+//   - bindings, params (only beside policy or policyFile): the policy's
+//     MutatingAdmissionPolicyBindings and the param objects their paramRefs select from,
+//     inline (docs/config.md, "Params and bindings"); a binding naming another policy, a
+//     paramRef without the policy's paramKind and a binding's matchResources are config
+//     errors.
 //   - undo: default true, the write chain records its change in the synchook.io/undo
 //     annotation and the paired Get type takes it off again; false lets the syncer and the
 //     tenant see the change. Undo is per chain (a GVK and a write hook type): a chain with one
@@ -87,7 +92,7 @@
 // misspelled keys (keys are case-sensitive) and values of the wrong shape are errors that name
 // where they are, e.g.
 //
-//	hooks[0]: unknown field "labls" (valid: image, labels, name, namespaces, objectSelector, policy, policyFile, resources, strip, types, undo)
+//	hooks[0]: unknown field "labls" (valid: bindings, image, labels, name, namespaces, objectSelector, params, policy, policyFile, resources, strip, types, undo)
 //
 // The decoded config is then validated into a field.ErrorList (k8s.io/apimachinery): unknown
 // hook types and resources, malformed JSON Pointers, invalid label keys and values (as

@@ -64,6 +64,8 @@ type hookEntry struct {
 	Undo           *bool                 `json:"undo,omitempty"`
 	Policy         *json.RawMessage      `json:"policy,omitempty"`
 	PolicyFile     string                `json:"policyFile,omitempty"`
+	Bindings       []json.RawMessage     `json:"bindings,omitempty"`
+	Params         []json.RawMessage     `json:"params,omitempty"`
 }
 
 // hook returns e as a Hook, keeping "types: []" apart from a missing types key.
@@ -79,6 +81,8 @@ func (e *hookEntry) hook() Hook {
 		Undo:           e.Undo,
 		Policy:         e.Policy,
 		PolicyFile:     e.PolicyFile,
+		Bindings:       e.Bindings,
+		Params:         e.Params,
 	}
 	if e.Types != nil {
 		h.Types = make([]hooks.HookType, len(e.Types))

@@ -164,6 +164,9 @@ func (v *validator) hook(i int, h *Hook) {
 	if isPolicy {
 		v.policy(p, h)
 	}
+	if !isPolicy && (h.Bindings != nil || h.Params != nil) {
+		v.errs = append(v.errs, field.Forbidden(p, "bindings and params are only for a policy or policyFile entry"))
+	}
 	if isPolicy && h.compiled == nil && len(h.Resources) == 0 {
 		return // the policy is reported; its resources are unknown
 	}
@@ -486,6 +489,12 @@ func (v *validator) policy(p *field.Path, h *Hook) {
 		src.File, h.policyPath = file, file
 	} else if h.Policy != nil {
 		src.Manifest = *h.Policy
+	}
+	for _, b := range h.Bindings {
+		src.Bindings = append(src.Bindings, b)
+	}
+	for _, o := range h.Params {
+		src.Params = append(src.Params, o)
 	}
 	compile := policyreg.Lookup()
 	if compile == nil {

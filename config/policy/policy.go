@@ -9,6 +9,8 @@
 package policy
 
 import (
+	"fmt"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	mapolicy "github.com/synchook/synchook/internal/policy"
@@ -31,7 +33,22 @@ func compile(src policyreg.Source) (policyreg.Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	compiled, err := mapolicy.CompileWithOptions(p, mapolicy.Options{Scheme: src.Scheme, Kinds: src.Kinds})
+	opts := mapolicy.Options{Scheme: src.Scheme, Kinds: src.Kinds}
+	for i, data := range src.Bindings {
+		b, err := mapolicy.ParseBinding(data)
+		if err != nil {
+			return nil, fmt.Errorf("bindings[%d]: %w", i, err)
+		}
+		opts.Bindings = append(opts.Bindings, *b)
+	}
+	for i, data := range src.Params {
+		o, err := mapolicy.ParseParam(data)
+		if err != nil {
+			return nil, fmt.Errorf("params[%d]: %w", i, err)
+		}
+		opts.Params = append(opts.Params, o)
+	}
+	compiled, err := mapolicy.CompileWithOptions(p, opts)
 	if err != nil {
 		return nil, err // not compiled, a nil *Policy: keep the interface nil
 	}

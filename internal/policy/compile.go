@@ -41,6 +41,13 @@ type Options struct {
 	// "widgets"). A rule resource that matches no kind of the scheme nor of Kinds is an error.
 	// Kinds the scheme knows are ignored here.
 	Kinds []schema.GroupVersionKind
+	// Bindings are the MutatingAdmissionPolicyBindings of the policy (each spec.policyName is
+	// the policy's name). None: the policy is bound once, with params null. The policy runs
+	// once per binding, in the order given, and per binding once per param it selects.
+	Bindings []admissionregistrationv1.MutatingAdmissionPolicyBinding
+	// Params are the param objects the bindings' paramRefs select from: those of the
+	// policy's spec.paramKind (apiVersion and kind); others are ignored.
+	Params []*unstructured.Unstructured
 }
 
 // Policy is a compiled MutatingAdmissionPolicy. It is safe for concurrent use; its compiled
@@ -65,6 +72,10 @@ type Policy struct {
 	// readsOldObject: an expression names oldObject, so an UPDATE decodes the call's old object
 	// (hooks.OldObject) for it; a policy that does not costs no decode.
 	readsOldObject bool
+	// paramKind is spec.paramKind (nil: no params); bindings the policy's bindings, nil when
+	// none was given (bound once, params null).
+	paramKind *admissionregistrationv1.ParamKind
+	bindings  []binding
 }
 
 // readsNamespaceObject reports whether an expression of spec (variables, matchConditions,
@@ -112,7 +123,7 @@ func Compile(p *admissionregistrationv1.MutatingAdmissionPolicy, scheme *runtime
 // limits of the apiserver. All problems are reported together, as a field.ErrorList aggregate
 // wrapped with ErrInvalid, each naming its field, e.g.
 // `spec.mutations[0].jsonPatch.expression: Invalid value: "...": compilation failed: ...`.
-// Refused: a missing metadata.name; spec.paramKind (no params); an expression that uses
+// Refused: a missing metadata.name; a binding or param that bind rejects (see Options); an expression that uses
 // authorizer (no requesting user; the error names the expression's field, e.g.
 // spec.matchConditions[1].expression); spec.reinvocationPolicy IfNeeded (no reinvocation); resource rules with subresources ("pods/status") or resources "*"; a rule resource that
 // matches no kind; an ApplyConfiguration mutation when a selected kind is a custom resource
@@ -137,9 +148,8 @@ func CompileWithOptions(p *admissionregistrationv1.MutatingAdmissionPolicy, opts
 		errs = append(errs, field.Required(field.NewPath("metadata", "name"), ""))
 	}
 	spec := field.NewPath("spec")
-	if p.Spec.ParamKind != nil {
-		errs = append(errs, field.Forbidden(spec.Child("paramKind"), "synchook has no params; put the values in the policy (variables)"))
-	}
+	out.paramKind = p.Spec.ParamKind
+	errs = append(errs, out.bind(p, opts)...)
 	if fp := p.Spec.FailurePolicy; fp != nil {
 		switch *fp {
 		case admissionregistrationv1.Fail, admissionregistrationv1.Ignore:
@@ -201,7 +211,7 @@ func (out *Policy) compile(p *admissionregistrationv1.MutatingAdmissionPolicy, s
 	// No params and no authorizer: expressions that use them do not compile; one that uses
 	// authorizer is refused with why, in place of CEL's "undeclared reference".
 	refused, authErrs := out.scanIdentifiers(env, p.Spec, spec)
-	decls := plugincel.OptionalVariableDeclarations{}
+	decls := plugincel.OptionalVariableDeclarations{HasParams: p.Spec.ParamKind != nil}
 	errs := compileVariables(compiler, p.Spec.Variables, spec, decls)
 	errs = append(errs, out.compileMatchConditions(compiler, p, spec, decls)...)
 	errs = append(errs, out.compileMutations(compiler, p.Spec.Mutations, spec, decls)...)

@@ -8,8 +8,9 @@
 //
 // Use: Parse (or ParseFile) a manifest, Compile it against the registry's scheme, register one
 // hook per kind of Policy.Resources for the hook types the config asks for, each running
-// Policy.MutateFunc of its hook type. The binding of a cluster (which objects a policy applies
-// to) is synchook's hook config: its namespaces and objectSelector.
+// Policy.MutateFunc of its hook type. Which objects a policy applies to is synchook's hook
+// config (its namespaces and objectSelector) with the policy's matchConstraints; a binding
+// (Options.Bindings) adds params.
 //
 // Hook type → admission request:
 //
@@ -26,7 +27,14 @@
 // UPDATE → Update*, DELETE → Delete*, and any listed operation (or "*") → Get*.
 //
 // Differences from a cluster:
-//   - No params: spec.paramKind is refused (and there is no binding, so no paramRef).
+//   - Params only from Options.Params (the config's objects), never from a cluster; bindings
+//     from Options.Bindings, run in the order given, the params a paramRef selects by
+//     namespace then name (Kubernetes defines no order). A policy without bindings is bound
+//     once with params null. Refused at load where a cluster would accept: a binding naming
+//     another policy, a paramRef without spec.paramKind, a binding's matchResources (not
+//     yet). A paramRef's namespace defaults to the object's namespace; a cluster-scoped
+//     object without one, and parameterNotFoundAction Deny finding none, are configuration
+//     errors (ErrParamConfig) under the failurePolicy.
 //   - No reinvocation: spec.reinvocationPolicy IfNeeded is refused; Never is what runs. The
 //     apiserver requires the field; synchook treats a missing one as Never.
 //   - No defaulting: a cluster defaults the object after every mutation (e.g. a container

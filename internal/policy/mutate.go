@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/client-go/applyconfigurations"
@@ -229,37 +230,16 @@ func (p *Policy) mutate(ctx context.Context, hookType hooks.HookType, ruleOp adm
 	if old != nil {
 		va.VersionedOldObject.Set(old)
 	}
-	cctx := p.compiler.CreateContext(ctx)
-	if p.matcher != nil {
-		res := p.matcher.Match(cctx, va, nil, nil)
-		if res.Error != nil {
-			return nil, p.failure(fmt.Errorf("spec.matchConditions: %w", res.Error))
-		}
-		if !res.Matches {
-			return obj, nil
-		}
-	}
-	req := patch.Request{
-		MatchedResource:     t.gvr,
-		VersionedAttributes: va,
-		ObjectInterfaces:    p.objects,
-		TypeConverter:       tc,
-		Namespace:           ns, // namespaceObject
-	}
-	for i, m := range p.mutations {
-		out, err := m.Patch(cctx, req, celconfig.RuntimeCELCostBudget)
-		if err == nil && typed {
-			if _, isU := out.(*unstructured.Unstructured); isU {
-				out, err = p.scheme.ConvertToVersion(out, gvk.GroupVersion())
-			}
-		}
-		if err != nil {
+	for _, ev := range p.evaluations(obj.GetNamespace()) {
+		if ev.err != nil {
 			if p.failurePolicy == admissionregistrationv1.Ignore {
 				continue
 			}
-			return nil, p.failure(fmt.Errorf("spec.mutations[%d]: %w", i, err))
+			return nil, p.failure(ev.err)
 		}
-		va.UpdateObject(out)
+		if err := p.evaluate(ctx, va, t, tc, ns, typed, gvk, ev.params); err != nil {
+			return nil, err
+		}
 	}
 	result, ok := va.VersionedObject.Object().(client.Object)
 	if !ok {
@@ -354,4 +334,43 @@ func typeConverter(scheme *runtime.Scheme) (managedfields.TypeConverter, error) 
 		}))
 	}
 	return f.(func() (managedfields.TypeConverter, error))()
+}
+
+// evaluate runs the matchConditions and mutations once with params (nil: null) on va's
+// object, updating it.
+func (p *Policy) evaluate(ctx context.Context, va *admission.VersionedAttributes, t *target, tc managedfields.TypeConverter, ns *corev1.Namespace, typed bool, gvk schema.GroupVersionKind, params runtime.Object) error {
+	cctx := p.compiler.CreateContext(ctx)
+	if p.matcher != nil {
+		res := p.matcher.Match(cctx, va, params, nil)
+		if res.Error != nil {
+			return p.failure(fmt.Errorf("spec.matchConditions: %w", res.Error))
+		}
+		if !res.Matches {
+			return nil
+		}
+	}
+	req := patch.Request{
+		MatchedResource:     t.gvr,
+		VersionedAttributes: va,
+		ObjectInterfaces:    p.objects,
+		TypeConverter:       tc,
+		Namespace:           ns, // namespaceObject
+		OptionalVariables:   plugincel.OptionalVariableBindings{VersionedParams: params},
+	}
+	for i, m := range p.mutations {
+		out, err := m.Patch(cctx, req, celconfig.RuntimeCELCostBudget)
+		if err == nil && typed {
+			if _, isU := out.(*unstructured.Unstructured); isU {
+				out, err = p.scheme.ConvertToVersion(out, gvk.GroupVersion())
+			}
+		}
+		if err != nil {
+			if p.failurePolicy == admissionregistrationv1.Ignore {
+				continue
+			}
+			return p.failure(fmt.Errorf("spec.mutations[%d]: %w", i, err))
+		}
+		va.UpdateObject(out)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
@@ -117,4 +118,52 @@ func isEmptyDocument(doc []byte) bool {
 // invalidf returns an error wrapping ErrInvalid with the formatted message.
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// BindingKind is the only kind ParseBinding accepts (apiVersion APIVersion).
+const BindingKind = "MutatingAdmissionPolicyBinding"
+
+// ParseBinding decodes one MutatingAdmissionPolicyBinding manifest, YAML or JSON, as strictly
+// as Parse; it does not validate the spec (CompileWithOptions does). Errors wrap ErrInvalid.
+func ParseBinding(manifest []byte) (*admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
+	js, err := yaml.YAMLToJSONStrict(manifest)
+	if err != nil {
+		return nil, invalidf("%w", err)
+	}
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &head); err != nil {
+		return nil, invalidf("%w", err)
+	}
+	if head.APIVersion != APIVersion || head.Kind != BindingKind {
+		return nil, invalidf("apiVersion %q, kind %q: want apiVersion %s, kind %s", head.APIVersion, head.Kind, APIVersion, BindingKind)
+	}
+	b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+	strict, err := kjson.UnmarshalStrict(js, b)
+	if err != nil {
+		return nil, invalidf("%w", err)
+	}
+	if len(strict) > 0 {
+		return nil, invalidf("%w", utilerrors.NewAggregate(strict))
+	}
+	return b, nil
+}
+
+// ParseParam decodes one param object, YAML or JSON: apiVersion, kind and metadata.name are
+// required. Errors wrap ErrInvalid.
+func ParseParam(manifest []byte) (*unstructured.Unstructured, error) {
+	js, err := yaml.YAMLToJSONStrict(manifest)
+	if err != nil {
+		return nil, invalidf("%w", err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(js); err != nil {
+		return nil, invalidf("%w", err)
+	}
+	if u.GetName() == "" {
+		return nil, invalidf("metadata.name: Required value")
+	}
+	return u, nil
 }

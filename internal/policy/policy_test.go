@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -97,9 +98,23 @@ func TestLoadErrors(t *testing.T) {
 			want:     []string{"spec.matchConditions[0].expression", "authorizer"},
 		},
 		{
-			name:     "paramKind",
+			name:     "a paramRef without paramKind",
+			manifest: manifest(labelMutation),
+			opts:     policy.Options{Bindings: []admissionregistrationv1.MutatingAdmissionPolicyBinding{bindingOf("b", "test", &admissionregistrationv1.ParamRef{Name: "p"})}},
+			want:     []string{"bindings[0].spec.paramRef", "no spec.paramKind"},
+		},
+		{
+			name:     "a binding naming no configured policy",
+			manifest: manifest(labelMutation),
+			opts:     policy.Options{Bindings: []admissionregistrationv1.MutatingAdmissionPolicyBinding{bindingOf("b", "other", nil)}},
+			want:     []string{"bindings[0].spec.policyName", "names no configured policy"},
+		},
+		{
+			name:     "a paramRef with both name and selector",
 			manifest: manifest("  paramKind: {apiVersion: v1, kind: ConfigMap}\n" + labelMutation),
-			want:     []string{"spec.paramKind", "no params"},
+			opts: policy.Options{Bindings: []admissionregistrationv1.MutatingAdmissionPolicyBinding{bindingOf("b", "test",
+				&admissionregistrationv1.ParamRef{Name: "p", Selector: &metav1.LabelSelector{}})}},
+			want: []string{"bindings[0].spec.paramRef.selector", "mutually exclusive"},
 		},
 		{
 			name:     "reinvocationPolicy IfNeeded",

@@ -25,6 +25,9 @@ type Source struct {
 	// Kinds are the entry's resources (those that parse), for custom resources the scheme
 	// does not know.
 	Kinds []schema.GroupVersionKind
+	// Bindings and Params are the entry's bindings: and params:, as written (JSON).
+	Bindings [][]byte
+	Params   [][]byte
 }
 
 // Policy is a compiled policy: what config registers hooks from.
