@@ -62,6 +62,9 @@ type Config struct {
 	// source is where the config came from (Load; zero: inline), which says where its
 	// relative files are (Source.resolve).
 	source Source
+	// readFile reads the files the config names (Reader.ReadFile); nil: the policy compiler
+	// reads them.
+	readFile func(string) ([]byte, error)
 }
 
 // Hook is one entry of the config: one built-in hook (labels or strip, exactly one), the
@@ -109,6 +112,9 @@ type Hook struct {
 	// policyPath is the path PolicyFile names, resolved against the config's source (set by
 	// validate).
 	policyPath string
+	// policyData is the content of the PolicyFile when the config's Reader read it (set by
+	// validate).
+	policyData []byte
 	// Undo, when false, keeps the hook's change visible on the way back up: its chains record no
 	// synchook.io/undo (README, "automatic undo"). Default true. Undo is per chain: every entry
 	// of a chain (a GVK and a write hook type) must have the same (validate refuses others).
@@ -383,7 +389,9 @@ func (h *Hook) revision() string {
 	sum := sha256.New()
 	entry, _ := json.Marshal(h) // the entry as validated: always encodable
 	sum.Write(entry)
-	if h.policyPath != "" {
+	if h.policyData != nil {
+		sum.Write(h.policyData)
+	} else if h.policyPath != "" {
 		if data, err := os.ReadFile(h.policyPath); err == nil {
 			sum.Write(data)
 		}

@@ -59,13 +59,34 @@ func (s Source) String() string {
 // the key and the variable. Errors name the source; errors about the content wrap ErrInvalid,
 // while a file that cannot be read does not.
 func Load(path string, env func(string) string, envVars ...string) (*Config, Source, error) {
+	return Reader{}.Load(path, env, envVars...)
+}
+
+// Reader reads configs as Load and Parse do, with every file read by ReadFile: the config file
+// and the policyFiles it names (resolved as Load resolves them, then read by ReadFile rather
+// than by the policy compiler). synchook test reads through an os.Root, so that a config it
+// tests names no file outside the directory it runs in.
+type Reader struct {
+	// ReadFile reads the file at name (a path as Load resolves it). Default os.ReadFile.
+	ReadFile func(name string) ([]byte, error)
+}
+
+// Parse is Parse with r's ReadFile.
+func (r Reader) Parse(data []byte) (*Config, error) { return parse(data, Source{}, r.ReadFile) }
+
+// Load is Load with r's ReadFile.
+func (r Reader) Load(path string, env func(string) string, envVars ...string) (*Config, Source, error) {
+	read := r.ReadFile
+	if read == nil {
+		read = os.ReadFile
+	}
 	if path != "" {
 		src := Source{Kind: SourceFile, Name: path}
-		data, err := os.ReadFile(path)
+		data, err := read(path)
 		if err != nil {
 			return nil, src, fmt.Errorf("read config: %w", err)
 		}
-		c, err := parse(data, src)
+		c, err := parse(data, src, r.ReadFile)
 		if err != nil {
 			return nil, src, fmt.Errorf("config %s: %w", src, err)
 		}
@@ -83,7 +104,7 @@ func Load(path string, env func(string) string, envVars ...string) (*Config, Sou
 			continue
 		}
 		src := Source{Kind: SourceEnv, Name: name}
-		c, err := parse([]byte(data), src)
+		c, err := parse([]byte(data), src, r.ReadFile)
 		if err != nil {
 			return nil, src, fmt.Errorf("config %s: %w", src, err)
 		}

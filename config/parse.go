@@ -21,16 +21,16 @@ import (
 // name get their default name. Every error wraps ErrInvalid. The config is given inline: it has
 // no directory, so a relative policyFile is an error (give an absolute path); a config read
 // from a file is read with Load, which takes relative files relative to it.
-func Parse(data []byte) (*Config, error) { return parse(data, Source{}) }
+func Parse(data []byte) (*Config, error) { return parse(data, Source{}, nil) }
 
 // parse is Parse of a config that came from src, whose relative files resolve as src says
-// (Source.resolve).
-func parse(data []byte, src Source) (*Config, error) {
+// (Source.resolve) and are read with read (nil: by the policy compiler, os.ReadFile).
+func parse(data []byte, src Source, read func(string) ([]byte, error)) (*Config, error) {
 	c, err := decode(data)
 	if err != nil {
 		return nil, err
 	}
-	c.source = src
+	c.source, c.readFile = src, read
 	for i := range c.Hooks {
 		c.Hooks[i].Name = c.Hooks[i].name(i)
 	}

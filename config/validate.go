@@ -41,6 +41,9 @@ type validator struct {
 	scheme *runtime.Scheme
 	// source is where the config came from: where its relative files are.
 	source Source
+	// readFile reads the files the config names (Reader.ReadFile); nil: the policy compiler
+	// reads them.
+	readFile func(string) ([]byte, error)
 	// versions maps each group the scheme knows to its versions.
 	versions map[string][]string
 	// names maps each hook name registered so far to the position that registers it.
@@ -51,7 +54,7 @@ type validator struct {
 }
 
 func (c *Config) validate(scheme *runtime.Scheme) error {
-	v := &validator{scheme: scheme, source: c.source, versions: map[string][]string{}, names: map[string]string{}}
+	v := &validator{scheme: scheme, source: c.source, readFile: c.readFile, versions: map[string][]string{}, names: map[string]string{}}
 	for gvk := range scheme.AllKnownTypes() {
 		if gvk.Version == runtime.APIVersionInternal {
 			continue
@@ -487,6 +490,14 @@ func (v *validator) policy(p *field.Path, h *Hook) {
 			return
 		}
 		src.File, h.policyPath = file, file
+		if v.readFile != nil {
+			data, err := v.readFile(file)
+			if err != nil {
+				v.errs = append(v.errs, field.Invalid(where, field.OmitValueType{}, err.Error()))
+				return
+			}
+			src.File, src.Manifest, h.policyData = "", data, data
+		}
 	} else if h.Policy != nil {
 		src.Manifest = *h.Policy
 	}

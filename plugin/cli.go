@@ -477,6 +477,6 @@ func (p *Plugin) test(o *testOptions, paths []string, stdout, stderr io.Writer) 
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
-	return hooktest.Main(context.Background(), paths, hooktest.Options{Register: p.registerHooks, Update: o.update, Timeout: o.timeout},
+	return hooktest.Main(context.Background(), paths, hooktest.Options{Register: p.registerHooks, Update: o.update, Timeout: o.timeout, Root: o.root},
 		o.output == "junit", stdout, stderr)
 }

@@ -44,7 +44,7 @@ current-context: other
 	}{
 		{
 			name: "flags after the paths are flags (test examples/features/ -o junit)",
-			args: []string{"test", "../examples/features/", "-o", "junit", "--timeout", "5s"},
+			args: []string{"test", "../examples/features/", "-o", "junit", "--timeout", "5s", "--root", ".."},
 			code: 0, stdout: []string{`<?xml version="1.0"`, "<testsuites>"},
 		},
 		{

@@ -436,3 +436,24 @@ func scrub(s string, texts []string) string {
 	}
 	return s
 }
+
+// RedactValue returns v, the decoded JSON (maps, lists, strings, json.Number) of an object of
+// kind gvk or of its undo entries' place in it, with every Secret value redacted as capture
+// writes it (mapObject with the MACs of this process's key): so that two values show the same
+// text exactly when they are equal, and a diff shows which key differs but no value. v is
+// changed in place; any kind but a v1 Secret or SecretList is returned as it is. For
+// `synchook test`, which prints objects in its diffs.
+func RedactValue(gvk schema.GroupVersionKind, v any) any {
+	item, list := secretKind(gvk)
+	if !item && !list {
+		return v
+	}
+	return mapAt(nil, v, redactMapper, list)
+}
+
+// ScrubText returns s with every Secret value of obj (the JSON object of kind gvk: data as
+// sent and decoded, stringData) replaced by "[redacted]", also Go-quoted, as capture scrubs
+// the error messages it keeps. s as it is for other kinds.
+func ScrubText(gvk schema.GroupVersionKind, obj []byte, s string) string {
+	return scrub(s, secretTexts(gvk, obj))
+}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/undo"
@@ -76,15 +77,16 @@ func normalizeProvenance(v any) {
 
 // diffValues returns "" when got is want (subset: when got has every field of want with its
 // value, lists of one length element by element), else the unified YAML diff from want to got
-// (yamldiff, the diff synchook replay prints), headed "--- expected" and "+++ got".
-func diffValues(want, got any, subset bool) string {
+// (yamldiff, the diff synchook replay prints), headed "--- expected" and "+++ got", of objects
+// of kind gvk shown redacted (secretsRedacted). want and got are left as they are.
+func diffValues(gvk schema.GroupVersionKind, want, got any, subset bool) string {
 	if subset {
 		got = restrict(got, want)
 	}
 	if reflect.DeepEqual(want, got) {
 		return ""
 	}
-	if d := yamldiff.Values(want, got, "expected", "got"); d != "" {
+	if d := yamldiff.Values(secretsRedacted(gvk, want), secretsRedacted(gvk, got), "expected", "got"); d != "" {
 		return d
 	}
 	return "(the values differ in a way their YAML does not show)" // e.g. a number's spelling
@@ -122,8 +124,9 @@ func restrict(got, want any) any {
 
 // roundTripDiff returns "" when back (what the read gives the syncer) is sent (what the syncer
 // sent for the write) but at the paths keeps names, else the unified YAML diff from sent to
-// read, headed "--- sent" and "+++ read".
-func roundTripDiff(sent, back []byte, keeps []string) string {
+// read, headed "--- sent" and "+++ read", of objects of kind gvk shown redacted
+// (secretsRedacted).
+func roundTripDiff(gvk schema.GroupVersionKind, sent, back []byte, keeps []string) string {
 	s, err := jsondoc.Decode(sent)
 	if err != nil {
 		return err.Error()
@@ -135,7 +138,7 @@ func roundTripDiff(sent, back []byte, keeps []string) string {
 	for _, k := range keeps {
 		tokens, err := patch.ParsePointer(k)
 		if err != nil {
-			continue // Load checked the form
+			continue // load checked the form
 		}
 		removeAt(s, tokens)
 		removeAt(b, tokens)
@@ -154,10 +157,27 @@ func roundTripDiff(sent, back []byte, keeps []string) string {
 	if reflect.DeepEqual(s, b) {
 		return ""
 	}
-	if d := yamldiff.Values(s, b, "sent", "read"); d != "" {
+	if d := yamldiff.Values(secretsRedacted(gvk, s), secretsRedacted(gvk, b), "sent", "read"); d != "" {
 		return d
 	}
 	return "(the objects differ in a way their YAML does not show)"
+}
+
+// secretsRedacted returns a copy of v, an object of kind gvk as a case shows it, whose Secret
+// values (data, stringData, and those in the undo's opened entries and in kubectl's
+// last-applied annotation) are redacted as capture redacts them (capture.RedactValue: a keyed
+// MAC, so that equal values show equal and a diff names the key that differs but no value).
+// Other kinds show as they are: synchook test never prints a Secret value.
+func secretsRedacted(gvk schema.GroupVersionKind, v any) any {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return "(a Secret that does not encode as JSON: not shown)"
+	}
+	c, err := jsondoc.Decode(j)
+	if err != nil {
+		return "(a Secret that does not decode: not shown)"
+	}
+	return capture.RedactValue(gvk, c)
 }
 
 // removeAt removes the value at tokens below v (maps only, and list indexes), if any.

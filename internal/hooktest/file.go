@@ -9,9 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +58,8 @@ type File struct {
 	Cases []Case `json:"cases,omitempty"`
 
 	path, dir string
+	// root is what every file is read through (Options.Root).
+	root *fileRoot
 }
 
 // Case is one object through one hook type.
@@ -107,15 +107,17 @@ const (
 // ErrInvalid is wrapped by every error about a test file (exit code 2).
 var ErrInvalid = errors.New("invalid test file")
 
-// Load reads and checks the test file at path: strict YAML (an unknown or misspelt key is an
+// load reads and checks the test file at path: strict YAML (an unknown or misspelt key is an
 // error naming its path and the keys valid there: decodeFile), one of config and values,
 // unique case names, valid hook types and match modes, an object per case. Errors wrap ErrInvalid and name the file and the key.
-func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+// The file, and every file it names, is read through root: one outside it is refused
+// (ErrOutside).
+func load(root *fileRoot, path string) (*File, error) {
+	data, err := root.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: %w", ErrInvalid, path, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	f := &File{path: path, dir: filepath.Dir(path)}
+	f := &File{path: path, dir: filepath.Dir(path), root: root}
 	if err := decodeFile(data, f); err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrInvalid, path, err)
 	}
@@ -191,8 +193,8 @@ func Load(path string) (*File, error) {
 	return f, nil
 }
 
-// objectJSON returns the JSON object raw names: a file relative to the test file (YAML or JSON),
-// or the object inline; key names it for errors.
+// objectJSON returns the JSON object raw names: a file relative to the test file (YAML or JSON,
+// read through f.root), or the object inline; key names it for errors.
 func (f *File) objectJSON(raw json.RawMessage, key string) ([]byte, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
@@ -200,7 +202,7 @@ func (f *File) objectJSON(raw json.RawMessage, key string) ([]byte, error) {
 		if err := json.Unmarshal(raw, &name); err != nil {
 			return nil, fmt.Errorf("%w %s: %s: %w", ErrInvalid, f.path, key, err)
 		}
-		data, err := os.ReadFile(filepath.Join(f.dir, name))
+		data, err := f.root.ReadFile(filepath.Join(f.dir, name))
 		if err != nil {
 			return nil, fmt.Errorf("%w %s: %s: %w", ErrInvalid, f.path, key, err)
 		}
@@ -212,34 +214,4 @@ func (f *File) objectJSON(raw json.RawMessage, key string) ([]byte, error) {
 		return nil, fmt.Errorf("%w %s: %s: not an object", ErrInvalid, f.path, key)
 	}
 	return raw, nil
-}
-
-// Find returns the test files below each of paths (a file is taken as it is; a directory is
-// searched recursively for FileName and *.FileName), sorted.
-func Find(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !st.IsDir() {
-			out = append(out, p)
-			continue
-		}
-		err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() && (d.Name() == FileName || strings.HasSuffix(d.Name(), "."+FileName)) {
-				out = append(out, path)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
 }

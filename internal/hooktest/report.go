@@ -17,11 +17,18 @@ const (
 	ExitInvalid = 2 // a test file or its config is invalid, or no test file was found
 )
 
-// Main runs the test files found below paths (Find) and writes, like go test, one line per
-// case (PASS/FAIL, with the reason and a diff under a failure) and a summary to w, or with
-// junit a JUnit XML report; errors of invalid files go to errw. It returns the exit code.
+// Main runs the test files found below paths (find, through the root opts.Root) and writes,
+// like go test, one line per case (PASS/FAIL, with the reason and a diff under a failure) and a
+// summary to w, or with junit a JUnit XML report; errors of invalid files go to errw. It
+// returns the exit code.
 func Main(ctx context.Context, paths []string, opts Options, junit bool, w, errw io.Writer) int {
-	files, err := Find(paths)
+	root, err := openRoot(opts.Root)
+	if err != nil {
+		fmt.Fprintf(errw, "synchook test: %v\n", err)
+		return ExitInvalid
+	}
+	defer root.Close()
+	files, err := root.find(paths)
 	if err != nil {
 		fmt.Fprintf(errw, "synchook test: %v\n", err)
 		return ExitInvalid
@@ -33,7 +40,7 @@ func Main(ctx context.Context, paths []string, opts Options, junit bool, w, errw
 	var all []Result
 	invalid := false
 	for _, path := range files {
-		f, err := Load(path)
+		f, err := load(root, path)
 		var rs []Result
 		if err == nil {
 			rs, err = RunFile(ctx, f, opts)

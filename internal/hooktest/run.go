@@ -19,6 +19,7 @@ import (
 	"github.com/synchook/synchook/config"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridgev2"
+	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/hoststore"
 	"github.com/synchook/synchook/internal/jsondoc"
@@ -38,6 +39,11 @@ type Options struct {
 	Update bool
 	// Timeout bounds each request. Default 10 s.
 	Timeout time.Duration
+	// Root is the directory every file is read in (the test files and every file they name,
+	// config policyFiles included), through an os.Root: a path outside it, or a symbolic link
+	// out of it, is refused (ErrOutside, exit 2) before anything of the file is read.
+	// Default the working directory.
+	Root string
 }
 
 // Result is the outcome of one case (or of a file's config, or of a skipped file).
@@ -115,10 +121,13 @@ func RunFile(ctx context.Context, f *File, opts Options) ([]Result, error) {
 // throwaway key, provenance as the config says (compared without the build version).
 func (f *File) registry(ctx context.Context, opts Options) (*engine.Registry, error) {
 	cfg := &config.Config{}
+	// config.Load as every command reads its config, with the config file and the policyFiles
+	// it names read through the root
+	reader := config.Reader{ReadFile: f.root.ReadFile}
 	switch {
 	case len(f.Config) > 0 && f.Config[0] == '{': // inline: no directory, a relative file is refused
 		var err error
-		if cfg, err = config.Parse(f.Config); err != nil {
+		if cfg, err = reader.Parse(f.Config); err != nil {
 			return nil, configErr(f, "config", err)
 		}
 	case len(f.Config) > 0:
@@ -127,7 +136,7 @@ func (f *File) registry(ctx context.Context, opts Options) (*engine.Registry, er
 			return nil, fmt.Errorf("%w %s: config: %w", ErrInvalid, f.path, err)
 		}
 		var err error
-		if cfg, _, err = config.Load(filepath.Join(f.dir, name), nil); err != nil {
+		if cfg, _, err = reader.Load(filepath.Join(f.dir, name), nil); err != nil {
 			if !errors.Is(err, config.ErrInvalid) { // the file cannot be read
 				return nil, fmt.Errorf("%w %s: config: %w", ErrInvalid, f.path, err)
 			}
@@ -148,7 +157,7 @@ func (f *File) registry(ctx context.Context, opts Options) (*engine.Registry, er
 			return ""
 		}
 		var src config.Source
-		if cfg, src, err = config.Load("", pluginEnv, bridgev2.ConfigEnvVar, config.EnvVar); err != nil {
+		if cfg, src, err = reader.Load("", pluginEnv, bridgev2.ConfigEnvVar, config.EnvVar); err != nil {
 			return nil, configErr(f, "values", err)
 		}
 		if src.Kind == config.SourceDefault && opts.Register != nil {
@@ -211,6 +220,12 @@ func (f *File) runCase(ctx context.Context, reg *engine.Registry, i int, opts Op
 	if err != nil {
 		return "", "", fmt.Errorf("%w %s: %s.object: %w", ErrInvalid, f.path, key, err)
 	}
+	// Never a Secret value in what is printed: the diffs show them redacted (secretsRedacted),
+	// and, as a second line, the texts of the object's values are scrubbed from the failure
+	// (a request's error) and the diff (a hook that copies a value into another field).
+	defer func() {
+		failure, diff = capture.ScrubText(gvk, in, failure), capture.ScrubText(gvk, in, diff)
+	}()
 	t := hooks.HookType(c.Type)
 	var old []byte
 	if len(c.OldObject) > 0 && string(c.OldObject) != "null" {
@@ -260,7 +275,7 @@ func (f *File) runCase(ctx context.Context, reg *engine.Registry, i int, opts Op
 		if back, err = hoststore.Store(gvk, back); err != nil { // as the syncer decodes it
 			return fmt.Sprintf("the read (%s) gives an object the syncer cannot decode: %v", read, err), "", nil
 		}
-		if d := roundTripDiff(sent, back, c.Expect.ReadKeeps); d != "" {
+		if d := roundTripDiff(gvk, sent, back, c.Expect.ReadKeeps); d != "" {
 			if only := createOnly(reg, gvk, t); len(only) > 0 {
 				return fmt.Sprintf("the read (%s) does not give the syncer back what it sent: %s run on %s but not on %s, "+
 					"and a read keeps a Create-only change (the syncer's updates would never make it again). "+
@@ -291,7 +306,7 @@ func (f *File) compareExpected(reg *engine.Registry, c *Case, key string, gvk sc
 	}
 	normalizeProvenance(wantV)
 	subset := c.Expect.Match == "subset"
-	if d := diffValues(wantV, got, subset); d != "" {
+	if d := diffValues(gvk, wantV, got, subset); d != "" {
 		if update && c.Expect.Object[0] == '"' {
 			return "", "", f.writeExpected(c, key, got)
 		}

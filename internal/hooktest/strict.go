@@ -33,7 +33,7 @@ func decodeFile(data []byte, f *File) error {
 	if err := dec.Decode(&tree); err != nil {
 		return err
 	}
-	if tree == nil { // an empty file: Load says what it lacks
+	if tree == nil { // an empty file: load says what it lacks
 		return nil
 	}
 	top, ok := tree.(map[string]any)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,7 +28,7 @@ func (f *File) valuesConfig() (envVar, text string, err error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w %s: values: %s: %s", ErrInvalid, f.path, f.Values, fmt.Sprintf(format, a...))
 	}
-	data, err := os.ReadFile(filepath.Join(f.dir, f.Values))
+	data, err := f.root.ReadFile(filepath.Join(f.dir, f.Values))
 	if err != nil {
 		return "", "", fmt.Errorf("%w %s: values: %w", ErrInvalid, f.path, err)
 	}
