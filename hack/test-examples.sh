@@ -28,7 +28,8 @@ for dir in examples/*/; do
       echo "--- go build ./..." >&2 && go build -o /dev/null ./... &&
       echo "--- go test -count=1 ./..." >&2 && go test -count=1 ${GO_TEST_FLAGS:-} ./... &&
       # its own test files, with its own binary (its Go hooks): synchook test, as the program
-      { [ -z "$(ls synchook-test.yaml ./*.synchook-test.yaml 2>/dev/null)" ] || { echo "--- go run . test" >&2 && go run . test; }; }
+      # (--root ..: the examples share examples/pod.yaml, outside the module's directory)
+      { [ -z "$(ls synchook-test.yaml ./*.synchook-test.yaml 2>/dev/null)" ] || { echo "--- go run . test --root .." >&2 && go run . test --root ..; }; }
   ); then
     echo "FAIL: $dir" >&2
     exit 1
