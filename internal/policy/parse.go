@@ -43,25 +43,34 @@ func Parse(manifest []byte) (*admissionregistrationv1.MutatingAdmissionPolicy, e
 	if err != nil {
 		return nil, invalidf("%w", err)
 	}
+	p := &admissionregistrationv1.MutatingAdmissionPolicy{}
+	if err := decodeManifest(js, Kind, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// decodeManifest decodes the JSON manifest js strictly into v, after checking that its
+// apiVersion is APIVersion and its kind is kind. Errors wrap ErrInvalid.
+func decodeManifest(js []byte, kind string, v any) error {
 	var head struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
 	}
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &head); err != nil {
-		return nil, invalidf("%w", err)
+		return invalidf("%w", err)
 	}
-	if head.APIVersion != APIVersion || head.Kind != Kind {
-		return nil, invalidf("apiVersion %q, kind %q: want apiVersion %s, kind %s", head.APIVersion, head.Kind, APIVersion, Kind)
+	if head.APIVersion != APIVersion || head.Kind != kind {
+		return invalidf("apiVersion %q, kind %q: want apiVersion %s, kind %s", head.APIVersion, head.Kind, APIVersion, kind)
 	}
-	p := &admissionregistrationv1.MutatingAdmissionPolicy{}
-	strict, err := kjson.UnmarshalStrict(js, p)
+	strict, err := kjson.UnmarshalStrict(js, v)
 	if err != nil {
-		return nil, invalidf("%w", err)
+		return invalidf("%w", err)
 	}
 	if len(strict) > 0 {
-		return nil, invalidf("%w", utilerrors.NewAggregate(strict))
+		return invalidf("%w", utilerrors.NewAggregate(strict))
 	}
-	return p, nil
+	return nil
 }
 
 // ParseFile reads the manifest at path and Parses it; errors name the path. An error reading
@@ -130,23 +139,9 @@ func ParseBinding(manifest []byte) (*admissionregistrationv1.MutatingAdmissionPo
 	if err != nil {
 		return nil, invalidf("%w", err)
 	}
-	var head struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &head); err != nil {
-		return nil, invalidf("%w", err)
-	}
-	if head.APIVersion != APIVersion || head.Kind != BindingKind {
-		return nil, invalidf("apiVersion %q, kind %q: want apiVersion %s, kind %s", head.APIVersion, head.Kind, APIVersion, BindingKind)
-	}
 	b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
-	strict, err := kjson.UnmarshalStrict(js, b)
-	if err != nil {
-		return nil, invalidf("%w", err)
-	}
-	if len(strict) > 0 {
-		return nil, invalidf("%w", utilerrors.NewAggregate(strict))
+	if err := decodeManifest(js, BindingKind, b); err != nil {
+		return nil, err
 	}
 	return b, nil
 }
