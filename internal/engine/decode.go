@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -11,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kjson "sigs.k8s.io/json"
-
-	"github.com/synchook/synchook/internal/jsonscan"
 )
 
 // decode unmarshals raw into obj the way the Kubernetes JSON serializer does
@@ -27,7 +26,7 @@ import (
 // (kjson keeps integers there as int64, v2 as float64) goes to kjson, and anything v2 refuses is
 // decoded again by kjson, whose result and error stand. FuzzDecode holds the two to one result.
 func decode(raw []byte, obj client.Object) error {
-	if i := jsonscan.SkipSpace(raw, 0); i >= len(raw) || raw[i] != '{' { // null decodes into a struct as nothing
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' { // null decodes into a struct as nothing
 		return errors.New("the object is not a JSON object")
 	}
 	if u, ok := obj.(*unstructured.Unstructured); ok {

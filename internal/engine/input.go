@@ -2,9 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -18,9 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonfield"
-	"github.com/synchook/synchook/internal/jsonscan"
 )
 
 // InputError is the cause of a *DecodeError (so: 400, gRPC InvalidArgument, on every
@@ -52,95 +47,6 @@ type InputError struct {
 
 // Error returns Reason.
 func (e *InputError) Error() string { return e.Reason }
-
-// checkInput checks raw, the object of a request for (gvk, t), before any chain reads it (the
-// label/annotation fast path, the typed decode and undo reads alike): it returns a *DecodeError
-// with an *InputError when the object is one that InputError describes, nil otherwise. A
-// (gvk, t) without a chain is not checked (nothing runs on it); a list of a hooked kind is
-// checked as a list here and each item where runList splits them (checkItem). raw need not be
-// valid JSON unless valid says so: invalid JSON is left to the chain's decode, which names the
-// syntax error.
-//
-// It also returns what its scan found at raw's top level (topLevel.raw nil when it did not
-// scan, or raw is no JSON object), which means something only once raw is known to be valid
-// JSON.
-func (r *Registry) checkInput(gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, valid bool) (topLevel, error) {
-	list := false
-	if r.chains[Key{GVK: gvk, Type: t}] == nil {
-		if r.listChain(gvk, t) == nil {
-			return topLevel{}, nil
-		}
-		list = true
-	}
-	top, err := shapeOf(r.scheme, gvk, list).check(raw, gvk, "object", "the request is for")
-	if err != nil && !valid && !jsonscan.Valid(raw) {
-		return topLevel{}, nil // the scan's answer on invalid JSON means nothing
-	}
-	if err != nil {
-		return topLevel{}, &DecodeError{GVK: gvk, Err: err}
-	}
-	return top, nil
-}
-
-// checkJSON returns a *DecodeError of gvk naming raw's syntax error when raw is not valid JSON
-// (not checked again when valid says it is), nil otherwise: for the paths that read raw as a
-// jsondoc.Doc or a metadata parse, which split only what they read.
-func checkJSON(gvk schema.GroupVersionKind, raw []byte, valid bool) error {
-	if valid || jsonscan.Valid(raw) {
-		return nil
-	}
-	var v any
-	return &DecodeError{GVK: gvk, Err: json.Unmarshal(raw, &v)}
-}
-
-// withOldObject checks old, the old object of a request for (gvk, t) (MutateOptions.OldObject),
-// as checkInput checks the object, and returns ctx carrying it for the chain's hooks
-// (hooks.WithOldObject). A (gvk, t) without a chain leaves it out (nothing runs); a list of a
-// hooked kind refuses it. valid says old is known to be valid JSON. The errors are
-// *DecodeErrors with Old set.
-func (r *Registry) withOldObject(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, old []byte, valid bool) (context.Context, error) {
-	if r.chains[Key{GVK: gvk, Type: t}] == nil {
-		if r.listChain(gvk, t) != nil {
-			return nil, &DecodeError{GVK: gvk, Old: true, Err: &InputError{Reason: "an old object is for one object, not a list"}}
-		}
-		return ctx, nil
-	}
-	if !valid && !jsonscan.Valid(old) {
-		err := json.Unmarshal(old, new(json.RawMessage)) // only to name the syntax error
-		if err == nil {                                  // unreachable: both agree on validity
-			err = errors.New("invalid JSON")
-		}
-		return nil, &DecodeError{GVK: gvk, Old: true, Err: err}
-	}
-	top, err := shapeOf(r.scheme, gvk, false).check(old, gvk, "old object", "the request is for")
-	if err == nil && top.raw == nil {
-		err = errors.New("not a JSON object")
-	}
-	if err != nil {
-		return nil, &DecodeError{GVK: gvk, Old: true, Err: err}
-	}
-	return hooks.WithOldObject(ctx, old), nil
-}
-
-// checkItem is checkInput for item, an item (valid JSON) of a list whose items are of kind gvk.
-func (r *Registry) checkItem(gvk schema.GroupVersionKind, item []byte) error {
-	if _, err := shapeOf(r.scheme, gvk, false).check(item, gvk, "item", "the list is of"); err != nil {
-		return &DecodeError{GVK: gvk, Err: err}
-	}
-	return nil
-}
-
-// topLevel is where the scan of checkInput found the members apiVersion, kind and metadata of
-// the object raw: their values as sub-slices of raw, nil when absent. An object that passed
-// the check has each at most once. The label/annotation fast path reads them instead of
-// scanning the object's top level again (call.topOf).
-type topLevel struct {
-	raw                        []byte
-	apiVersion, kind, metadata []byte
-	// members are all members of the top level, each key once (the request's index starts
-	// from them: call.indexOf).
-	members []jsonscan.Member
-}
 
 // inputShape is what checkInput knows of one kind: the JSON names of its Go type's fields at
 // the top level and in metadata.
@@ -244,102 +150,6 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	return fields
 }
 
-// check returns an *InputError when raw is an object InputError describes; nil when it is not
-// or when raw is no JSON object at all (the decode refuses that). gvk is the kind raw must be;
-// subject names raw in the message ("object", "item") and expected introduces gvk there. It
-// also returns where it found apiVersion, kind and metadata (topLevel; its raw is nil when raw
-// is no object).
-//
-// It reads raw in one pass (jsonscan.ScanObject): metadata, its labels and its annotations are
-// checked on the way, not scanned again. When several things are wrong, the first wrong key at
-// the top level is reported, else a wrong kind, else the first problem in metadata.
-func (s *inputShape) check(raw []byte, gvk schema.GroupVersionKind, subject, expected string) (topLevel, error) {
-	var (
-		found           topLevel
-		topErr, metaErr error
-	)
-	top := level{fields: &s.top, fold: true}
-	end := jsonscan.ScanObject(raw, func(key, rest []byte) int {
-		name, err := top.add(key)
-		if err != nil {
-			topErr = err
-			return -1
-		}
-		n := -1
-		if string(name) == "metadata" && metaErr == nil {
-			n = s.checkMetadata(rest, &metaErr)
-		}
-		if n < 0 {
-			n = jsonscan.SkipValue(rest, 0)
-		}
-		found.members = append(found.members, jsonscan.Member{Key: string(name), Value: rest[:n]})
-		switch string(name) {
-		case "apiVersion":
-			found.apiVersion = rest[:n]
-		case "kind":
-			found.kind = rest[:n]
-		case "metadata":
-			found.metadata = rest[:n]
-		}
-		return n
-	})
-	if topErr != nil {
-		return topLevel{}, topErr
-	}
-	if err := checkKind(found.apiVersion, found.kind, gvk, subject, expected); err != nil {
-		return topLevel{}, err
-	}
-	if metaErr != nil {
-		return topLevel{}, metaErr
-	}
-	if end >= 0 {
-		found.raw = raw
-	}
-	return found, nil
-}
-
-// checkMetadata checks the metadata object at the start of rest and returns its length; -1 when
-// rest is no object, or when it found a problem, which it sets in *errp.
-func (s *inputShape) checkMetadata(rest []byte, errp *error) int {
-	meta := level{where: "metadata", fields: &s.meta, fold: true}
-	return jsonscan.ScanObject(rest, func(key, value []byte) int {
-		name, err := meta.add(key)
-		if err != nil {
-			*errp = err
-			return -1
-		}
-		if s.maps {
-			var where string
-			switch string(name) {
-			case "labels":
-				where = "metadata.labels"
-			case "annotations":
-				where = "metadata.annotations"
-			}
-			if where != "" {
-				if n := checkMapKeys(where, value, errp); n >= 0 || *errp != nil {
-					return n
-				}
-			}
-		}
-		return jsonscan.SkipValue(value, 0)
-	})
-}
-
-// checkMapKeys checks that no key of the map at the start of rest (labels or annotations,
-// named where) repeats, and returns the map's length; -1 when rest is no object, or when a key
-// repeats, which it sets in *errp.
-func checkMapKeys(where string, rest []byte, errp *error) int {
-	keys := level{where: where}
-	return jsonscan.ScanObject(rest, func(key, value []byte) int {
-		if _, err := keys.add(key); err != nil {
-			*errp = err
-			return -1
-		}
-		return jsonscan.SkipValue(value, 0)
-	})
-}
-
 // checkKind checks the values of apiVersion and kind (nil: absent) against gvk: each one, when
 // present and neither null nor empty, must be gvk's.
 func checkKind(apiVersion, kind []byte, gvk schema.GroupVersionKind, subject, expected string) error {
@@ -377,22 +187,6 @@ func isAPIVersion(av []byte, gvk schema.GroupVersionKind) bool {
 	return ok && string(g) == gvk.Group && string(v) == gvk.Version
 }
 
-// typeMetaString returns the text of the value of apiVersion or kind (name), without copying
-// when it needs no decoding: empty for an absent or null value, an *InputError for one that is
-// no string.
-func typeMetaString(name string, value []byte) ([]byte, error) {
-	if value == nil || string(value) == "null" {
-		return nil, nil
-	}
-	if text, plain := jsonscan.PlainText(value); plain {
-		return text, nil
-	}
-	if s, ok := jsonscan.String(value); ok {
-		return []byte(s), nil
-	}
-	return nil, &InputError{Reason: fmt.Sprintf("%s is %s, want a string", name, shown(string(value)))}
-}
-
 // level finds, among the member names of one object, a repeated name or (fold set) one that
 // differs only in case from another or from a name of fields (nil: no Go type's names).
 type level struct {
@@ -410,15 +204,11 @@ type level struct {
 	buf     [64]byte
 }
 
-// add takes the next member's key literal and returns the name it denotes, or an *InputError.
-func (l *level) add(lit []byte) ([]byte, error) {
-	name, plain := jsonscan.PlainText(lit)
-	if !plain {
-		s, ok := jsonscan.String(lit)
-		if !ok {
-			return nil, nil // invalid JSON: checkInput drops the answer
-		}
-		name = []byte(s)
+// add takes the next member's key (keyName; nil for invalid JSON, whose answer checkInput
+// drops) and returns it, or an *InputError.
+func (l *level) add(name []byte) ([]byte, error) {
+	if name == nil {
+		return nil, nil
 	}
 	if l.fields != nil {
 		if i, ok := l.fields.index[string(name)]; ok {

@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	kjson "sigs.k8s.io/json"
 
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/parallel"
 	"github.com/synchook/synchook/patch"
 )
@@ -155,98 +152,6 @@ func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	}
 	res.Operations, res.ops = len(ops), ops
 	return res, nil
-}
-
-// listItems returns the items of the list raw, without copying them: one validating scan of
-// raw (none when valid says it was checked), then a split that does not decode. As in a
-// decode, a repeated "items" counts with its last value, and null or no "items" is an empty
-// list.
-func listItems(raw []byte, valid bool) ([][]byte, error) {
-	if !valid && !jsonscan.Valid(raw) {
-		var v any
-		return nil, kjson.UnmarshalCaseSensitivePreserveInts(raw, &v) // names the syntax error
-	}
-	top, ok := jsonscan.Members(raw)
-	if !ok {
-		return nil, errors.New("list is not a JSON object")
-	}
-	var items []byte
-	for _, m := range top {
-		if m.Key == "items" {
-			items = m.Value
-		}
-	}
-	if items == nil || string(items) == "null" {
-		return nil, nil
-	}
-	els, ok := jsonscan.Elements(items)
-	if !ok {
-		return nil, errors.New("items is not a JSON array")
-	}
-	return els, nil
-}
-
-// itemID is what runList reads of an item before running its chain.
-type itemID struct {
-	APIVersion, Kind, Name, Namespace string
-}
-
-// itemIdentity reads apiVersion, kind, metadata.name and metadata.namespace of item, which
-// must be valid JSON, without decoding the rest, and checks that item is a JSON object of kind
-// want, or has no apiVersion and kind at all. As in a decode, a repeated key counts with its
-// last value and null is the empty string.
-func itemIdentity(item []byte, want schema.GroupVersionKind) (itemID, error) {
-	var id itemID
-	top, ok := jsonscan.Members(item)
-	if !ok {
-		return id, errors.New("item is not a JSON object")
-	}
-	var metadata []byte
-	for _, m := range top {
-		if m.Key == "metadata" {
-			metadata = m.Value
-		}
-	}
-	if err := decodeStrings(top, "", map[string]*string{"apiVersion": &id.APIVersion, "kind": &id.Kind}); err != nil {
-		return id, err
-	}
-	if meta, ok := jsonscan.Members(metadata); ok {
-		if err := decodeStrings(meta, "metadata.", map[string]*string{"name": &id.Name, "namespace": &id.Namespace}); err != nil {
-			return id, err
-		}
-	} else if metadata != nil && string(metadata) != "null" {
-		return id, errors.New("metadata is not a JSON object")
-	}
-	if id.APIVersion == "" && id.Kind == "" {
-		return id, nil
-	}
-	if apiVersion, kind := want.ToAPIVersionAndKind(); id.APIVersion != apiVersion || id.Kind != kind {
-		return id, fmt.Errorf("item is apiVersion %q kind %q, want %q %q", id.APIVersion, id.Kind, apiVersion, kind)
-	}
-	return id, nil
-}
-
-// decodeStrings decodes the members named in fields, each a JSON string or null (the empty
-// string), into their targets; a repeated key counts with its last value. Errors name the key
-// after prefix.
-func decodeStrings(ms []jsonscan.Member, prefix string, fields map[string]*string) error {
-	for _, m := range ms {
-		dst, ok := fields[m.Key]
-		switch {
-		case !ok:
-		case string(m.Value) == "null":
-			*dst = ""
-		case m.Value[0] != '"':
-			return fmt.Errorf("%s%s is %s, want a string", prefix, m.Key, m.Value)
-		default:
-			v, ok := jsonscan.String(m.Value)
-			if !ok {
-				return fmt.Errorf("%s%s is %s, want a string", prefix, m.Key, m.Value)
-			}
-			*dst = v
-		}
-	}
-	return nil
 }
 
 // withTypeMeta returns item with apiVersion and kind of gvk added in front when it has

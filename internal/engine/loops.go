@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
@@ -40,9 +39,9 @@ type loopDetector struct {
 	seen map[loopKey]*loopState
 }
 
-func (d *loopDetector) observe(reg *Registry, gvk schema.GroupVersionKind, t hooks.HookType, meta, p []byte) {
-	uid := metadataUID(meta)
-	if uid == "" || undo.OnlyReserved(p, meta) {
+func (d *loopDetector) observe(reg *Registry, gvk schema.GroupVersionKind, t hooks.HookType, rec *record, p []byte) {
+	uid := rec.uidOf()
+	if uid == "" || undo.OnlyReserved(p, rec.metadata) {
 		return
 	}
 	now := time.Now()
@@ -74,17 +73,6 @@ func (d *loopDetector) observe(reg *Registry, gvk schema.GroupVersionKind, t hoo
 		}
 		d.observer.ObserveLoop(names, t, gvk, uid, firstPath(p))
 	}
-}
-
-// metadataUID returns the uid in the metadata object meta (nil: none), or "".
-func metadataUID(meta []byte) string {
-	m, _, ok := jsonscan.Find(meta, "uid")
-	if !ok {
-		return ""
-	}
-	var uid string
-	_ = json.Unmarshal(m.Value, &uid)
-	return uid
 }
 
 // firstPath returns the first path of the JSON Patch p other than the undo annotation's.

@@ -13,13 +13,10 @@ import (
 	"time"
 
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
 
-// errNotMetadataPath is returned by runMetadata when the request has a form the fast path does
-// not handle exactly as the typed decoder would (a repeated key); the typed path runs instead.
 var errNotMetadataPath = errors.New("not for the metadata path")
 
 // metadataDoc is where the labels and annotations of a request are, as offsets into it.
@@ -48,196 +45,79 @@ type mapField struct {
 	dups bool
 }
 
-// parseMetadata finds metadata.namespace, .labels and .annotations of raw and decodes them the
-// way the typed decoder would; *DecodeError for a value it would refuse, errNotMetadataPath for
-// a repeated key. valid says raw is known to be valid JSON (it is then not checked again). top,
-// when not nil, is what checkInput found at raw's top level, which is then not scanned again.
-// The chain's kind is checked against apiVersion and kind when it is unstructured.
-func (c *chain) parseMetadata(raw []byte, valid bool, top *topLevel) (*metadataDoc, error) {
-	if err := checkJSON(c.key.GVK, raw, valid); err != nil {
+// metadataDoc returns where the labels and annotations of raw are, read from its record, and
+// decodes them the way the typed decoder would: *DecodeError for a value it would refuse (the
+// first in raw, as a decode meets them). The chain's kind is checked against apiVersion and
+// kind when it is unstructured. The record must not repeat what it reads (metaFacts.repeats:
+// the plan takes another path then).
+func (c *chain) metadataDoc(rn *call, raw []byte) (*metadataDoc, error) {
+	if err := checkJSON(c.key.GVK, raw, rn.validJSON); err != nil {
 		return nil, err
 	}
-	if top == nil {
-		var err error
-		if top, err = c.topMembers(raw); err != nil {
-			return nil, err
-		}
+	rec := rn.recordOf(raw)
+	f := rec.metaFacts()
+	if !f.object {
+		return nil, c.decodeErrorf("the object is not a JSON object")
 	}
 	doc := &metadataDoc{raw: raw, metaStart: -1, metaEnd: -1}
 	doc.maps[0].name, doc.maps[1].name = "labels", "annotations"
 	doc.maps[0].start, doc.maps[1].start = -1, -1
 	if c.unstructured {
-		if err := c.checkKind(top.apiVersion, top.kind); err != nil {
-			return nil, err
+		var av, k string
+		if rec.apiVersion == nil || rec.kind == nil || json.Unmarshal(rec.apiVersion, &av) != nil || json.Unmarshal(rec.kind, &k) != nil {
+			return nil, c.decodeErrorf("apiVersion and kind must be strings")
+		}
+		if want := c.key.GVK; want.GroupVersion().String() != av || want.Kind != k {
+			return nil, c.decodeErrorf("object is %s %s, want %s", av, k, want)
 		}
 	}
-	if top.metadata == nil {
+	if rec.metadata == nil {
 		return doc, nil
 	}
-	if err := c.parseMetadataValue(doc, top.metadata); err != nil {
-		return nil, err
+	base := offset(raw, rec.metadata)
+	if string(rec.metadata) == "null" {
+		doc.metaEnd = base
+		return doc, nil
 	}
+	if rec.metadata[0] != '{' {
+		return nil, c.decodeErrorf("metadata is not an object")
+	}
+	doc.name, _ = stringOf(f.name) // checkInput refused a repeated name; the last one counts, as in undo.IdentityIn
+	doc.generateName, doc.uid = f.generateName, f.uid
+	var first error // the first refused value in raw
+	at := len(raw)
+	refuse := func(v []byte, err error) {
+		if o := offset(raw, v); o < at {
+			first, at = err, o
+		}
+	}
+	if v := f.namespace; v != nil {
+		var ok bool
+		if doc.namespace, ok = stringOf(v); !ok && string(v) != "null" {
+			refuse(v, c.decodeErrorf("metadata.namespace is not a string"))
+		}
+	}
+	for i, v := range [2][]byte{f.labels, f.annotations} {
+		if v == nil {
+			continue
+		}
+		m := &doc.maps[i]
+		m.start, m.end, m.text = offset(raw, v), offset(raw, v)+len(v), v
+		var err error
+		if m.value, m.dups, err = decodeStringMap(v); err != nil {
+			refuse(v, c.decodeErrorf("metadata.%s: %v", m.name, err))
+		}
+	}
+	if first != nil {
+		return nil, first
+	}
+	doc.metaStart, doc.metaEnd = base, base+len(rec.metadata)
 	return doc, nil
 }
 
 // decodeErrorf returns a *DecodeError for c's kind with the message format makes of a.
 func (c *chain) decodeErrorf(format string, a ...any) error {
 	return &DecodeError{GVK: c.key.GVK, Err: fmt.Errorf(format, a...)}
-}
-
-// topMembers returns the values of the members apiVersion, kind and metadata of the valid JSON
-// object raw (nil when absent), as checkInput records them; a *DecodeError when raw is not an
-// object, errNotMetadataPath when one of them repeats.
-func (c *chain) topMembers(raw []byte) (*topLevel, error) {
-	top := &topLevel{raw: raw}
-	repeated := false
-	isObject := jsonscan.EachMember(raw, func(key, value []byte) bool {
-		var slot *[]byte
-		switch string(jsonscan.MemberName(key)) {
-		case "metadata":
-			slot = &top.metadata
-		case "apiVersion":
-			slot = &top.apiVersion
-		case "kind":
-			slot = &top.kind
-		default:
-			return true
-		}
-		if *slot != nil {
-			repeated = true
-			return false
-		}
-		*slot = value
-		return true
-	})
-	switch {
-	case !isObject:
-		return nil, c.decodeErrorf("the object is not a JSON object")
-	case repeated:
-		return nil, errNotMetadataPath
-	}
-	return top, nil
-}
-
-// checkKind checks that the values of apiVersion and kind of an unstructured object (nil when
-// absent) are strings that name the chain's kind.
-func (c *chain) checkKind(apiVersion, kind []byte) error {
-	want, gvk := c.key.GVK, c.key.GVK
-	var av, k string
-	if apiVersion == nil || kind == nil || json.Unmarshal(apiVersion, &av) != nil || json.Unmarshal(kind, &k) != nil {
-		return c.decodeErrorf("apiVersion and kind must be strings")
-	}
-	if gvk.GroupVersion().String() != av || gvk.Kind != k {
-		return c.decodeErrorf("object is %s %s, want %s", av, k, want)
-	}
-	return nil
-}
-
-// parseMetadataValue fills doc from value, the value of its object's metadata member: where
-// metadata is, and its name, namespace, labels and annotations (see parseMetadata).
-func (c *chain) parseMetadataValue(doc *metadataDoc, value []byte) error {
-	base := offset(doc.raw, value)
-	if string(value) == "null" {
-		doc.metaEnd = base
-		return nil
-	}
-	var (
-		seen [3]bool // namespace, labels, annotations
-		err  error
-	)
-	isObject := jsonscan.EachMember(value, func(key, v []byte) bool {
-		name := jsonscan.MemberName(key)
-		i := 0
-		switch string(name) {
-		case "name": // checkInput refused a repeated name; the last one counts, as in undo.IdentityIn
-			doc.name, _ = jsonscan.String(v)
-			return true
-		case "generateName":
-			doc.generateName = v
-			return true
-		case "uid":
-			doc.uid = v
-			return true
-		case "namespace":
-		case "labels":
-			i = 1
-		case "annotations":
-			i = 2
-		default:
-			return true
-		}
-		if seen[i] {
-			err = errNotMetadataPath
-			return false
-		}
-		seen[i] = true
-		if i == 0 {
-			var ok bool
-			if doc.namespace, ok = jsonscan.String(v); !ok && string(v) != "null" {
-				err = c.decodeErrorf("metadata.namespace is not a string")
-				return false
-			}
-			return true
-		}
-		err = c.parseMap(doc, &doc.maps[i-1], base+offset(value, v), v)
-		return err == nil
-	})
-	if !isObject {
-		return c.decodeErrorf("metadata is not an object")
-	}
-	if err != nil {
-		return err
-	}
-	doc.metaStart, doc.metaEnd = base, base+len(value)
-	return nil
-}
-
-// parseMap fills f, labels or annotations of doc, from its value v found at offset start of
-// doc's object.
-func (c *chain) parseMap(doc *metadataDoc, f *mapField, start int, v []byte) error {
-	f.start, f.end, f.text = start, start+len(v), v
-	var err error
-	if f.value, f.dups, err = decodeStringMap(v); err != nil {
-		return c.decodeErrorf("metadata.%s: %v", f.name, err)
-	}
-	return nil
-}
-
-// decodeStringMap decodes the JSON value into a map[string]string exactly as encoding/json's
-// Unmarshal does (null: a nil map; a member that is null: ""; a repeated key: its last value);
-// dups says a key repeats (or that the value's members are not to be spliced). It decodes
-// without encoding/json unless a value is no plain string (escapes, non-ASCII text) or the
-// value is refused (then the error is encoding/json's own).
-func decodeStringMap(value []byte) (m map[string]string, dups bool, err error) {
-	if string(value) == "null" {
-		return nil, false, nil
-	}
-	// One member per ':' outside strings; values that hold colons (a JSON blob in an
-	// annotation) would make the guess too big, hence the cap.
-	m = make(map[string]string, min(bytes.Count(value, []byte{':'}), 64))
-	plain := true
-	isObject := jsonscan.EachMember(value, func(keyLit, valueLit []byte) bool {
-		key, ok := jsonscan.String(keyLit)
-		v := ""
-		if ok && string(valueLit) != "null" {
-			v, ok = jsonscan.String(valueLit)
-		}
-		if !ok {
-			plain = false
-			return false
-		}
-		if _, seen := m[key]; seen {
-			dups = true
-		}
-		m[key] = v
-		return true
-	})
-	if !isObject || !plain {
-		var into map[string]string
-		err := json.Unmarshal(value, &into)
-		return into, true, err // the answer encodes the map whole
-	}
-	return m, dups, nil
 }
 
 // offset returns where sub starts in doc; sub must be a sub-slice of doc.
@@ -251,7 +131,10 @@ func offset(doc, sub []byte) int {
 // runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
 // operations on raw, the merge answer (see Result.Answer) and the number of hooks run.
 func (c *chain) runMetadata(ctx context.Context, rn *call, raw []byte, undo bool) ([]patch.Operation, []byte, error) {
-	doc, err := c.parseMetadata(raw, rn.validJSON, rn.topOf(raw))
+	if rn.recordOf(raw).metaFacts().repeats {
+		return nil, nil, errNotMetadataPath
+	}
+	doc, err := c.metadataDoc(rn, raw)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -479,19 +362,13 @@ func (f *mapField) spliced(now map[string]string, set []string) []edit {
 		edits = append(edits, edit{value + 1, value + 1, added}) // just past the map's '{'
 	}
 	if len(replaced) > 0 { // one pass over the map's members for all of them
-		jsonscan.EachMember(f.text, func(keyLit, valueLit []byte) bool {
-			key, plain := jsonscan.PlainText(keyLit)
-			if !plain {
-				s, _ := jsonscan.String(keyLit)
-				key = []byte(s)
-			}
+		eachEntry(f.text, func(key, valueLit []byte) {
 			for _, k := range replaced {
 				if string(key) == k {
 					at := value + offset(f.text, valueLit)
 					edits = append(edits, edit{at, at + len(valueLit), jsonString(now[k])})
 				}
 			}
-			return true
 		})
 	}
 	return edits
@@ -547,12 +424,8 @@ func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metad
 // bound to (undo.Meta), from its own parse, without scanning the metadata again; for sealing
 // only (it leaves the creation time out, which only opening reads).
 func (doc *metadataDoc) identity(key Key) undo.Identity {
-	generateName, _ := jsonscan.String(doc.generateName)
-	uid, _ := jsonscan.String(doc.uid)
+	generateName, _ := stringOf(doc.generateName)
+	uid, _ := stringOf(doc.uid)
 	m := undo.Meta{Namespace: doc.namespace, Name: doc.name, GenerateName: generateName, UID: uid, ObjectUID: doc.maps[1].value[undo.ObjectUIDAnnotation]}
 	return m.Identity(key.GVK, key.Type.Side())
-}
-
-func jsonString(s string) json.RawMessage {
-	return jsonscan.AppendString(make([]byte, 0, len(s)+2), s)
 }

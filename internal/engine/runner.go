@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
 )
 
@@ -124,30 +122,8 @@ type call struct {
 	keepOwnUndo bool
 	// carry are entries of an earlier undo that a write records before its own (undoPlan.carry).
 	carry []undo.Entry
-	// top is what checkInput found at the top level of the request's object (topOf).
-	top topLevel
-	// index is the index of the request's object (indexOf), built on first use.
-	index *jsonscan.Index
-}
-
-// mayCarryUndo reports whether raw may carry an undo.Annotation: whether its metadata contains
-// the annotation's key (undo.Marker). It looks only at metadata when checkInput's scan found
-// it (the rest of a Pod is most of its bytes), else at all of raw.
-func (r *call) mayCarryUndo(raw []byte) bool {
-	if top := r.topOf(raw); top != nil {
-		return bytes.Contains(top.metadata, undo.Marker)
-	}
-	return bytes.Contains(raw, undo.Marker)
-}
-
-// topOf returns what checkInput found at the top level of raw when raw is the request's
-// object itself, nil otherwise (an object the undo code made: a view, a restored object).
-func (r *call) topOf(raw []byte) *topLevel {
-	t := r.top.raw
-	if len(raw) == 0 || len(t) != len(raw) || &t[0] != &raw[0] {
-		return nil
-	}
-	return &r.top
+	// rec is the record of the object the call runs on (intake.go: recordOf); nil: none yet.
+	rec *record
 }
 
 // newCall returns a call of r for one request.
@@ -231,7 +207,7 @@ func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	}
 	res, err := c.runWhole(ctx, gvk, t, raw)
 	if err == nil && r.loops != nil && res.Patch != nil && t.Op() == hooks.OpUpdate {
-		r.loops.observe(r.reg, gvk, t, res.metadata, res.Patch)
+		r.loops.observe(r.reg, gvk, t, res.rec, res.Patch)
 	}
 	if r.capture != nil && !errors.Is(err, ErrOverloaded) && !errors.As(err, new(*InputError)) {
 		r.capture(t, gvk, raw, res, err)
@@ -399,28 +375,6 @@ func (r *Runner) hookLoggers(c *chain) []logr.Logger {
 	}
 	r.loggers.Store(c, loggers)
 	return loggers
-}
-
-// indexOf returns an index of raw: the call's one index of the request's object when raw is it
-// (built on first use), else a new one.
-func (r *call) indexOf(raw []byte) *jsonscan.Index {
-	if r.topOf(raw) == nil {
-		return jsonscan.NewIndex(raw)
-	}
-	if r.index == nil {
-		r.index = jsonscan.NewIndexOf(raw, r.top.members)
-	}
-	return r.index
-}
-
-// metadataOf returns the metadata member of the JSON object raw: from checkInput's scan when raw
-// is the request's object, else found.
-func (r *call) metadataOf(raw []byte) ([]byte, bool) {
-	if top := r.topOf(raw); top != nil {
-		return top.metadata, top.metadata != nil
-	}
-	m, _, ok := jsonscan.Find(raw, "metadata")
-	return m.Value, ok
 }
 
 // chainStats is what a Runner learned from one chain's typed runs, which decides how the next

@@ -47,14 +47,14 @@ func (r *Registry) seal(c *chain, id undo.Identity, entries, carry []undo.Entry)
 // subjectOf is undo.SubjectIn for the object raw of the call, read from what checkInput found
 // when raw is the request's object (no scan of the whole object), with doc as its Doc.
 func (r *call) subjectOf(key Key, raw []byte, doc *jsondoc.Doc) undo.Subject {
-	immutable, _ := r.indexOf(raw).Lookup("/immutable")
+	immutable, _ := r.recordOf(raw).indexed().Lookup("/immutable")
 	return undo.SubjectIn(r.identityOf(key, raw), key.GVK, key.Type.Side(), string(immutable), doc)
 }
 
 // undoAnnotationOf is undo.AnnotationIn for the object raw of the call, read in its metadata
 // (metadataOf).
 func (r *call) undoAnnotationOf(raw []byte) (string, bool) {
-	meta, ok := r.metadataOf(raw)
+	meta, ok := r.recordOf(raw).meta()
 	if !ok {
 		return "", false
 	}
@@ -68,8 +68,9 @@ func (r *call) undoAnnotationOf(raw []byte) (string, bool) {
 // recorded, where the entries need the hooked object and whole is not set. Errors: a
 // *HookError of c (undo.ErrNeedsKey, undo.ErrTooLarge), ops do not apply to raw.
 func (r *call) record(c *chain, raw []byte, ops []patch.Operation, whole bool) ([]patch.Operation, string, bool, error) {
-	meta, hasMeta := r.metadataOf(raw)
-	out, value, ok, err := undo.RecordOps(raw, r.indexOf(raw), meta, hasMeta, ops, whole, func(entries []undo.Entry) (string, error) {
+	rec := r.recordOf(raw)
+	meta, hasMeta := rec.meta()
+	out, value, ok, err := undo.RecordOps(raw, rec.indexed(), meta, hasMeta, ops, whole, func(entries []undo.Entry) (string, error) {
 		return r.reg.seal(c, r.identityOf(c.key, raw), entries, r.carry)
 	})
 	if err != nil {
@@ -83,7 +84,7 @@ func (r *call) record(c *chain, raw []byte, ops []patch.Operation, whole bool) (
 // identityOf is undo.IdentityIn for the object raw of the call, of key's kind and side, read in
 // its metadata (metadataOf).
 func (r *call) identityOf(key Key, raw []byte) undo.Identity {
-	meta, _ := r.metadataOf(raw)
+	meta, _ := r.recordOf(raw).meta()
 	return undo.IdentityIn(key.GVK, key.Type.Side(), meta)
 }
 
@@ -108,7 +109,10 @@ func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undo.P
 	if len(c.hooks) > 0 && !c.metadataOnly() || !p.OnMetadataMaps() {
 		return outcome{}, res, errNotMetadataPath
 	}
-	doc, err := c.parseMetadata(raw, rn.validJSON, rn.topOf(raw))
+	if rn.recordOf(raw).metaFacts().repeats {
+		return outcome{}, res, errNotMetadataPath
+	}
+	doc, err := c.metadataDoc(rn, raw)
 	if err != nil {
 		return outcome{}, res, err
 	}

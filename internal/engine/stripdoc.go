@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/synchook/synchook/builtin"
+	"github.com/synchook/synchook/internal/jsondoc"
+	"github.com/synchook/synchook/internal/undo"
+)
+
+// errNotDocPath is runStripDoc's answer for a request it does not handle exactly: runChain
+// takes the typed path.
+var errNotDocPath = errors.New("not for the document path")
+
+// stripStepEvery is how many removals of one strip path runStripDoc makes between two step
+// boundaries (a Wildcard makes one per element).
+const stripStepEvery = 256
+
+// runStripDoc is runChain for a chain of strip hooks only (the document path): their paths are
+// removed from the request's object as a jsondoc.Doc — no decode, no compare, no encode: the
+// removals are the patch (and the undo's record) and the answer is encoded from the Doc. Each
+// path is removed one concrete path at a time (builtin.ConcretePaths; each removal from a
+// split array costs the same, so a Wildcard is linear in its elements), with a step boundary
+// before each hook and every stripStepEvery removals. Each hook's filter is judged on the
+// namespace and the labels as they are when it runs. Like the label/annotation fast path it
+// checks the JSON and metadata (checkInput), not the rest of the kind's schema: a removal
+// cannot make an object the schema refuses. errNotDocPath where the undo would need the whole
+// object (a removal of metadata's annotations as a whole).
+func (rn *call) runStripDoc(ctx context.Context, c *chain, raw []byte, records bool) (outcome, error) {
+	if err := checkJSON(c.key.GVK, raw, rn.validJSON); err != nil {
+		return outcome{}, err
+	}
+	if rec := rn.recordOf(raw); !rec.own || rec.metadata == nil || rec.metadata[0] != '{' {
+		return outcome{}, errNotDocPath // the request's own object, with metadata: what the rest reads
+	}
+	doc := jsondoc.New(raw)
+	if _, write := c.key.Type.ReadOf(); write { // the reserved annotations are synchook's (undo.DropReserved)
+		for _, k := range undo.Reserved {
+			doc.Remove([]string{"metadata", "annotations", k})
+		}
+	}
+	namespace, _ := doc.Lookup([]string{"metadata", "namespace"})
+	ns, _ := namespace.(string)
+	for _, h := range c.hooks {
+		if err := stepBoundary(ctx, c); err != nil {
+			return outcome{}, err
+		}
+		if h.stripMatches != nil && !h.stripMatches(ns, docLabels(doc)) {
+			continue
+		}
+		for _, path := range h.strip {
+			removals := 0
+			for tokens := range builtin.ConcretePaths(path, doc.Len) {
+				if removals++; removals%stripStepEvery == 0 {
+					if err := stepBoundary(ctx, c); err != nil {
+						return outcome{}, err
+					}
+				}
+				if !doc.Remove(tokens) && !absentIn(doc, tokens) {
+					return outcome{}, errNotDocPath // a scalar where the path goes on: the typed decode judges it
+				}
+			}
+		}
+	}
+	if !doc.Changed() {
+		return outcome{hooks: len(c.hooks)}, nil
+	}
+	ops := doc.Ops()
+	if records {
+		n := len(ops)
+		ops, value, sealed, err := rn.record(c, raw, ops, false)
+		if err != nil {
+			return outcome{}, err
+		}
+		if !sealed {
+			return outcome{}, errNotDocPath
+		}
+		if value != "" {
+			if err := doc.ApplyOps(ops[n:]); err != nil { // the undo's own operation, on the Doc too
+				return outcome{}, fmt.Errorf("%s: %w", c.key, err)
+			}
+		}
+	}
+	return outcome{ops: doc.Ops(), hooks: len(c.hooks), doc: doc}, nil
+}
+
+// absentIn reports whether the path tokens is absent from doc the way the typed strip finds
+// it absent too: its deepest existing parent is an object, an array or null. A scalar there
+// (a "spec" written as a string) is what the typed decode refuses, so the document path leaves
+// that judgement to it.
+func absentIn(doc *jsondoc.Doc, tokens []string) bool {
+	for i := len(tokens) - 1; i >= 0; i-- {
+		if k, ok := doc.Kind(tokens[:i]); ok {
+			return k == '{' || k == '[' || k == 'n'
+		}
+	}
+	return true
+}
+
+// docLabels returns the labels of doc's object as they are now (nil: none).
+func docLabels(doc *jsondoc.Doc) map[string]string {
+	v, _ := doc.Lookup([]string{"metadata", "labels"})
+	m, _ := v.(map[string]any)
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		s, _ := x.(string)
+		out[k] = s
+	}
+	return out
+}

@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/metamap"
+	"github.com/synchook/synchook/patch"
+)
+
+// stepBoundary returns an error wrapping ctx.Err() once ctx has ended: the work of a request
+// stops there, between two steps that cannot be interrupted (a decode, an encode, a diff), and
+// frees its slot (Runner.runWhole has answered already).
+func stepBoundary(ctx context.Context, c *chain) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: stopped between steps: %w", c.key, err)
+	}
+	return nil
+}
+
+// onlyMetadataMaps reports whether every operation of ops is on metadata's labels or
+// annotations (the maps or one of their entries).
+func onlyMetadataMaps(ops []patch.Operation) bool {
+	for _, op := range ops {
+		if _, _, _, ok := metamap.Target(op.Path); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// names returns the chain's hook names joined by ",", for errors that no single hook owns.
+func (c *chain) names() string {
+	s := ""
+	for i, h := range c.hooks {
+		if i > 0 {
+			s += ","
+		}
+		s += h.name
+	}
+	return s
+}
+
+// exec runs the hooks on obj in order and returns the last object. When ctx can end, the hooks
+// run on their own goroutine so that a hook that does not return is abandoned when ctx ends;
+// the abandoned goroutine owns obj from then on and its result is dropped.
+func (c *chain) exec(ctx context.Context, rn *call, obj client.Object) (client.Object, error) {
+	var out client.Object
+	err := c.supervise(ctx, rn, func(running *atomic.Int32) error {
+		o, err := c.runHooks(ctx, rn, obj, running)
+		out = o
+		return err
+	})
+	if err != nil {
+		return nil, err // out may still be written by an abandoned run: never read it
+	}
+	return out, nil
+}
+
+// supervise runs work — the chain's hooks in order, setting running to the index of the hook
+// being called — in one concurrency slot of rn. When ctx can end, work runs on its own
+// goroutine and is abandoned when ctx ends: the error then names the hook still running, and
+// the abandoned goroutine keeps the slot (and owns whatever work touches) until it returns.
+// A chain of builtin hooks (RegisterBuiltin), which return promptly, runs on the caller's
+// goroutine.
+func (c *chain) supervise(ctx context.Context, rn *call, work func(running *atomic.Int32) error) error {
+	release, ok := rn.acquire()
+	if !ok {
+		return fmt.Errorf("%s: %w", c.key, ErrOverloaded)
+	}
+	run := &hookRun{}
+	if ctx.Done() == nil || c.inline() {
+		defer release()
+		return work(&run.running)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		// The slot is held until the hooks really return, even when abandoned, and freed
+		// before the answer, so that a caller's next request finds it free.
+		defer func() { run.end(); release(); done <- err }()
+		err = work(&run.running)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		run.abandon(rn.slots, c) // Runner.Stuck names the hook until it returns
+		h := c.hooks[run.running.Load()]
+		return &HookError{
+			Hook: h.name, Type: c.key.Type, GVK: c.key.GVK,
+			Err: fmt.Errorf("abandoned, still running when the request ended: %w", ctx.Err()),
+		}
+	}
+}
+
+// runHooks calls every hook in order, recovering panics and checking after each hook that the
+// object kept its Go type and identity. running is set to the index of the hook being called.
+func (c *chain) runHooks(ctx context.Context, rn *call, obj client.Object, running *atomic.Int32) (client.Object, error) {
+	goType := reflect.TypeOf(obj)
+	prov := rn.reg != nil && rn.reg.marksProvenance(c)
+	var marks []string
+	for i, h := range c.hooks {
+		running.Store(int32(i))
+		id := identityOf(obj)
+		var start time.Time
+		if rn.observer != nil {
+			start = time.Now()
+		}
+		var pre []byte
+		if prov {
+			pre, _ = json.Marshal(obj) // the hook may change obj in place
+		}
+		hctx, timeout := rn.hookCall(ctx, c, i)
+		out, err := callHook(hctx, timeout, h.fn, obj)
+		err = hookFailure(c.key.GVK, err) // before anything sees it: a Secret's hook text stays here
+		if prov && err == nil && out != nil {
+			if post, perr := json.Marshal(out); perr == nil && !bytes.Equal(pre, post) {
+				marks = append(marks, provenanceMark(h.name, rn.reg.opts.Version, pre, post))
+			}
+		}
+		if rn.observer != nil {
+			rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
+		}
+		if err == nil {
+			err = checkSameObject(h.name, out, goType, id)
+		}
+		if err != nil {
+			return nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+		}
+		obj = out
+	}
+	if len(marks) > 0 {
+		setProvenance(obj, marks)
+	}
+	return obj, nil
+}
+
+// callHook calls fn with the hook's own deadline d (RunnerOptions.HookTimeout) and turns a panic into a
+// *PanicError.
+func callHook(ctx context.Context, d time.Duration, fn hooks.MutateFunc, obj client.Object) (out client.Object, err error) {
+	err = guardedCall(ctx, d, func(ctx context.Context) error {
+		out, err = fn(ctx, obj)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// guardedCall calls call with the hook's own deadline d (<= 0: none) and turns a panic into a
+// *PanicError with its stack.
+func guardedCall(ctx context.Context, d time.Duration, call func(context.Context) error) (err error) {
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: fmt.Sprint(v), Stack: debug.Stack()}
+		}
+	}()
+	return call(ctx)
+}
+
+// identity is what no hook may change.
+type identity struct {
+	apiVersion, kind, name, namespace string
+	uid                               types.UID
+}
+
+func identityOf(obj client.Object) identity {
+	apiVersion, kind := obj.GetObjectKind().GroupVersionKind().ToAPIVersionAndKind()
+	return identity{apiVersion, kind, obj.GetName(), obj.GetNamespace(), obj.GetUID()}
+}
+
+func checkSameObject(hook string, out client.Object, goType reflect.Type, before identity) error {
+	if out == nil || reflect.ValueOf(out).IsNil() {
+		return fmt.Errorf("%w: returned nil", ErrWrongKind)
+	}
+	if reflect.TypeOf(out) != goType {
+		return fmt.Errorf("%w: got %T, want %s", ErrWrongKind, out, goType)
+	}
+	after := identityOf(out)
+	for _, f := range []struct{ path, was, is string }{
+		{"/apiVersion", before.apiVersion, after.apiVersion},
+		{"/kind", before.kind, after.kind},
+		{"/metadata/name", before.name, after.name},
+		{"/metadata/namespace", before.namespace, after.namespace},
+		{"/metadata/uid", string(before.uid), string(after.uid)},
+	} {
+		if f.was != f.is {
+			return &patch.ForbiddenPathError{Hook: hook, Op: "change", Path: f.path, Field: f.path}
+		}
+	}
+	return nil
+}
