@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -119,45 +118,4 @@ func (rn *call) applyChain(ctx context.Context, c *chain, doc []byte) ([]byte, i
 		return nil, 0, fmt.Errorf("%s: %w", c.key, err)
 	}
 	return out, o.hooks, nil
-}
-
-// runChain is runOps for a chain without an undo to apply first.
-func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, error) {
-	if _, write := c.key.Type.ReadOf(); write && rn.reg.opts.Undo && !rn.keepOwnUndo && rn.recordOf(raw).mayCarryUndo() {
-		if o, own, err := rn.runRestored(ctx, c, raw); own {
-			return o, err
-		}
-	}
-	records := rn.reg.recordsUndo(c)
-	if c.metadataOnly() && !rn.reg.marksProvenance(c) {
-		ops, merge, err := c.runMetadata(ctx, rn, raw, records)
-		if !errors.Is(err, errNotMetadataPath) {
-			if err != nil {
-				return outcome{}, err
-			}
-			return outcome{ops: ops, hooks: len(c.hooks), merge: merge}, nil
-		}
-	}
-	if c.stripOnly() && !rn.reg.marksProvenance(c) {
-		o, err := rn.runStripDoc(ctx, c, raw, records)
-		if !errors.Is(err, errNotDocPath) {
-			return o, err
-		}
-	}
-	o, err := runTyped(ctx, rn, c, raw, records)
-	if err != nil || len(o.ops) == 0 {
-		return outcome{ops: o.ops, hooks: o.hooks}, err
-	}
-	if records && !o.sealed {
-		if err := stepBoundary(ctx, c); err != nil {
-			return outcome{}, err
-		}
-		o.ops, _, _, err = rn.record(c, raw, o.ops, true)
-		o.merge = nil
-		return o, err
-	}
-	if !mergeSafe(o.ops) {
-		o.merge = nil
-	}
-	return o, nil
 }

@@ -36,6 +36,8 @@ type record struct {
 	facts     metaFacts
 	factsRead bool
 	index     *jsonscan.Index
+	// valid says raw was found valid JSON (checkJSON).
+	valid bool
 }
 
 // metaFacts are the members of metadata the paths read, as JSON literals (nil: absent), where
@@ -176,14 +178,15 @@ func (r *Registry) checkInput(gvk schema.GroupVersionKind, t hooks.HookType, raw
 }
 
 // checkJSON returns a *DecodeError of gvk naming raw's syntax error when raw is not valid JSON
-// (not checked again when valid says it is), nil otherwise: for the paths that read raw as a
-// jsondoc.Doc or a metadata parse, which split only what they read.
-func checkJSON(gvk schema.GroupVersionKind, raw []byte, valid bool) error {
-	if valid || jsonscan.Valid(raw) {
+// (not checked when valid says it is, nor again once it was), nil otherwise: for the paths that
+// read raw as a jsondoc.Doc or a metadata parse, which split only what they read.
+func (rec *record) checkJSON(gvk schema.GroupVersionKind, valid bool) error {
+	if valid || rec.valid || jsonscan.Valid(rec.raw) {
+		rec.valid = true
 		return nil
 	}
 	var v any
-	return &DecodeError{GVK: gvk, Err: json.Unmarshal(raw, &v)}
+	return &DecodeError{GVK: gvk, Err: json.Unmarshal(rec.raw, &v)}
 }
 
 // withOldObject checks old, the old object of a request for (gvk, t) (MutateOptions.OldObject),

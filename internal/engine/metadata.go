@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,8 +15,6 @@ import (
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
-
-var errNotMetadataPath = errors.New("not for the metadata path")
 
 // metadataDoc is where the labels and annotations of a request are, as offsets into it.
 type metadataDoc struct {
@@ -45,17 +42,13 @@ type mapField struct {
 	dups bool
 }
 
-// metadataDoc returns where the labels and annotations of raw are, read from its record, and
-// decodes them the way the typed decoder would: *DecodeError for a value it would refuse (the
-// first in raw, as a decode meets them). The chain's kind is checked against apiVersion and
-// kind when it is unstructured. The record must not repeat what it reads (metaFacts.repeats:
-// the plan takes another path then).
-func (c *chain) metadataDoc(rn *call, raw []byte) (*metadataDoc, error) {
-	if err := checkJSON(c.key.GVK, raw, rn.validJSON); err != nil {
-		return nil, err
-	}
-	rec := rn.recordOf(raw)
-	f := rec.metaFacts()
+// metadataDoc returns where the labels and annotations of rec's object are, read from the
+// record, and decodes them the way the typed decoder would: *DecodeError for a value it would
+// refuse (the first in raw, as a decode meets them). The chain's kind is checked against
+// apiVersion and kind when it is unstructured. rec must be valid JSON and must not repeat what
+// it reads (metaFacts.repeats: the plan takes another path then).
+func (c *chain) metadataDoc(rec *record) (*metadataDoc, error) {
+	raw, f := rec.raw, rec.metaFacts()
 	if !f.object {
 		return nil, c.decodeErrorf("the object is not a JSON object")
 	}
@@ -130,11 +123,8 @@ func offset(doc, sub []byte) int {
 
 // runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
 // operations on raw, the merge answer (see Result.Answer) and the number of hooks run.
-func (c *chain) runMetadata(ctx context.Context, rn *call, raw []byte, undo bool) ([]patch.Operation, []byte, error) {
-	if rn.recordOf(raw).metaFacts().repeats {
-		return nil, nil, errNotMetadataPath
-	}
-	doc, err := c.metadataDoc(rn, raw)
+func (c *chain) runMetadata(ctx context.Context, rn *call, rec *record, undo bool) ([]patch.Operation, []byte, error) {
+	doc, err := c.metadataDoc(rec)
 	if err != nil {
 		return nil, nil, err
 	}

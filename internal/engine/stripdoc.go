@@ -2,17 +2,12 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/undo"
 )
-
-// errNotDocPath is runStripDoc's answer for a request it does not handle exactly: runChain
-// takes the typed path.
-var errNotDocPath = errors.New("not for the document path")
 
 // stripStepEvery is how many removals of one strip path runStripDoc makes between two step
 // boundaries (a Wildcard makes one per element).
@@ -26,15 +21,10 @@ const stripStepEvery = 256
 // before each hook and every stripStepEvery removals. Each hook's filter is judged on the
 // namespace and the labels as they are when it runs. Like the label/annotation fast path it
 // checks the JSON and metadata (checkInput), not the rest of the kind's schema: a removal
-// cannot make an object the schema refuses. errNotDocPath where the undo would need the whole
-// object (a removal of metadata's annotations as a whole).
-func (rn *call) runStripDoc(ctx context.Context, c *chain, raw []byte, records bool) (outcome, error) {
-	if err := checkJSON(c.key.GVK, raw, rn.validJSON); err != nil {
-		return outcome{}, err
-	}
-	if rec := rn.recordOf(raw); !rec.own || rec.metadata == nil || rec.metadata[0] != '{' {
-		return outcome{}, errNotDocPath // the request's own object, with metadata: what the rest reads
-	}
+// cannot make an object the schema refuses. done is false, nothing done, for the plan's
+// fallbacks (fallbackScalar, fallbackWhole): the typed path runs instead.
+func (rn *call) runStripDoc(ctx context.Context, c *chain, rec *record, records bool) (o outcome, done bool, err error) {
+	raw := rec.raw
 	doc := jsondoc.New(raw)
 	if _, write := c.key.Type.ReadOf(); write { // the reserved annotations are synchook's (undo.DropReserved)
 		for _, k := range undo.Reserved {
@@ -45,7 +35,7 @@ func (rn *call) runStripDoc(ctx context.Context, c *chain, raw []byte, records b
 	ns, _ := namespace.(string)
 	for _, h := range c.hooks {
 		if err := stepBoundary(ctx, c); err != nil {
-			return outcome{}, err
+			return outcome{}, true, err
 		}
 		if h.stripMatches != nil && !h.stripMatches(ns, docLabels(doc)) {
 			continue
@@ -55,35 +45,35 @@ func (rn *call) runStripDoc(ctx context.Context, c *chain, raw []byte, records b
 			for tokens := range builtin.ConcretePaths(path, doc.Len) {
 				if removals++; removals%stripStepEvery == 0 {
 					if err := stepBoundary(ctx, c); err != nil {
-						return outcome{}, err
+						return outcome{}, true, err
 					}
 				}
 				if !doc.Remove(tokens) && !absentIn(doc, tokens) {
-					return outcome{}, errNotDocPath // a scalar where the path goes on: the typed decode judges it
+					return outcome{}, false, nil // fallbackScalar: the typed decode judges it
 				}
 			}
 		}
 	}
 	if !doc.Changed() {
-		return outcome{hooks: len(c.hooks)}, nil
+		return outcome{hooks: len(c.hooks)}, true, nil
 	}
 	ops := doc.Ops()
 	if records {
 		n := len(ops)
 		ops, value, sealed, err := rn.record(c, raw, ops, false)
 		if err != nil {
-			return outcome{}, err
+			return outcome{}, true, err
 		}
 		if !sealed {
-			return outcome{}, errNotDocPath
+			return outcome{}, false, nil // fallbackWhole
 		}
 		if value != "" {
 			if err := doc.ApplyOps(ops[n:]); err != nil { // the undo's own operation, on the Doc too
-				return outcome{}, fmt.Errorf("%s: %w", c.key, err)
+				return outcome{}, true, fmt.Errorf("%s: %w", c.key, err)
 			}
 		}
 	}
-	return outcome{ops: doc.Ops(), hooks: len(c.hooks), doc: doc}, nil
+	return outcome{ops: doc.Ops(), hooks: len(c.hooks), doc: doc}, true, nil
 }
 
 // absentIn reports whether the path tokens is absent from doc the way the typed strip finds

@@ -103,41 +103,38 @@ func (rn *call) resealer(c *chain, raw []byte) func([]undo.Entry) (string, error
 // undoMetadata is undo.Plan.Read and the answer for an undo whose plan is on the labels and
 // annotations alone (undo.Plan.OnMetadataMaps) and whose read chain's own hooks, if any, are
 // MetadataHooks: undo.Plan.ViewMaps, no decode of the object, no JSON Patch apply; res is the
-// undo's. It returns errNotMetadataPath for a request the fast path does not handle exactly
-// (another plan, a repeated key, a null map): the caller takes the general path.
-func (rn *call) undoMetadata(ctx context.Context, c *chain, raw []byte, p undo.Plan) (o outcome, res undo.Result, err error) {
-	if len(c.hooks) > 0 && !c.metadataOnly() || !p.OnMetadataMaps() {
-		return outcome{}, res, errNotMetadataPath
+// undo's. done is false, nothing done, for a request the maps alone do not give exactly (the
+// opened undo touches more, a repeated key, a null map): the caller reads the whole document.
+func (rn *call) undoMetadata(ctx context.Context, c *chain, rec *record, p undo.Plan) (o outcome, res undo.Result, done bool, err error) {
+	if len(c.hooks) > 0 && !c.metadataOnly() || !p.OnMetadataMaps() || rec.metaFacts().repeats {
+		return outcome{}, res, false, nil
 	}
-	if rn.recordOf(raw).metaFacts().repeats {
-		return outcome{}, res, errNotMetadataPath
-	}
-	doc, err := c.metadataDoc(rn, raw)
+	doc, err := c.metadataDoc(rec)
 	if err != nil {
-		return outcome{}, res, err
+		return outcome{}, res, true, err
 	}
 	var stored [2]map[string]string
 	for i, f := range doc.maps {
 		if f.start >= 0 && f.value == nil || f.dups {
-			return outcome{}, res, errNotMetadataPath
+			return outcome{}, res, false, nil
 		}
 		stored[i] = f.value // nil: absent
 	}
 	if stored[1] == nil { // the plan removes the annotation first: it is there (runUndoRead)
-		return outcome{}, res, errNotMetadataPath
+		return outcome{}, res, false, nil
 	}
 	after, res := p.ViewMaps(ctx, stored)
 	if len(c.hooks) > 0 {
 		m, err := c.metadataHooked(ctx, rn, doc.namespace, after)
 		if err != nil {
-			return outcome{}, res, err
+			return outcome{}, res, true, err
 		}
 		after, o.hooks = [2]map[string]string{m.Labels, m.Annotations}, len(c.hooks)
 	} else if res.Reason != "" {
-		return o, res, nil
+		return o, res, true, nil
 	}
 	o.ops, o.merge, err = doc.answer(after)
-	return o, res, err
+	return o, res, true, err
 }
 
 // OpenedUndo returns the entries of the undo that the object raw (JSON) of kind gvk carries,

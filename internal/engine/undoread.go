@@ -20,7 +20,7 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte) (o outcom
 	if !had {
 		return outcome{}, false, nil
 	}
-	if err := checkJSON(c.key.GVK, raw, rn.validJSON); err != nil { // the Doc splits only what it reads
+	if err := rn.recordOf(raw).checkJSON(c.key.GVK, rn.validJSON); err != nil { // the Doc splits only what it reads
 		return outcome{}, true, err
 	}
 	doc := jsondoc.New(raw)
@@ -71,7 +71,7 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 	value, had := rn.undoAnnotationOf(raw)
 	if !had {
 		if len(c.hooks) == 0 {
-			return outcome{}, checkJSON(c.key.GVK, raw, rn.validJSON)
+			return outcome{}, rn.recordOf(raw).checkJSON(c.key.GVK, rn.validJSON)
 		}
 		return rn.runChain(ctx, c, raw)
 	}
@@ -80,14 +80,14 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 		return outcome{}, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
 	}
 	defer done()
-	if err := checkJSON(c.key.GVK, raw, rn.validJSON); err != nil { // the Doc splits only what it reads
+	rec := rn.recordOf(raw)
+	if err := rec.checkJSON(c.key.GVK, rn.validJSON); err != nil { // the Doc splits only what it reads
 		return outcome{}, err
 	}
 	doc := jsondoc.New(raw)
 	plan := rn.reg.rule(c.key).PlanRead(rn.subjectOf(c.key, raw, doc), value)
 	if plan.Reason == "" {
-		o, res, err := inner.undoMetadata(ctx, c, raw, plan)
-		if !errors.Is(err, errNotMetadataPath) {
+		if o, res, done, err := inner.undoMetadata(ctx, c, rec, plan); done {
 			res.Tell(rn.observer, c.key.Type, c.key.GVK)
 			return o, err
 		}

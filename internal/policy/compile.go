@@ -48,6 +48,11 @@ type Options struct {
 	// Params are the param objects the bindings' paramRefs select from: those of the
 	// policy's spec.paramKind (apiVersion and kind); others are ignored.
 	Params []*unstructured.Unstructured
+	// ParamSource, when set, gives params beside Params on every request (the host cluster's,
+	// package paramsource), except under policyreg.ConfigParamsOnly (the load-time
+	// self-test); a Params object of the same namespace and name wins. Its errors are
+	// configuration errors under the failurePolicy. Default nil: Params only.
+	ParamSource ParamSource
 }
 
 // Policy is a compiled MutatingAdmissionPolicy. It is safe for concurrent use; its compiled
@@ -76,6 +81,7 @@ type Policy struct {
 	// none was given (bound once, params null).
 	paramKind *admissionregistrationv1.ParamKind
 	bindings  []binding
+	params    ParamSource // Options.ParamSource; nil: the config's params only
 }
 
 // readsNamespaceObject reports whether an expression of spec (variables, matchConditions,
@@ -149,6 +155,9 @@ func CompileWithOptions(p *admissionregistrationv1.MutatingAdmissionPolicy, opts
 	}
 	spec := field.NewPath("spec")
 	out.paramKind = p.Spec.ParamKind
+	if p.Spec.ParamKind != nil {
+		out.params = opts.ParamSource
+	}
 	errs = append(errs, out.bind(p, opts)...)
 	if fp := p.Spec.FailurePolicy; fp != nil {
 		switch *fp {

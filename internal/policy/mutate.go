@@ -230,7 +230,7 @@ func (p *Policy) mutate(ctx context.Context, hookType hooks.HookType, ruleOp adm
 	if old != nil {
 		va.VersionedOldObject.Set(old)
 	}
-	for _, ev := range p.evaluations(obj.GetNamespace()) {
+	for _, ev := range p.evaluations(ctx, obj.GetNamespace()) {
 		if ev.err != nil {
 			if p.failurePolicy == admissionregistrationv1.Ignore {
 				continue

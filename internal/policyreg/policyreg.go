@@ -6,8 +6,11 @@
 package policyreg
 
 import (
+	"context"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -28,7 +31,51 @@ type Source struct {
 	// Bindings and Params are the entry's bindings: and params:, as written (JSON).
 	Bindings [][]byte
 	Params   [][]byte
+	// HostParams is the program's source of params from the host cluster (package
+	// paramsource; serve in a cluster and the vcluster plugin v2 set it); nil: none, the
+	// entry's params are the config's only.
+	HostParams HostParams
+	// ParamNamespaces are the entry's hostParams.namespaces: the host namespaces its params
+	// may come from; none: the host is not asked.
+	ParamNamespaces []string
 }
+
+// ParamSource is where a policy finds param objects beyond the config's own: the host
+// cluster's, through a watch cache (package paramsource). Every method answers for the
+// request's ctx; an error is a configuration error of the binding, under the policy's
+// failurePolicy. What it never gives (the tenant's objects) it treats as absent.
+type ParamSource interface {
+	// Namespaced reports whether the objects of kind are namespaced (the host's REST mapping);
+	// an error when the host does not know kind or cannot say.
+	Namespaced(ctx context.Context, kind schema.GroupVersionKind) (bool, error)
+	// Get returns the object of kind named name in namespace ("" for a cluster-scoped kind),
+	// nil when there is none it may give.
+	Get(ctx context.Context, kind schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error)
+	// List returns the objects of kind in namespace ("" for a cluster-scoped kind) whose
+	// labels selector matches, in any order.
+	List(ctx context.Context, kind schema.GroupVersionKind, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error)
+}
+
+// HostParams is a program's params from the host cluster: In gives the ParamSource of one
+// config entry, limited to the host namespaces the entry names.
+type HostParams interface {
+	In(namespaces []string) ParamSource
+}
+
+type configParamsOnlyKey struct{}
+
+// ConfigParamsOnly returns ctx under which policies use the config's params only, never a
+// ParamSource: the load-time idempotency self-test, which runs before the host is known.
+func ConfigParamsOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, configParamsOnlyKey{}, true)
+}
+
+// IsConfigParamsOnly reports whether ctx came from ConfigParamsOnly.
+func IsConfigParamsOnly(ctx context.Context) bool {
+	v, _ := ctx.Value(configParamsOnlyKey{}).(bool)
+	return v
+}
+
 
 // Policy is a compiled policy: what config registers hooks from.
 type Policy interface {
