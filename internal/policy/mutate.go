@@ -224,13 +224,13 @@ func (p *Policy) mutate(ctx context.Context, hookType hooks.HookType, ruleOp adm
 			old = o
 		}
 	}
-	attrs := admission.NewAttributesRecord(obj, old, gvk, obj.GetNamespace(), obj.GetName(), t.gvr, "", reqOp, nil, false, nil)
+	attrs := admission.NewAttributesRecord(obj, old, gvk, t.admissionNamespace(obj), obj.GetName(), t.gvr, "", reqOp, nil, false, nil)
 	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk}
 	va.VersionedObject.Set(obj)
 	if old != nil {
 		va.VersionedOldObject.Set(old)
 	}
-	for _, ev := range p.evaluations(ctx, obj.GetNamespace()) {
+	for _, ev := range p.evaluations(t.admissionNamespace(obj)) {
 		if ev.err != nil {
 			if p.failurePolicy == admissionregistrationv1.Ignore {
 				continue

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -115,30 +114,45 @@ func (out *Policy) bind(p *admissionregistrationv1.MutatingAdmissionPolicy, opts
 
 // evaluations returns the evaluations of the policy for a request in namespace, as
 // kube-apiserver's CollectParams: params null for a binding without a paramRef (and once for a
-// policy without bindings), else one per param the paramRef selects (paramsOf: the config's
-// and the ParamSource's), by namespace then name; a configuration error (wrapping
-// ErrParamConfig) in place of a binding's evaluations when parameterNotFoundAction Deny finds
-// none, a namespaced paramRef has no namespace, or the ParamSource fails.
-func (p *Policy) evaluations(ctx context.Context, namespace string) []evaluation {
+// policy without bindings), else one per param the paramRef selects, by namespace then name;
+// a configuration error (wrapping ErrParamConfig) in place of a binding's evaluations when
+// parameterNotFoundAction Deny finds none or a namespaced paramRef has no namespace.
+func (p *Policy) evaluations(namespace string) []evaluation {
 	if len(p.bindings) == 0 {
 		return []evaluation{{}}
 	}
 	var out []evaluation
-	for i := range p.bindings {
-		b := &p.bindings[i]
+	for _, b := range p.bindings {
 		if b.ref == nil {
 			out = append(out, evaluation{})
 			continue
 		}
-		params, ns, err := p.paramsOf(ctx, b, namespace)
-		if err != nil {
-			out = append(out, evaluation{err: err})
-			continue
+		ns := ""
+		if !b.cluster {
+			ns = b.ref.Namespace
+			if ns == "" {
+				ns = namespace
+			}
+			if ns == "" {
+				out = append(out, evaluation{err: fmt.Errorf("%w: binding %q: paramRef.namespace is empty and the request is cluster-scoped: cannot use a namespaced paramRef for a cluster-scoped object", ErrParamConfig, b.name)})
+				continue
+			}
 		}
-		for _, o := range params {
+		n := 0
+		for _, o := range b.params {
+			if o.GetNamespace() != ns {
+				continue
+			}
+			if b.selector != nil && !b.selector.Matches(labels.Set(o.GetLabels())) {
+				continue
+			}
+			if b.selector == nil && o.GetName() != b.ref.Name {
+				continue
+			}
 			out = append(out, evaluation{params: o})
+			n++
 		}
-		if len(params) == 0 && b.deny {
+		if n == 0 && b.deny {
 			where := ""
 			if ns != "" {
 				where = " in namespace " + ns
@@ -147,6 +161,17 @@ func (p *Policy) evaluations(ctx context.Context, namespace string) []evaluation
 		}
 	}
 	return out
+}
+
+// admissionNamespace returns the namespace of a request on obj as kube-apiserver's admission
+// attributes give it (CEL's request.namespace; CollectParams defaults paramRef.namespace to
+// it): obj's namespace, and for a v1 Namespace its own name (the apiserver's create, update
+// and delete handlers set it so). namespaceObject stays null for a Namespace, as there.
+func (t *target) admissionNamespace(obj metav1.Object) string {
+	if t.gvr.Group == "" && t.gvr.Version == "v1" && t.gvr.Resource == "namespaces" {
+		return obj.GetName()
+	}
+	return obj.GetNamespace()
 }
 
 // evaluation is one run of the policy: its params (nil: null), or the configuration error

@@ -87,7 +87,7 @@ spec:
   paramKind: {apiVersion: v1, kind: ConfigMap}
   matchConstraints:
     resourceRules:
-      - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods, namespaces]}
+      - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods, namespaces, persistentvolumes]}
   mutations:
     - patchType: ApplyConfiguration
       applyConfiguration:
@@ -112,7 +112,8 @@ func TestBindingsAndParams(t *testing.T) {
 		failure       string
 		refs          []*admissionregistrationv1.ParamRef // one binding each; nil: a binding without paramRef
 		noBinding     bool
-		clusterScoped bool
+		clusterScoped bool   // the request is a PersistentVolume
+		namespace     bool   // the request is the Namespace "tenant"
 		want          string // the annotation "seen"; "" with wantErr
 		wantErr       string
 	}{
@@ -130,6 +131,9 @@ func TestBindingsAndParams(t *testing.T) {
 		{name: "a cluster-scoped request without paramRef.namespace fails under Fail", clusterScoped: true, refs: []*admissionregistrationv1.ParamRef{{Name: "a"}}, wantErr: "paramRef.namespace is empty and the request is cluster-scoped"},
 		{name: "a cluster-scoped request without paramRef.namespace is skipped under Ignore", failure: "Ignore", clusterScoped: true, refs: []*admissionregistrationv1.ParamRef{{Name: "a"}}, want: ""},
 		{name: "a cluster-scoped request with paramRef.namespace uses it", clusterScoped: true, refs: []*admissionregistrationv1.ParamRef{{Name: "a", Namespace: "platform"}}, want: "platform/a,"},
+		// kube-apiserver's admission namespace of a Namespace request is its own name
+		// (TestParamsConformance holds it to the apiserver's).
+		{name: "a Namespace without paramRef.namespace looks in its own name", namespace: true, refs: []*admissionregistrationv1.ParamRef{{Name: "a"}}, want: "tenant/a,"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,6 +159,9 @@ func TestBindingsAndParams(t *testing.T) {
 			}
 			var in client.Object = &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "tenant"}}
 			if tc.clusterScoped {
+				in = &corev1.PersistentVolume{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}, ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}
+			}
+			if tc.namespace {
 				in = &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}
 			}
 			out, err := fn(t.Context(), in)
