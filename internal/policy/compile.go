@@ -68,9 +68,8 @@ type Policy struct {
 	applyConfig   bool // some mutation is an ApplyConfiguration: needs the type converter
 	targets       map[schema.GroupVersionKind]*target
 	kinds         []schema.GroupVersionKind // the keys of targets, in rule order
-	excludes      []resolvedRule
-	selector      labels.Selector // spec.matchConstraints.objectSelector; nil: everything
-	nsSelector    labels.Selector // spec.matchConstraints.namespaceSelector; nil: every namespace
+	// matchResources is spec.matchConstraints (its includes select targets).
+	matchResources
 	// readsNamespace: an expression names namespaceObject, so a request looks its namespace up
 	// (one that does not costs no lookup and cannot fail on one).
 	readsNamespace bool
@@ -507,30 +506,19 @@ func selectorOf(ls *metav1.LabelSelector, p *field.Path) (labels.Selector, *fiel
 }
 
 // resolve checks matchConstraints and resolves its resource rules to the kinds of out.scheme
-// and of custom, filling out.targets, out.kinds, out.excludes and out.selector.
+// and of custom (resolveMatch), filling out.matchResources, out.targets and out.kinds.
 func (out *Policy) resolve(mc *admissionregistrationv1.MatchResources, path *field.Path, custom []schema.GroupVersionKind) field.ErrorList {
 	if mc == nil {
 		return field.ErrorList{field.Required(path, "the resource rules say which kinds and operations the policy handles")}
 	}
-	var errs field.ErrorList
-	var err *field.Error
-	if out.nsSelector, err = selectorOf(mc.NamespaceSelector, path.Child("namespaceSelector")); err != nil {
-		errs = append(errs, err)
-	}
-	if out.selector, err = selectorOf(mc.ObjectSelector, path.Child("objectSelector")); err != nil {
-		errs = append(errs, err)
-	}
-	if mp := mc.MatchPolicy; mp != nil && *mp != admissionregistrationv1.Exact && *mp != admissionregistrationv1.Equivalent {
-		errs = append(errs, field.NotSupported(path.Child("matchPolicy"), *mp, []string{string(admissionregistrationv1.Exact), string(admissionregistrationv1.Equivalent)}))
-	}
 	idx := newKindIndex(out.scheme, custom)
+	var errs field.ErrorList
+	out.matchResources, errs = resolveMatch(mc, path, idx)
 	out.targets = map[schema.GroupVersionKind]*target{}
 	if len(mc.ResourceRules) == 0 {
 		errs = append(errs, field.Required(path.Child("resourceRules"), ""))
 	}
-	for i, r := range mc.ResourceRules {
-		rr, rerrs := idx.resolve(r, path.Child("resourceRules").Index(i), true)
-		errs = append(errs, rerrs...)
+	for _, rr := range out.includes {
 		for _, gvk := range sortedKinds(rr.kinds) {
 			t := out.targets[gvk]
 			if t == nil {
@@ -541,11 +529,6 @@ func (out *Policy) resolve(mc *admissionregistrationv1.MatchResources, path *fie
 			}
 			t.rules = append(t.rules, rr)
 		}
-	}
-	for i, r := range mc.ExcludeResourceRules {
-		rr, rerrs := idx.resolve(r, path.Child("excludeResourceRules").Index(i), false)
-		errs = append(errs, rerrs...)
-		out.excludes = append(out.excludes, rr)
 	}
 	return errs
 }

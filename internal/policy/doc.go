@@ -31,8 +31,10 @@
 //     from Options.Bindings, run in the order given, the params a paramRef selects by
 //     namespace then name (Kubernetes defines no order). A policy without bindings is bound
 //     once with params null. Refused at load where a cluster would accept: a binding naming
-//     another policy, a paramRef without spec.paramKind, a binding's matchResources (not
-//     yet). A paramRef's namespace defaults to the object's namespace; a cluster-scoped
+//     another policy, a paramRef without spec.paramKind. A binding's matchResources is matched
+//     as kube-apiserver matches it, by the rule of spec.matchConstraints (below): a binding
+//     applies only where both match, and a policy none of whose bindings applies does not run.
+//     A paramRef's namespace defaults to the object's namespace; a cluster-scoped
 //     object without one, and parameterNotFoundAction Deny finding none, are configuration
 //     errors (ErrParamConfig) under the failurePolicy.
 //   - No reinvocation: spec.reinvocationPolicy IfNeeded is refused; Never is what runs. The

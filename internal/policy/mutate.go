@@ -11,7 +11,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -161,39 +160,35 @@ func (p *Policy) mutate(ctx context.Context, hookType hooks.HookType, ruleOp adm
 		return nil, err
 	}
 	t := p.targets[gvk]
-	if t == nil || !p.selects(t, gvk, ruleOp, obj) {
+	// spec.matchConstraints, as kube-apiserver's matcher (matchResources): the rules, the
+	// objectSelector, then the namespaceSelector (after the cheaper checks, as it may look the
+	// Namespace up).
+	if t == nil || !p.matchesRules(gvk, ruleOp, obj) {
 		return obj, nil
 	}
-	if p.selector != nil && !p.selector.Matches(labels.Set(obj.GetLabels())) {
-		// kube-apiserver's object matcher: an UPDATE matches when the object or the old object
-		// does.
-		if old, err := p.oldForSelector(ctx, gvk, ruleOp, obj); err != nil || old == nil || !p.selector.Matches(labels.Set(old.GetLabels())) {
-			return obj, err
-		}
+	if ok, err := p.matchesObject(ctx, p, gvk, ruleOp, obj); !ok {
+		return obj, err
 	}
 	var ns *corev1.Namespace
-	if p.nsSelector != nil || p.readsNamespace {
+	if bindingNS := p.bindingNamespaceSelector(); p.nsSelector != nil || p.readsNamespace || bindingNS != "" {
 		what := "namespaceObject"
-		if p.nsSelector != nil {
+		switch {
+		case p.nsSelector != nil:
 			what = "spec.matchConstraints.namespaceSelector"
+		case bindingNS != "":
+			what = bindingNS
 		}
 		if ns, err = namespaceOf(ctx, hookType, obj, what); err != nil {
 			return nil, p.failure(err)
 		}
 	}
-	// namespaceSelector as kube-apiserver's namespace matcher applies it: a Namespace is judged
-	// by its own labels (the object of the request: the host object a physical hook writes, the
-	// stored one a Delete hook is given), another cluster-scoped object is never excluded, and a
-	// host object that names no namespace (vcluster did not sync it) is not selected.
-	if p.nsSelector != nil {
-		switch {
-		case t.gvr.Group == "" && t.gvr.Resource == "namespaces":
-			if !p.nsSelector.Matches(labels.Set(obj.GetLabels())) {
-				return obj, nil
-			}
-		case obj.GetNamespace() != "" && (ns == nil || !p.nsSelector.Matches(labels.Set(ns.Labels))):
-			return obj, nil
-		}
+	if !p.matchesNamespace(t.gvr, obj, ns) {
+		return obj, nil
+	}
+	// The bindings whose matchResources match the request too (bound); none: the policy does
+	// not run.
+	if p, err = p.bound(ctx, gvk, t.gvr, ruleOp, obj, ns); p == nil {
+		return obj, err
 	}
 	var tc managedfields.TypeConverter
 	if p.applyConfig {
@@ -274,26 +269,6 @@ func (p *Policy) kindOf(obj client.Object) (schema.GroupVersionKind, bool, error
 		gvk = want
 	}
 	return gvk, true, nil
-}
-
-// selects reports whether an include rule of t and no exclude rule match the request.
-func (p *Policy) selects(t *target, gvk schema.GroupVersionKind, ruleOp admissionregistrationv1.OperationType, obj client.Object) bool {
-	in := false
-	for _, rr := range t.rules {
-		if ruleMatches(rr, gvk, ruleOp, obj) {
-			in = true
-			break
-		}
-	}
-	if !in {
-		return false
-	}
-	for _, rr := range p.excludes {
-		if ruleMatches(rr, gvk, ruleOp, obj) {
-			return false
-		}
-	}
-	return true
 }
 
 // ruleMatches reports whether rule rr selects gvk, lists ruleOp ("" matches any operation),

@@ -22,6 +22,7 @@ type binding struct {
 	deny     bool                              // parameterNotFoundAction Deny
 	params   []*unstructured.Unstructured      // the params of paramKind, by namespace then name
 	cluster  bool                              // the params of paramKind are cluster-scoped
+	match    *matchResources                   // spec.matchResources; nil: wherever the policy applies
 }
 
 // ErrParamConfig is wrapped by a request's error when a binding's params cannot be found as
@@ -75,10 +76,9 @@ func (out *Policy) bind(p *admissionregistrationv1.MutatingAdmissionPolicy, opts
 			errs = append(errs, field.Invalid(spec.Child("policyName"), b.Spec.PolicyName, fmt.Sprintf("names no configured policy (this is policy %q)", p.Name)))
 			continue
 		}
-		if b.Spec.MatchResources != nil {
-			errs = append(errs, field.Forbidden(spec.Child("matchResources"), "not yet supported by synchook: the policy's matchConstraints and the hook's namespaces and objectSelector select the objects"))
-		}
-		cb := binding{name: b.Name, params: params, cluster: cluster}
+		match, merrs := out.resolveBindingMatch(b.Spec.MatchResources, spec.Child("matchResources"), opts.Kinds)
+		errs = append(errs, merrs...)
+		cb := binding{name: b.Name, params: params, cluster: cluster, match: match}
 		if r := b.Spec.ParamRef; r != nil {
 			rp := spec.Child("paramRef")
 			cb.ref = r
