@@ -164,7 +164,10 @@ func TestHostParamsBehaveAsKubeAPIServersOnAMissAndAnUnsyncedCache(t *testing.T)
 		h := paramsource.NewFor(paramsource.Client{Dynamic: dc, Mapper: mapper}, "", paramsource.Options{SyncTimeout: 200 * time.Millisecond})
 		t.Cleanup(h.Close)
 		for _, call := range []func() error{
-			func() error { _, err := h.In([]string{"platform"}).Get(t.Context(), configMap, "platform", "x"); return err },
+			func() error {
+				_, err := h.In([]string{"platform"}).Get(t.Context(), configMap, "platform", "x")
+				return err
+			},
 			func() error {
 				_, err := h.In([]string{"platform"}).List(t.Context(), configMap, "platform", labels.Everything())
 				return err
@@ -175,7 +178,10 @@ func TestHostParamsBehaveAsKubeAPIServersOnAMissAndAnUnsyncedCache(t *testing.T)
 				t.Errorf("err = %v, want ErrNotSynced naming the namespace", err)
 			}
 		}
-		err := func() error { _, err := h.In([]string{"platform"}).Get(t.Context(), configMap, "platform", "x"); return err }()
+		err := func() error {
+			_, err := h.In([]string{"platform"}).Get(t.Context(), configMap, "platform", "x")
+			return err
+		}()
 		if !strings.Contains(err.Error(), "forbidden") {
 			t.Errorf("err = %v, want the list's forbidden", err)
 		}

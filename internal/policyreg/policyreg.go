@@ -76,7 +76,6 @@ func IsConfigParamsOnly(ctx context.Context) bool {
 	return v
 }
 
-
 // Policy is a compiled policy: what config registers hooks from.
 type Policy interface {
 	// Resources are the kinds the policy's rules select, in rule order.
