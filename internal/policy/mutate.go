@@ -225,7 +225,7 @@ func (p *Policy) mutate(ctx context.Context, hookType hooks.HookType, ruleOp adm
 	if old != nil {
 		va.VersionedOldObject.Set(old)
 	}
-	for _, ev := range p.evaluations(t.admissionNamespace(obj)) {
+	for _, ev := range p.evaluations(ctx, t.admissionNamespace(obj)) {
 		if ev.err != nil {
 			if p.failurePolicy == admissionregistrationv1.Ignore {
 				continue

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -114,45 +115,30 @@ func (out *Policy) bind(p *admissionregistrationv1.MutatingAdmissionPolicy, opts
 
 // evaluations returns the evaluations of the policy for a request in namespace, as
 // kube-apiserver's CollectParams: params null for a binding without a paramRef (and once for a
-// policy without bindings), else one per param the paramRef selects, by namespace then name;
-// a configuration error (wrapping ErrParamConfig) in place of a binding's evaluations when
-// parameterNotFoundAction Deny finds none or a namespaced paramRef has no namespace.
-func (p *Policy) evaluations(namespace string) []evaluation {
+// policy without bindings), else one per param the paramRef selects (paramsOf: the config's
+// and the ParamSource's), by namespace then name; a configuration error (wrapping
+// ErrParamConfig) in place of a binding's evaluations when parameterNotFoundAction Deny finds
+// none, a namespaced paramRef has no namespace, or the ParamSource fails.
+func (p *Policy) evaluations(ctx context.Context, namespace string) []evaluation {
 	if len(p.bindings) == 0 {
 		return []evaluation{{}}
 	}
 	var out []evaluation
-	for _, b := range p.bindings {
+	for i := range p.bindings {
+		b := &p.bindings[i]
 		if b.ref == nil {
 			out = append(out, evaluation{})
 			continue
 		}
-		ns := ""
-		if !b.cluster {
-			ns = b.ref.Namespace
-			if ns == "" {
-				ns = namespace
-			}
-			if ns == "" {
-				out = append(out, evaluation{err: fmt.Errorf("%w: binding %q: paramRef.namespace is empty and the request is cluster-scoped: cannot use a namespaced paramRef for a cluster-scoped object", ErrParamConfig, b.name)})
-				continue
-			}
+		params, ns, err := p.paramsOf(ctx, b, namespace)
+		if err != nil {
+			out = append(out, evaluation{err: err})
+			continue
 		}
-		n := 0
-		for _, o := range b.params {
-			if o.GetNamespace() != ns {
-				continue
-			}
-			if b.selector != nil && !b.selector.Matches(labels.Set(o.GetLabels())) {
-				continue
-			}
-			if b.selector == nil && o.GetName() != b.ref.Name {
-				continue
-			}
+		for _, o := range params {
 			out = append(out, evaluation{params: o})
-			n++
 		}
-		if n == 0 && b.deny {
+		if len(params) == 0 && b.deny {
 			where := ""
 			if ns != "" {
 				where = " in namespace " + ns
