@@ -34,9 +34,11 @@
 //     another policy, a paramRef without spec.paramKind. A binding's matchResources is matched
 //     as kube-apiserver matches it, by the rule of spec.matchConstraints (below): a binding
 //     applies only where both match, and a policy none of whose bindings applies does not run.
-//     A paramRef's namespace defaults to the object's namespace; a cluster-scoped
-//     object without one, and parameterNotFoundAction Deny finding none, are configuration
-//     errors (ErrParamConfig) under the failurePolicy.
+//     A paramRef's namespace defaults to the request's namespace as kube-apiserver's admission
+//     attributes give it: the object's namespace, and a Namespace's own name (CEL's
+//     request.namespace is that too; namespaceObject stays null for a Namespace). Another
+//     cluster-scoped object without one, and parameterNotFoundAction Deny finding none, are
+//     configuration errors (ErrParamConfig) under the failurePolicy.
 //   - No reinvocation: spec.reinvocationPolicy IfNeeded is refused; Never is what runs. The
 //     apiserver requires the field; synchook treats a missing one as Never.
 //   - No defaulting: a cluster defaults the object after every mutation (e.g. a container
