@@ -58,6 +58,7 @@ type mutateOptions struct {
 	undoKeyFile                        string
 	namespacesFile                     string
 	virtualNamespaces                  bool
+	explain                            bool
 }
 
 // mutate is `synchook mutate` with the options o; it returns the exit code.
@@ -71,6 +72,9 @@ func (p *Plugin) mutate(o *mutateOptions, stdin io.Reader, stdout, stderr io.Wri
 	}
 	if o.output != "" && o.output != "json" && o.output != "yaml" {
 		return fail(exitUsage, "-o %q: want json or yaml (or nothing)", o.output)
+	}
+	if o.explain && o.output != "" {
+		return fail(exitUsage, "--explain prints for people: not with -o %s", o.output)
 	}
 	hookType, err := hooks.ParseHookType(o.hookType)
 	if err != nil {
@@ -118,7 +122,7 @@ func (p *Plugin) mutate(o *mutateOptions, stdin io.Reader, stdout, stderr io.Wri
 		return fail(exitUsage, "%v", err)
 	}
 	// Every document runs before any is printed: one that fails prints nothing.
-	results, err := mutateDocuments(ctx, reg, hookType, docs, o.timeout)
+	results, err := mutateDocuments(ctx, reg, hookType, docs, o.timeout, o.explain)
 	if err != nil {
 		return fail(exitFailed, "%v", err)
 	}

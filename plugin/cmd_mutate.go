@@ -22,6 +22,7 @@ func mutateFlags() (*pflag.FlagSet, *mutateOptions) {
 	fs.StringVarP(&o.output, "output", "o", "", "output: empty prints the JSON Patch and the result for people; json or yaml prints only the resulting object (for scripts)")
 	fs.StringVar(&o.undoKeyFile, "undo-key-file", "", "undo key ring file: seal the undo of a write and open the undo of a read with it, as the deployed synchook does; empty: a throwaway key made for this run (a later GetPhysical cannot open what it sealed)")
 	fs.StringVar(&o.namespacesFile, "namespaces", "", "YAML or JSON file of the Namespace objects hooks look up (labels fromNamespace, a policy's namespaceObject), one a document or a v1 List (kubectl get namespaces -o yaml); they are the only namespaces there are; empty: none, and a hook that reads one fails naming it")
+	fs.BoolVar(&o.explain, "explain", false, "print each document's plan before its patch: the path its chain takes, its hooks in order, undo's steps, the fallbacks and why (not with -o)")
 	fs.BoolVar(&o.virtualNamespaces, "virtual-namespaces", false, "the --namespaces are the virtual cluster's, as under vcluster: an object of a physical hook type came from the namespace its vcluster.loft.sh/object-namespace annotation names; default: its own namespace (admission mode)")
 	return fs, o
 }
@@ -36,7 +37,10 @@ func (p *Plugin) newMutateCommand(stdin io.Reader, stdout, stderr io.Writer) *co
 as serve would, and print each object's JSON Patch and result (-o json or -o yaml: only the
 results, for scripts). Every document is checked before any runs and every one runs before any
 prints: an invalid one exits 2, a failing hook exits 1, naming the document, with nothing
-printed. Hooks that read namespaces find them in --namespaces FILE only.
+printed. Hooks that read namespaces find them in --namespaces FILE only. --explain prints each
+document's plan first, as "# " lines: the path its chain takes (metadata, document, typed,
+unstructured, list, none) and why, its hooks in order, undo's steps, the fallbacks a run may
+take and the limits.
 
 Hook types: ` + hooks.ValidHookTypes() + `
 
@@ -44,6 +48,9 @@ Exit codes: 0 printed; 1 a hook failed or FILE could not be read; 2 bad flags, a
 document or config.`,
 		Example: `  # The patch and the result of CreatePhysical on a pod
   synchook mutate --type CreatePhysical -f examples/pod.yaml
+
+  # How the hooks will run on it, then the patch and the result
+  synchook mutate --type CreatePhysical -f examples/pod.yaml --explain
 
   # From stdin, the result only, as YAML
   kubectl get pod web -o yaml | synchook mutate --type UpdatePhysical -f - -o yaml`,

@@ -28,6 +28,8 @@ type mutateDoc struct {
 	// name says which document it is, for headers and errors: "document 2 of 3: v1/Pod
 	// default/web".
 	name string
+	// plan is the request's plan (engine.Plan) when --explain asked for it.
+	plan string
 }
 
 // yamlDocuments splits data at its "---" lines and returns each document that holds something
@@ -180,11 +182,20 @@ func readMutateNamespaces(path string) (mutateNamespaces, error) {
 
 // mutateDocuments runs the chain of hookType on every document in order, each with its own
 // timeout, and returns the results, or the errors of the documents that failed, each naming
-// its document.
-func mutateDocuments(ctx context.Context, reg *engine.Registry, hookType hooks.HookType, docs []mutateDoc, timeout time.Duration) ([]*sidecar.MutateResult, error) {
+// its document. explain sets each document's plan first (engine.Registry.Explain).
+func mutateDocuments(ctx context.Context, reg *engine.Registry, hookType hooks.HookType, docs []mutateDoc, timeout time.Duration, explain bool) ([]*sidecar.MutateResult, error) {
 	results := make([]*sidecar.MutateResult, len(docs))
 	var errs []error
 	for i, d := range docs {
+		if explain {
+			gvk, _ := engine.ObjectGVK(d.json) // readMutateDocuments read it
+			plan, err := reg.Explain(gvk, hookType, d.json)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", d.name, err))
+				continue
+			}
+			docs[i].plan = "# Plan\n# " + strings.ReplaceAll(strings.TrimSuffix(plan.String(), "\n"), "\n", "\n# ") + "\n"
+		}
 		res, err := sidecar.Mutate(ctx, reg, hookType, d.json, timeout)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", d.name, err))
@@ -234,7 +245,7 @@ func writeMutateResults(w io.Writer, o string, hookType hooks.HookType, docs []m
 			}
 			fmt.Fprintf(&out, "# %s\n", strings.ReplaceAll(docs[i].name, "\n", " "))
 		}
-		fmt.Fprintf(&out, "# JSON Patch (%s, hooks run: %d)\n%s\n---\n# Result\n%s", hookType, res.Hooks, patchText, result)
+		fmt.Fprintf(&out, "%s# JSON Patch (%s, hooks run: %d)\n%s\n---\n# Result\n%s", docs[i].plan, hookType, res.Hooks, patchText, result)
 	}
 	_, err := w.Write(out.Bytes())
 	return err
