@@ -1,0 +1,405 @@
+package answer_test
+
+import (
+	"encoding/json"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/synchook/synchook/internal/answer"
+	"github.com/synchook/synchook/internal/fixtures"
+	"github.com/synchook/synchook/internal/jsondoc"
+	"github.com/synchook/synchook/internal/undo"
+	"github.com/synchook/synchook/patch"
+)
+
+var podType = reflect.TypeFor[corev1.Pod]()
+
+// spliceChanges are the hooks of the Splice tests: each changes the Pod as a typed hook might.
+// byHand says Splice splices the change into the request's bytes itself (else through Of);
+// a change to a Pod that lacks what it needs may go either way.
+var spliceChanges = []struct {
+	name   string
+	change func(p *corev1.Pod, s string)
+	byHand bool
+}{
+	{"sets spec.nodeSelector's pool", func(p *corev1.Pod, s string) {
+		if p.Spec.NodeSelector == nil {
+			p.Spec.NodeSelector = map[string]string{}
+		}
+		p.Spec.NodeSelector["pool"] = s
+	}, true},
+	{"adds a label", func(p *corev1.Pod, s string) {
+		p.Labels = maps.Clone(p.Labels)
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels["team"] = s
+	}, true},
+	{"changes the first container's image", func(p *corev1.Pod, s string) {
+		if len(p.Spec.Containers) > 0 {
+			p.Spec.Containers[0].Image = "registry.example.com/" + s
+		}
+	}, true},
+	{"sets restartPolicy and status.phase", func(p *corev1.Pod, s string) {
+		p.Spec.RestartPolicy = corev1.RestartPolicy("P" + s)
+		p.Status.Phase = corev1.PodPhase("Q" + s)
+	}, true},
+	{"sets a new securityContext", func(p *corev1.Pod, _ string) {
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}
+	}, true},
+	{"removes a label", func(p *corev1.Pod, _ string) {
+		if keys := slices.Sorted(maps.Keys(p.Labels)); len(keys) > 0 {
+			p.Labels = maps.Clone(p.Labels)
+			delete(p.Labels, keys[0])
+		}
+	}, false},
+	{"adds a toleration", func(p *corev1.Pod, s string) {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: s, Operator: corev1.TolerationOpExists})
+	}, false},
+	{"clears schedulerName", func(p *corev1.Pod, _ string) { p.Spec.SchedulerName = "" }, false},
+	{"empties the first container's args", func(p *corev1.Pod, _ string) {
+		if len(p.Spec.Containers) > 0 {
+			p.Spec.Containers[0].Args = nil
+		}
+	}, false},
+}
+
+// withUnknownFields returns the JSON object raw with a member no Pod field decodes at the top
+// and in spec (when spec is an object), as a newer syncer's object might hold.
+func withUnknownFields(tb testing.TB, raw []byte) []byte {
+	tb.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		tb.Fatal(err)
+	}
+	m["xUnknown"] = map[string]any{"kept": true}
+	if spec, ok := m["spec"].(map[string]any); ok {
+		spec["xUnknownSpec"] = "kept"
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// hookedAndPatch decodes raw as the engine does, runs change on a copy with a sealed undo's
+// annotation added (as runTyped seals it), and returns the hooked Pod and the patch from raw
+// to it as runTyped makes it (patch.DiffTyped, moved onto raw). ok is false when raw does not
+// decode into a Pod.
+func hookedAndPatch(tb testing.TB, raw []byte, change func(*corev1.Pod, string), s string) (*corev1.Pod, []patch.Operation, bool) {
+	tb.Helper()
+	before := &corev1.Pod{}
+	if kjson.UnmarshalCaseSensitivePreserveInts(raw, before) != nil {
+		return nil, nil, false
+	}
+	out := before.DeepCopy()
+	change(out, s)
+	ann := maps.Clone(out.Annotations)
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[undo.Annotation] = "v1.sealed." + strings.Repeat("x", 300) + s
+	out.Annotations = ann
+	ops, err := patch.DiffTyped(before, out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if ops, err = patch.RebaseVia(raw, nil, ops); err != nil {
+		tb.Fatal(err)
+	}
+	return out, ops, true
+}
+
+// checkAnswers checks that Splice's answer and today's one (json.Marshal of the hooked Pod)
+// each give the hooked Pod, decoded fresh and decoded into the Pod that raw encodes (as vcluster
+// decodes it), and that Splice's answer keeps raw's unknown members.
+func checkAnswers(t *testing.T, raw []byte, hooked *corev1.Pod, ops []patch.Operation) {
+	t.Helper()
+	spliced, err := answer.Splice(podType, raw, ops)
+	if err != nil {
+		t.Fatalf("Splice: %v", err)
+	}
+	today := []byte(nil) // runTyped's answer before Splice: the hooked Pod's encoding where
+	if mergeSafe(ops) {  // mergeSafe, else Result.Answer's Of on the request's Doc
+		if today, err = json.Marshal(hooked); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		doc := jsondoc.New(raw)
+		if err := doc.ApplyOps(ops); err != nil {
+			t.Fatal(err)
+		}
+		if today, err = answer.Of(podType, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the hooked Pod as JSON can carry it (invalid UTF-8 in a hook's string becomes U+FFFD)
+	want := decodeFresh(t, []byte(encode(t, hooked)))
+	for name, a := range map[string][]byte{"Splice": spliced, "today's answer": today} {
+		if got := decodeFresh(t, a); got != want {
+			t.Fatalf("%s's answer decoded fresh gives\n%s\nwant\n%s\nanswer %s", name, got, want, a)
+		}
+		into := &corev1.Pod{}
+		if err := json.Unmarshal(raw, into); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(a, into); err != nil {
+			t.Fatalf("%s's answer %s does not decode: %v", name, a, err)
+		}
+		if got := encode(t, into); got != want {
+			t.Fatalf("%s's answer decoded into the request's Pod gives\n%s\nwant\n%s\nanswer %s", name, got, want, a)
+		}
+	}
+	var m, in map[string]any
+	if err := json.Unmarshal(spliced, &m); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["xUnknown"]; !ok {
+		t.Fatalf("Splice lost the unknown member xUnknown: %s", spliced)
+	}
+	if spec, ok := in["spec"].(map[string]any); ok && spec["xUnknownSpec"] != nil {
+		if spec, _ := m["spec"].(map[string]any); spec["xUnknownSpec"] == nil {
+			t.Fatalf("Splice lost the unknown member spec.xUnknownSpec: %s", spliced)
+		}
+	}
+}
+
+// mergeSafe is the engine's rule (internal/engine's mergeSafe) for when runTyped answered with
+// the hooked object's encoding: every operation adds a member to an object or replaces a scalar.
+func mergeSafe(ops []patch.Operation) bool {
+	for _, op := range ops {
+		switch op.Operation {
+		case "add":
+			last := op.Path[strings.LastIndexByte(op.Path, '/')+1:]
+			if last == "-" || strings.Trim(last, "0123456789") == "" {
+				return false
+			}
+		case "replace":
+			switch v := op.Value.(type) {
+			case string, bool, float64, int64, nil:
+			case json.RawMessage:
+				if len(v) == 0 || v[0] == '{' || v[0] == '[' {
+					return false
+				}
+			default:
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func TestSpliceGivesTheHookedObjectAndKeepsUnknownFields(t *testing.T) {
+	pods := map[string][]byte{
+		"the benchmark Pod":     fixtures.JSON(fixtures.Pod("ns", "web")),
+		"a Pod with every kind": fixtures.JSON(examplePod()),
+		"a Pod with no spec":    []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}`),
+	}
+	for podName, pod := range pods {
+		raw := withUnknownFields(t, pod)
+		for _, c := range spliceChanges {
+			t.Run(podName+" whose hook "+c.name+" gets the same object both ways", func(t *testing.T) {
+				hooked, ops, ok := hookedAndPatch(t, raw, c.change, "tenants")
+				if !ok {
+					t.Fatal("the Pod does not decode")
+				}
+				checkAnswers(t, raw, hooked, ops)
+				if podName == "the benchmark Pod" {
+					if got := answer.SplicedByHand(raw, ops); got != c.byHand {
+						t.Errorf("spliced by hand: %v, want %v (ops %v)", got, c.byHand, ops)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestSpliceAnswersAsOfDoesForAnyPatch(t *testing.T) {
+	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","labels":{},"annotations":{"x":"y"}},` +
+		`"spec":{"nodeSelector":{"a":"b"},"nodeName":"n","containers":[{"name":"c","image":"i"}],"xUnknown":1}}`)
+	for _, tc := range []struct {
+		name string
+		ops  []patch.Operation
+	}{
+		{"an add over a map that is there", []patch.Operation{{Operation: "add", Path: "/spec/nodeSelector", Value: json.RawMessage(`{"pool":"p"}`)}}},
+		{"two adds into an empty map", []patch.Operation{
+			{Operation: "add", Path: "/metadata/labels/a", Value: "1"},
+			{Operation: "add", Path: "/metadata/labels/b~1c", Value: "2"},
+		}},
+		{"adds into two maps and a new member", []patch.Operation{
+			{Operation: "add", Path: "/metadata/annotations/synchook.io~1undo", Value: "sealed"},
+			{Operation: "add", Path: "/metadata/labels/a", Value: "1"},
+			{Operation: "add", Path: "/spec/hostname", Value: "h"},
+		}},
+		{"a replace of a map by another", []patch.Operation{{Operation: "replace", Path: "/spec/nodeSelector", Value: json.RawMessage(`{"pool":"p"}`)}}},
+		{"two replaces of one value", []patch.Operation{
+			{Operation: "replace", Path: "/spec/nodeName", Value: "m"},
+			{Operation: "replace", Path: "/spec/nodeName", Value: "o"},
+		}},
+		{"two adds of one member", []patch.Operation{
+			{Operation: "add", Path: "/metadata/labels/a", Value: "1"},
+			{Operation: "add", Path: "/metadata/labels/a", Value: "2"},
+		}},
+		{"a replace of a scalar by null", []patch.Operation{{Operation: "replace", Path: "/spec/nodeName", Value: nil}}},
+		{"an add of null over a scalar", []patch.Operation{{Operation: "add", Path: "/spec/nodeName", Value: json.RawMessage(`null`)}}},
+		{"a replace in an array's element", []patch.Operation{{Operation: "replace", Path: "/spec/containers/0/image", Value: "j"}}},
+		{"an add in an array's element", []patch.Operation{{Operation: "add", Path: "/spec/containers/0/workingDir", Value: "/w"}}},
+		{"a replace of an array element", []patch.Operation{{Operation: "replace", Path: "/spec/containers/0", Value: json.RawMessage(`{"name":"d"}`)}}},
+		{"an add and a change inside what it added", []patch.Operation{
+			{Operation: "add", Path: "/spec/affinity", Value: json.RawMessage(`{}`)},
+			{Operation: "add", Path: "/spec/affinity/nodeAffinity", Value: json.RawMessage(`{}`)},
+		}},
+		{"a removal", []patch.Operation{{Operation: "remove", Path: "/spec/nodeName"}}},
+	} {
+		t.Run(tc.name+" gets Of's object", func(t *testing.T) {
+			doc := jsondoc.New(raw)
+			if err := doc.ApplyOps(tc.ops); err != nil {
+				t.Fatal(err)
+			}
+			want, err := answer.Of(podType, doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := answer.Splice(podType, raw, tc.ops)
+			if err != nil {
+				t.Fatalf("Splice: %v", err)
+			}
+			if !json.Valid(got) {
+				t.Fatalf("Splice's answer is not JSON: %s", got)
+			}
+			if g, w := decodeFresh(t, got), decodeFresh(t, want); g != w {
+				t.Errorf("decoded fresh:\n%s\nwant\n%s", g, w)
+			}
+			if g, w := decodeInto(t, raw, got), decodeInto(t, raw, want); g != w {
+				t.Errorf("decoded into the request's Pod:\n%s\nwant\n%s\nanswer %s", g, w, got)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(got, &m); err != nil || m["spec"].(map[string]any)["xUnknown"] == nil {
+				t.Errorf("spec.xUnknown lost: %s", got)
+			}
+		})
+	}
+}
+
+// decodeInto decodes request and then a into one Pod, as vcluster reads an answer, and returns
+// its encoding.
+func decodeInto(t *testing.T, request, a []byte) string {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := json.Unmarshal(request, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(a, p); err != nil {
+		t.Fatalf("answer %s does not decode: %v", a, err)
+	}
+	return encode(t, p)
+}
+
+func TestSpliceRefusesAPatchThatDoesNotApply(t *testing.T) {
+	raw := []byte(`{"metadata":{"name":"a","labels":{"x":"y"}},"spec":{"containers":[]}}`)
+	for _, tc := range []struct {
+		name string
+		ops  []patch.Operation
+	}{
+		{"a replace of a missing member", []patch.Operation{{Operation: "replace", Path: "/spec/nodeName", Value: "n"}}},
+		{"an add under a missing parent", []patch.Operation{{Operation: "add", Path: "/spec/nodeSelector/pool", Value: "p"}}},
+		{"a move", []patch.Operation{{Operation: "move", Path: "/metadata/generateName"}}},
+	} {
+		t.Run(tc.name+" is an error", func(t *testing.T) {
+			if out, err := answer.Splice(podType, raw, tc.ops); err == nil {
+				t.Errorf("no error; answer %s", out)
+			}
+		})
+	}
+}
+
+func TestSpliceWithNoOperationsIsTheRequest(t *testing.T) {
+	raw := []byte(`{"metadata":{"name":"a"}}`)
+	out, err := answer.Splice(podType, raw, nil)
+	if err != nil || string(out) != string(raw) {
+		t.Fatalf("Splice(no ops) = %s, %v; want the request", out, err)
+	}
+}
+
+// FuzzSplice decodes a Pod from the fuzzer's JSON (with unknown members added), runs one of
+// spliceChanges on it and seals an undo annotation, as runTyped does, and checks that Splice's
+// answer and json.Marshal of the hooked Pod (runTyped's answer before Splice) each give the
+// hooked Pod decoded fresh and into the request's Pod, and that Splice keeps the unknown members.
+func FuzzSplice(f *testing.F) {
+	for i := range spliceChanges {
+		f.Add(fixtures.JSON(fixtures.Pod("ns", "web")), uint8(i), "tenants")
+		f.Add(fixtures.JSON(examplePod()), uint8(i), `a"\u00e9<&>`)
+	}
+	f.Add([]byte(`{"metadata":{"annotations":null,"labels":{}},"spec":{"nodeSelector":null}}`), uint8(0), "p")
+	f.Add([]byte(`{}`), uint8(1), "\xff") // a hook's invalid UTF-8: every answer carries U+FFFD
+	f.Add([]byte(`{"metadata":{"labels":{"team":"x"}},"spec":{"nodeSelector":{"pool":"a"},"restartPolicy":"Always"}}`), uint8(1), "b")
+	f.Fuzz(func(t *testing.T, pod []byte, which uint8, s string) {
+		held := &corev1.Pod{}
+		if json.Unmarshal(pod, held) != nil {
+			t.Skip()
+		}
+		request, err := json.Marshal(held) // what vcluster sends
+		if err != nil {
+			t.Skip()
+		}
+		raw := withUnknownFields(t, request)
+		hooked, ops, ok := hookedAndPatch(t, raw, spliceChanges[int(which)%len(spliceChanges)].change, s)
+		if !ok {
+			t.Skip()
+		}
+		checkAnswers(t, raw, hooked, ops)
+	})
+}
+
+// BenchmarkTypedAnswer is the answer of a typed write on the ~5 KiB benchmark Pod whose hook
+// sets spec.nodeSelector's pool, with its sealed undo: json.Marshal of the hooked Pod (what
+// runTyped encodes today), Splice into the request's bytes, and Of on the request's Doc with
+// the patch applied (Result.Answer's way when there is no merge answer).
+func BenchmarkTypedAnswer(b *testing.B) {
+	raw := fixtures.JSON(fixtures.Pod("ns", "web"))
+	hooked, ops, ok := hookedAndPatch(b, raw, spliceChanges[0].change, "tenants")
+	if !ok {
+		b.Fatal("the Pod does not decode")
+	}
+	b.Run("json.Marshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := json.Marshal(hooked); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Splice", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := answer.Splice(podType, raw, ops); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Doc+Of", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			doc := jsondoc.New(raw)
+			if err := doc.ApplyOps(ops); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := answer.Of(podType, doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
