@@ -65,6 +65,8 @@ type Config struct {
 	// readFile reads the files the config names (Reader.ReadFile); nil: the policy compiler
 	// reads them.
 	readFile func(string) ([]byte, error)
+	// extraParams are the params every policy entry gets after its own (AddParams).
+	extraParams []extraParam
 }
 
 // Hook is one entry of the config: one built-in hook (labels or strip, exactly one), the
@@ -107,6 +109,12 @@ type Hook struct {
 	// spec.paramKind are used) that the bindings' paramRefs select from. Only with Policy or
 	// PolicyFile.
 	Params []json.RawMessage `json:"params,omitempty"`
+	// BindingsFile and ParamsFile are the paths of files holding the bindings and the params
+	// instead of Bindings and Params (one or the other): YAML, every document one object or a
+	// v1 List of them, resolved as PolicyFile is (docs/config.md, "Params and bindings").
+	// Only with Policy or PolicyFile.
+	BindingsFile string `json:"bindingsFile,omitempty"`
+	ParamsFile   string `json:"paramsFile,omitempty"`
 	// compiled is the compiled Policy or PolicyFile, set by validate.
 	compiled policyreg.Policy
 	// policyPath is the path PolicyFile names, resolved against the config's source (set by
@@ -115,6 +123,9 @@ type Hook struct {
 	// policyData is the content of the PolicyFile when the config's Reader read it (set by
 	// validate).
 	policyData []byte
+	// filesData are the contents of BindingsFile and ParamsFile (set by validate), part of the
+	// entry's revision.
+	filesData [][]byte
 	// Undo, when false, keeps the hook's change visible on the way back up: its chains record no
 	// synchook.io/undo (README, "automatic undo"). Default true. Undo is per chain: every entry
 	// of a chain (a GVK and a write hook type) must have the same (validate refuses others).
@@ -395,6 +406,9 @@ func (h *Hook) revision() string {
 		if data, err := os.ReadFile(h.policyPath); err == nil {
 			sum.Write(data)
 		}
+	}
+	for _, data := range h.filesData {
+		sum.Write(data)
 	}
 	return "config:" + hex.EncodeToString(sum.Sum(nil)[:8])
 }

@@ -225,7 +225,7 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "a misspelt key of an entry names the key and the entry",
 			yaml: "hooks:\n  - " + podLabels + "  - name: second\n    resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labls: {labels: {a: b}}\n",
-			want: []string{`hooks[1]: unknown field "labls"`, "valid: bindings, image, labels, name, namespaces, objectSelector, params, policy, policyFile, resources, strip, types, undo"},
+			want: []string{`hooks[1]: unknown field "labls"`, "valid: bindings, bindingsFile, image, labels, name, namespaces, objectSelector, params, paramsFile, policy, policyFile, resources, strip, types, undo"},
 		},
 		{
 			name: "a misspelt key inside the labels block names the block",
@@ -895,7 +895,7 @@ hooks:
 		{"a paramRef without paramKind is named", strings.Replace(inline, "  - name: from-file", bindingLine+"{policyName: node-pool, paramRef: {name: p}}}]\n  - name: from-file", 1), "bindings[0].spec.paramRef: Forbidden: the policy has no spec.paramKind"},
 		{"a binding of another kind is named", strings.Replace(inline, "  - name: from-file", strings.Replace(bindingLine, "kind: MutatingAdmissionPolicyBinding", "kind: ValidatingAdmissionPolicyBinding", 1)+"{policyName: node-pool}}]\n  - name: from-file", 1), "bindings[0]: invalid MutatingAdmissionPolicy: apiVersion \"admissionregistration.k8s.io/v1\", kind \"ValidatingAdmissionPolicyBinding\""},
 		{"a param without a name is named", strings.Replace(inline, "  - name: from-file", "    params: [{apiVersion: v1, kind: ConfigMap, data: {a: b}}]\n  - name: from-file", 1), "params[0]: invalid MutatingAdmissionPolicy: metadata.name: Required value"},
-		{"bindings on an entry without a policy are refused", strings.Replace(inline, "    policyFile: "+abs, "    policyFile: "+abs+"\n  - name: labels\n    types: [CreatePhysical]\n    resources: [{apiVersion: v1, kind: Pod}]\n    labels: {labels: {a: b}}\n    params: []", 1), "hooks[2]: Forbidden: bindings and params are only for a policy or policyFile entry"},
+		{"bindings on an entry without a policy are refused", strings.Replace(inline, "    policyFile: "+abs, "    policyFile: "+abs+"\n  - name: labels\n    types: [CreatePhysical]\n    resources: [{apiVersion: v1, kind: Pod}]\n    labels: {labels: {a: b}}\n    params: []", 1), "hooks[2]: Forbidden: bindings, params, bindingsFile and paramsFile are only for a policy or policyFile entry"},
 		{"reinvocation is refused", strings.Replace(inline, "reinvocationPolicy: Never\n        mutations:\n          - patchType: JSONPatch\n            jsonPatch:\n              expression: \"[JSONPatch{op: 'add', path: '/spec/nodeSelector'", "reinvocationPolicy: IfNeeded\n        mutations:\n          - patchType: JSONPatch\n            jsonPatch:\n              expression: \"[JSONPatch{op: 'add', path: '/spec/nodeSelector'", 1), "spec.reinvocationPolicy"},
 		{"an unknown field of the policy is named", strings.Replace(inline, "reinvocationPolicy: Never\n        mutations:\n          - patchType: JSONPatch\n            jsonPatch:\n              expression: \"[JSONPatch{op: 'add', path: '/spec/nodeSelector'", "reinvocationPolicy: Never\n        mutatoins: []\n        mutations:\n          - patchType: JSONPatch\n            jsonPatch:\n              expression: \"[JSONPatch{op: 'add', path: '/spec/nodeSelector'", 1), `spec.mutatoins`},
 	} {

@@ -60,9 +60,10 @@
 //     resourceRules give them), and each of types must be allowed by the rules' operations.
 //   - bindings, params (only beside policy or policyFile): the policy's
 //     MutatingAdmissionPolicyBindings and the param objects their paramRefs select from,
-//     inline (docs/config.md, "Params and bindings"); a binding naming another policy, a
-//     paramRef without the policy's paramKind and a binding's matchResources are config
-//     errors.
+//     inline (docs/config.md, "Params and bindings"); a binding naming another policy and a
+//     paramRef without the policy's paramKind are config errors. bindingsFile, paramsFile:
+//     instead of bindings, params, a file of them (resolved as policyFile; every YAML
+//     document one object or a v1 List); a bad document is named by its file and number.
 //   - undo: default true, the write chain records its change in the synchook.io/undo
 //     annotation and the paired Get type takes it off again; false lets the syncer and the
 //     tenant see the change. Undo is per chain (a GVK and a write hook type): a chain with one
@@ -92,7 +93,7 @@
 // misspelled keys (keys are case-sensitive) and values of the wrong shape are errors that name
 // where they are, e.g.
 //
-//	hooks[0]: unknown field "labls" (valid: bindings, image, labels, name, namespaces, objectSelector, params, policy, policyFile, resources, strip, types, undo)
+//	hooks[0]: unknown field "labls" (valid: bindings, bindingsFile, image, labels, name, namespaces, objectSelector, params, paramsFile, policy, policyFile, resources, strip, types, undo)
 //
 // The decoded config is then validated into a field.ErrorList (k8s.io/apimachinery): unknown
 // hook types and resources, malformed JSON Pointers, invalid label keys and values (as

@@ -66,6 +66,8 @@ type hookEntry struct {
 	PolicyFile     string                `json:"policyFile,omitempty"`
 	Bindings       []json.RawMessage     `json:"bindings,omitempty"`
 	Params         []json.RawMessage     `json:"params,omitempty"`
+	BindingsFile   string                `json:"bindingsFile,omitempty"`
+	ParamsFile     string                `json:"paramsFile,omitempty"`
 }
 
 // hook returns e as a Hook, keeping "types: []" apart from a missing types key.
@@ -83,6 +85,8 @@ func (e *hookEntry) hook() Hook {
 		PolicyFile:     e.PolicyFile,
 		Bindings:       e.Bindings,
 		Params:         e.Params,
+		BindingsFile:   e.BindingsFile,
+		ParamsFile:     e.ParamsFile,
 	}
 	if e.Types != nil {
 		h.Types = make([]hooks.HookType, len(e.Types))

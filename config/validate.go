@@ -44,6 +44,8 @@ type validator struct {
 	// readFile reads the files the config names (Reader.ReadFile); nil: the policy compiler
 	// reads them.
 	readFile func(string) ([]byte, error)
+	// extraParams are the params every policy entry gets after its own (Config.AddParams).
+	extraParams []extraParam
 	// versions maps each group the scheme knows to its versions.
 	versions map[string][]string
 	// names maps each hook name registered so far to the position that registers it.
@@ -54,7 +56,7 @@ type validator struct {
 }
 
 func (c *Config) validate(scheme *runtime.Scheme) error {
-	v := &validator{scheme: scheme, source: c.source, readFile: c.readFile, versions: map[string][]string{}, names: map[string]string{}}
+	v := &validator{scheme: scheme, source: c.source, readFile: c.readFile, extraParams: c.extraParams, versions: map[string][]string{}, names: map[string]string{}}
 	for gvk := range scheme.AllKnownTypes() {
 		if gvk.Version == runtime.APIVersionInternal {
 			continue
@@ -167,8 +169,8 @@ func (v *validator) hook(i int, h *Hook) {
 	if isPolicy {
 		v.policy(p, h)
 	}
-	if !isPolicy && (h.Bindings != nil || h.Params != nil) {
-		v.errs = append(v.errs, field.Forbidden(p, "bindings and params are only for a policy or policyFile entry"))
+	if !isPolicy && (h.Bindings != nil || h.Params != nil || h.BindingsFile != "" || h.ParamsFile != "") {
+		v.errs = append(v.errs, field.Forbidden(p, "bindings, params, bindingsFile and paramsFile are only for a policy or policyFile entry"))
 	}
 	if isPolicy && h.compiled == nil && len(h.Resources) == 0 {
 		return // the policy is reported; its resources are unknown
@@ -506,6 +508,9 @@ func (v *validator) policy(p *field.Path, h *Hook) {
 	}
 	for _, o := range h.Params {
 		src.Params = append(src.Params, o)
+	}
+	if !v.policyFiles(p, h, &src) {
+		return
 	}
 	compile := policyreg.Lookup()
 	if compile == nil {

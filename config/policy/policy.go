@@ -37,14 +37,14 @@ func compile(src policyreg.Source) (policyreg.Policy, error) {
 	for i, data := range src.Bindings {
 		b, err := mapolicy.ParseBinding(data)
 		if err != nil {
-			return nil, fmt.Errorf("bindings[%d]: %w", i, err)
+			return nil, fmt.Errorf("%s: %w", at(src.BindingsAt, "bindings", i), err)
 		}
 		opts.Bindings = append(opts.Bindings, *b)
 	}
 	for i, data := range src.Params {
 		o, err := mapolicy.ParseParam(data)
 		if err != nil {
-			return nil, fmt.Errorf("params[%d]: %w", i, err)
+			return nil, fmt.Errorf("%s: %w", at(src.ParamsAt, "params", i), err)
 		}
 		opts.Params = append(opts.Params, o)
 	}
@@ -53,4 +53,13 @@ func compile(src policyreg.Source) (policyreg.Policy, error) {
 		return nil, err // not compiled, a nil *Policy: keep the interface nil
 	}
 	return compiled, nil
+}
+
+// at returns where the i-th of the entry's bindings or params (key) came from: labels[i], else
+// key[i].
+func at(labels []string, key string, i int) string {
+	if i < len(labels) {
+		return labels[i]
+	}
+	return fmt.Sprintf("%s[%d]", key, i)
 }

@@ -31,6 +31,11 @@ type Source struct {
 	// Bindings and Params are the entry's bindings: and params:, as written (JSON).
 	Bindings [][]byte
 	Params   [][]byte
+	// BindingsAt and ParamsAt say where each of Bindings and Params came from, for errors
+	// (`bindingsFile tenants.yaml: document 2 (bindings[1])`); an index they do not reach is
+	// `bindings[i]` or `params[i]`.
+	BindingsAt []string
+	ParamsAt   []string
 	// HostParams is the program's source of params from the host cluster (package
 	// paramsource; serve in a cluster and the vcluster plugin v2 set it); nil: none, the
 	// entry's params are the config's only.

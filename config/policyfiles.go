@@ -1,0 +1,154 @@
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/synchook/synchook/internal/policyreg"
+)
+
+// extraParam is a param every policy entry gets after its own (Config.AddParams), with where
+// it came from.
+type extraParam struct {
+	data  []byte
+	where string
+}
+
+// AddParams adds param objects (YAML or JSON, one each) that every policy entry's bindings
+// select from after the entry's own params (and paramsFile), where[i] saying where params[i]
+// came from in errors: synchook test's params:, the params a test file says the cluster holds
+// ("test file x.yaml: params[0]"). Call it before Build, which validates them with each
+// policy entry; the load-time idempotency self-test and every request see them as the
+// config's own.
+func (c *Config) AddParams(params [][]byte, where []string) {
+	for i, data := range params {
+		w := fmt.Sprintf("params[%d]", len(c.extraParams))
+		if i < len(where) {
+			w = where[i]
+		}
+		c.extraParams = append(c.extraParams, extraParam{data: data, where: w})
+	}
+}
+
+// policyFiles adds to src the bindings of the entry's bindingsFile and the params of its
+// paramsFile (each resolved as policyFile is: relative to the config file's directory, an
+// error in an inline config), every document of each (readDocuments) after the entry's inline
+// ones, labelled with the file and document for errors; their contents go into the entry's
+// revision; then the config's extra params (AddParams). A problem is recorded at the key; it
+// returns false when there was one.
+func (v *validator) policyFiles(p *field.Path, h *Hook, src *policyreg.Source) bool {
+	ok := true
+	h.filesData = nil
+	for i := range src.Bindings {
+		src.BindingsAt = append(src.BindingsAt, fmt.Sprintf("bindings[%d]", i))
+	}
+	for i := range src.Params {
+		src.ParamsAt = append(src.ParamsAt, fmt.Sprintf("params[%d]", i))
+	}
+	defer func() {
+		for _, e := range v.extraParams {
+			src.Params, src.ParamsAt = append(src.Params, e.data), append(src.ParamsAt, e.where)
+			h.filesData = append(h.filesData, e.data)
+		}
+	}()
+	for _, f := range []struct {
+		key, name string
+		inline    bool
+		docs      *[][]byte
+		at        *[]string
+		item      string
+	}{
+		{"bindingsFile", h.BindingsFile, h.Bindings != nil, &src.Bindings, &src.BindingsAt, "bindings"},
+		{"paramsFile", h.ParamsFile, h.Params != nil, &src.Params, &src.ParamsAt, "params"},
+	} {
+		if f.name == "" {
+			continue
+		}
+		where := p.Child(f.key)
+		if f.inline {
+			v.errs = append(v.errs, field.Forbidden(where, fmt.Sprintf("%s and %s cannot both be set: give the %s in one of them", f.item, f.key, f.item)))
+			ok = false
+			continue
+		}
+		file, err := v.source.resolve(f.name)
+		if err != nil {
+			v.errs = append(v.errs, field.Invalid(where, field.OmitValueType{}, err.Error()))
+			ok = false
+			continue
+		}
+		read := v.readFile
+		if read == nil {
+			read = os.ReadFile
+		}
+		data, err := read(file)
+		if err != nil {
+			v.errs = append(v.errs, field.Invalid(where, field.OmitValueType{}, err.Error()))
+			ok = false
+			continue
+		}
+		docs, labels, err := readDocuments(data)
+		if err != nil {
+			v.errs = append(v.errs, field.Invalid(where, field.OmitValueType{}, fmt.Sprintf("%s: %v", f.name, err)))
+			ok = false
+			continue
+		}
+		h.filesData = append(h.filesData, data)
+		for i, d := range docs {
+			*f.docs = append(*f.docs, d)
+			*f.at = append(*f.at, fmt.Sprintf("%s %s: %s (%s[%d])", f.key, f.name, labels[i], f.item, i))
+		}
+	}
+	return ok
+}
+
+// readDocuments splits data, a YAML (or JSON) file, into its objects: one per document, or
+// one per item of a document that is a v1 List; documents that are empty or hold only
+// comments are skipped. It returns the objects (as JSON) with where each is ("document 2",
+// "document 1 items[3]"; documents count from 1), or an error naming the document that is
+// not a YAML mapping (or a List whose items are not a list of mappings).
+func readDocuments(data []byte) ([][]byte, []string, error) {
+	var docs [][]byte
+	var where []string
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for n := 1; ; n++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("document %d: %w", n, err)
+		}
+		js, err := yaml.YAMLToJSONStrict(doc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("document %d: %w", n, err)
+		}
+		if t := bytes.TrimSpace(js); len(t) == 0 || string(t) == "null" {
+			continue
+		}
+		var head struct {
+			APIVersion string            `json:"apiVersion"`
+			Kind       string            `json:"kind"`
+			Items      []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(js, &head); err != nil {
+			return nil, nil, fmt.Errorf("document %d: not an object (a YAML mapping with apiVersion and kind): %w", n, err)
+		}
+		if head.APIVersion != "v1" || head.Kind != "List" {
+			docs, where = append(docs, js), append(where, fmt.Sprintf("document %d", n))
+			continue
+		}
+		for i, item := range head.Items {
+			docs, where = append(docs, item), append(where, fmt.Sprintf("document %d items[%d]", n, i))
+		}
+	}
+	return docs, where, nil
+}
