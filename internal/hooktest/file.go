@@ -41,6 +41,12 @@ type File struct {
 	// one the file does not list fails the request with an error naming it
 	// (namespaces.ErrNotFound).
 	Namespaces []corev1.Namespace `json:"namespaces,omitempty"`
+	// Params are the param objects of MutatingAdmissionPolicies (each a file, relative to the
+	// test file, or the object inline) that the cluster holds: every policy entry of the config
+	// gets them after its own params (config.Config.AddParams), so its bindings' paramRefs
+	// select from them, in the load-time idempotency self-test, the cases and their round
+	// trips alike. A file with params: needs a config with a policy entry.
+	Params []json.RawMessage `json:"params,omitempty"`
 	// Transport is how the config is served: "vcluster" (default: a vcluster plugin, whose
 	// protocols send the object only) or "admission" (`synchook serve` as kube-apiserver's
 	// mutating webhook, which also sends the stored object on UPDATE: a case's oldObject).

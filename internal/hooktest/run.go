@@ -164,6 +164,9 @@ func (f *File) registry(ctx context.Context, opts Options) (*engine.Registry, er
 			cfg = &config.Config{} // a program with Go hooks runs no default (sidecar.NoDefaultConfig)
 		}
 	}
+	if err := f.addParams(cfg); err != nil {
+		return nil, err
+	}
 	ring, err := undo.GenerateRing()
 	if err != nil {
 		return nil, err
@@ -175,6 +178,30 @@ func (f *File) registry(ctx context.Context, opts Options) (*engine.Registry, er
 		return nil, configErr(f, "config", err)
 	}
 	return reg, nil
+}
+
+// addParams gives every policy entry of cfg the file's params (objectJSON: a file or inline),
+// each named "the test file's params[i]" in the config's errors. Params with no policy entry
+// to take them make the file invalid.
+func (f *File) addParams(cfg *config.Config) error {
+	if len(f.Params) == 0 {
+		return nil
+	}
+	if !slices.ContainsFunc(cfg.Hooks, func(h config.Hook) bool { return h.Policy != nil || h.PolicyFile != "" }) {
+		return fmt.Errorf("%w %s: params: the config has no policy entry (policy: or policyFile:) to give them to", ErrInvalid, f.path)
+	}
+	params := make([][]byte, len(f.Params))
+	where := make([]string, len(f.Params))
+	for i, raw := range f.Params {
+		key := fmt.Sprintf("params[%d]", i)
+		data, err := f.objectJSON(raw, key)
+		if err != nil {
+			return err
+		}
+		params[i], where[i] = data, "the test file's "+key
+	}
+	cfg.AddParams(params, where)
+	return nil
 }
 
 // missingHooks returns the names of want that no chain of reg holds.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -218,8 +219,9 @@ type RegistryConfig struct {
 // BuildRegistry loads the config (file, env, else the default or, with c.NoDefaultConfig,
 // none) and returns a registry, with automatic
 // undo on, holding its hooks followed by those of Register, after checking that every chain is
-// idempotent on sample objects (realistic Pods, Services and Secrets, a minimal object of any
-// other kind, and c.Samples). Config errors and a chain that is not idempotent wrap ErrConfig.
+// idempotent on sample objects (realistic Pods, Services, Secrets and Deployments, a minimal
+// object of any other kind, and c.Samples). Config errors and a chain that is not idempotent
+// wrap ErrConfig.
 func BuildRegistry(ctx context.Context, c RegistryConfig) (*engine.Registry, error) {
 	if c.Getenv == nil {
 		c.Getenv = os.Getenv
@@ -276,7 +278,8 @@ func RegistryOf(ctx context.Context, cfg *config.Config, c RegistryConfig) (*eng
 }
 
 // sampleObjects returns the objects to check a GVK's chains on: the realistic fixtures for Pods,
-// Services and Secrets, a minimal object of any other kind, and the extra objects of that GVK.
+// Services, Secrets and Deployments, a minimal object of any other kind, and the extra objects
+// of that GVK.
 func sampleObjects(extra [][]byte) func(schema.GroupVersionKind) [][]byte {
 	return func(gvk schema.GroupVersionKind) [][]byte {
 		var out [][]byte
@@ -287,6 +290,8 @@ func sampleObjects(extra [][]byte) func(schema.GroupVersionKind) [][]byte {
 			out = append(out, fixtures.JSON(fixtures.Service("default", "sample")))
 		case corev1.SchemeGroupVersion.WithKind("Secret"):
 			out = append(out, fixtures.JSON(fixtures.Secret("default", "sample", "sample-value")))
+		case appsv1.SchemeGroupVersion.WithKind("Deployment"):
+			out = append(out, fixtures.JSON(fixtures.Deployment("default", "sample")))
 		default:
 			apiVersion, kind := gvk.ToAPIVersionAndKind()
 			out = append(out, fixtures.JSON(map[string]any{
