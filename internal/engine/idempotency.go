@@ -50,19 +50,7 @@ func (r *Registry) CheckIdempotent(ctx context.Context, samples func(schema.Grou
 			continue
 		}
 		for _, x := range samples(key.GVK) {
-			once, _, err := plain.applyChain(ctx, c, x)
-			if err != nil {
-				continue
-			}
-			twice, _, err := plain.applyChain(ctx, c, once)
-			if err != nil {
-				continue
-			}
-			ops, err := patch.Diff(once, twice)
-			if err != nil {
-				continue
-			}
-			if path := changedPath(ops); path != "" {
+			if path := plain.changesAgain(ctx, c, x); path != "" {
 				return &NotIdempotentError{Hooks: r.culprit(ctx, c, x), Type: key.Type, GVK: key.GVK, Path: path}
 			}
 		}
@@ -105,18 +93,27 @@ func (r *Registry) culprit(ctx context.Context, c *chain, x []byte) string {
 		return c.names()
 	}
 	for _, h := range c.hooks {
-		alone := c.of(c.key, []namedFunc{h})
-		once, _, err := plain.applyChain(ctx, alone, x)
-		if err != nil {
-			continue
-		}
-		twice, _, err := plain.applyChain(ctx, alone, once)
-		if err != nil {
-			continue
-		}
-		if ops, err := patch.Diff(once, twice); err == nil && changedPath(ops) != "" {
+		if plain.changesAgain(ctx, c.of(c.key, []namedFunc{h}), x) != "" {
 			return h.name
 		}
 	}
 	return c.names()
+}
+
+// changesAgain returns the first path that c, run on its own result on x, changes again ("":
+// none, or a run failed: c is not judged on x).
+func (rn *call) changesAgain(ctx context.Context, c *chain, x []byte) string {
+	once, _, err := rn.applyChain(ctx, c, x)
+	if err != nil {
+		return ""
+	}
+	twice, _, err := rn.applyChain(ctx, c, once)
+	if err != nil {
+		return ""
+	}
+	ops, err := patch.Diff(once, twice)
+	if err != nil {
+		return ""
+	}
+	return changedPath(ops)
 }

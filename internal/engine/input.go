@@ -2,6 +2,8 @@ package engine
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/jsonfield"
 )
 
@@ -47,6 +50,40 @@ type InputError struct {
 
 // Error returns Reason.
 func (e *InputError) Error() string { return e.Reason }
+
+// withOldObject checks old, the old object of a request for (gvk, t) (MutateOptions.OldObject),
+// as checkInput checks the object, and returns ctx carrying it for the chain's hooks
+// (hooks.WithOldObject). A (gvk, t) without a chain leaves it out (nothing runs); a list of a
+// hooked kind refuses it. valid says old is known to be valid JSON. The errors are
+// *DecodeErrors with Old set.
+func (r *Registry) withOldObject(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, old []byte, valid bool) (context.Context, error) {
+	if r.chains[Key{GVK: gvk, Type: t}] == nil {
+		if r.listChain(gvk, t) != nil {
+			return nil, &DecodeError{GVK: gvk, Old: true, Err: &InputError{Reason: "an old object is for one object, not a list"}}
+		}
+		return ctx, nil
+	}
+	if err := (&record{raw: old}).checkJSON(gvk, valid); err != nil {
+		err.(*DecodeError).Old = true //nolint:errorlint // checkJSON's own
+		return nil, err
+	}
+	rec, err := shapeOf(r.scheme, gvk, false).check(old, gvk, "old object", "the request is for")
+	if err == nil && rec.raw == nil {
+		err = errors.New("not a JSON object")
+	}
+	if err != nil {
+		return nil, &DecodeError{GVK: gvk, Old: true, Err: err}
+	}
+	return hooks.WithOldObject(ctx, old), nil
+}
+
+// checkItem is checkInput for item, an item (valid JSON) of a list whose items are of kind gvk.
+func (r *Registry) checkItem(gvk schema.GroupVersionKind, item []byte) error {
+	if _, err := shapeOf(r.scheme, gvk, false).check(item, gvk, "item", "the list is of"); err != nil {
+		return &DecodeError{GVK: gvk, Err: err}
+	}
+	return nil
+}
 
 // inputShape is what checkInput knows of one kind: the JSON names of its Go type's fields at
 // the top level and in metadata.
@@ -185,6 +222,19 @@ func isAPIVersion(av []byte, gvk schema.GroupVersionKind) bool {
 	}
 	g, v, ok := bytes.Cut(av, []byte("/"))
 	return ok && string(g) == gvk.Group && string(v) == gvk.Version
+}
+
+// typeMetaString returns the text of the value of apiVersion or kind (name), without copying
+// when it needs no decoding: empty for an absent or null value, an *InputError for one that is
+// no string.
+func typeMetaString(name string, value []byte) ([]byte, error) {
+	if value == nil || string(value) == "null" {
+		return nil, nil
+	}
+	if text := keyName(value); text != nil {
+		return text, nil
+	}
+	return nil, &InputError{Reason: fmt.Sprintf("%s is %s, want a string", name, shown(string(value)))}
 }
 
 // level finds, among the member names of one object, a repeated name or (fold set) one that

@@ -7,7 +7,6 @@ package engine
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -189,43 +188,6 @@ func (rec *record) checkJSON(gvk schema.GroupVersionKind, valid bool) error {
 	return &DecodeError{GVK: gvk, Err: json.Unmarshal(rec.raw, &v)}
 }
 
-// withOldObject checks old, the old object of a request for (gvk, t) (MutateOptions.OldObject),
-// as checkInput checks the object, and returns ctx carrying it for the chain's hooks
-// (hooks.WithOldObject). A (gvk, t) without a chain leaves it out (nothing runs); a list of a
-// hooked kind refuses it. valid says old is known to be valid JSON. The errors are
-// *DecodeErrors with Old set.
-func (r *Registry) withOldObject(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, old []byte, valid bool) (context.Context, error) {
-	if r.chains[Key{GVK: gvk, Type: t}] == nil {
-		if r.listChain(gvk, t) != nil {
-			return nil, &DecodeError{GVK: gvk, Old: true, Err: &InputError{Reason: "an old object is for one object, not a list"}}
-		}
-		return ctx, nil
-	}
-	if !valid && !jsonscan.Valid(old) {
-		err := json.Unmarshal(old, new(json.RawMessage)) // only to name the syntax error
-		if err == nil {                                  // unreachable: both agree on validity
-			err = errors.New("invalid JSON")
-		}
-		return nil, &DecodeError{GVK: gvk, Old: true, Err: err}
-	}
-	rec, err := shapeOf(r.scheme, gvk, false).check(old, gvk, "old object", "the request is for")
-	if err == nil && rec.raw == nil {
-		err = errors.New("not a JSON object")
-	}
-	if err != nil {
-		return nil, &DecodeError{GVK: gvk, Old: true, Err: err}
-	}
-	return hooks.WithOldObject(ctx, old), nil
-}
-
-// checkItem is checkInput for item, an item (valid JSON) of a list whose items are of kind gvk.
-func (r *Registry) checkItem(gvk schema.GroupVersionKind, item []byte) error {
-	if _, err := shapeOf(r.scheme, gvk, false).check(item, gvk, "item", "the list is of"); err != nil {
-		return &DecodeError{GVK: gvk, Err: err}
-	}
-	return nil
-}
-
 // check returns an *InputError when raw is an object InputError describes; nil when it is not
 // or when raw is no JSON object at all (the decode refuses that). gvk is the kind raw must be;
 // subject names raw in the message ("object", "item") and expected introduces gvk there. It
@@ -344,22 +306,6 @@ func checkMapKeys(where string, rest []byte, errp *error) int {
 		}
 		return jsonscan.SkipValue(value, 0)
 	})
-}
-
-// typeMetaString returns the text of the value of apiVersion or kind (name), without copying
-// when it needs no decoding: empty for an absent or null value, an *InputError for one that is
-// no string.
-func typeMetaString(name string, value []byte) ([]byte, error) {
-	if value == nil || string(value) == "null" {
-		return nil, nil
-	}
-	if text, plain := jsonscan.PlainText(value); plain {
-		return text, nil
-	}
-	if s, ok := jsonscan.String(value); ok {
-		return []byte(s), nil
-	}
-	return nil, &InputError{Reason: fmt.Sprintf("%s is %s, want a string", name, shown(string(value)))}
 }
 
 // decodeStringMap decodes the JSON value into a map[string]string exactly as encoding/json's

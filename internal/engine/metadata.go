@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/undo"
@@ -154,15 +153,7 @@ func (c *chain) metadataHooked(ctx context.Context, rn *call, namespace string, 
 			if err := ctx.Err(); err != nil {
 				return &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
 			}
-			var start time.Time
-			if rn.observer != nil {
-				start = time.Now()
-			}
-			hctx, timeout := rn.hookCall(ctx, c, i)
-			err := hookFailure(c.key.GVK, callMetadata(hctx, timeout, h.meta, m))
-			if rn.observer != nil {
-				rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
-			}
+			err := rn.callOne(ctx, c, i, func(ctx context.Context) error { return h.meta(ctx, m) })
 			if err != nil {
 				return &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
 			}
@@ -362,12 +353,6 @@ func (f *mapField) spliced(now map[string]string, set []string) []edit {
 		})
 	}
 	return edits
-}
-
-// callMetadata calls fn with the hook's own deadline d (RunnerOptions.HookTimeout) and turns a
-// panic into a *PanicError, as callHook does for typed hooks.
-func callMetadata(ctx context.Context, d time.Duration, fn hooks.MetadataFunc, m *hooks.Metadata) error {
-	return guardedCall(ctx, d, func(ctx context.Context) error { return fn(ctx, m) })
 }
 
 // edit replaces raw[start:end] with text.

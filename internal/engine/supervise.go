@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/metamap"
 	"github.com/synchook/synchook/patch"
 )
@@ -113,24 +112,19 @@ func (c *chain) runHooks(ctx context.Context, rn *call, obj client.Object, runni
 	for i, h := range c.hooks {
 		running.Store(int32(i))
 		id := identityOf(obj)
-		var start time.Time
-		if rn.observer != nil {
-			start = time.Now()
-		}
 		var pre []byte
 		if prov {
 			pre, _ = json.Marshal(obj) // the hook may change obj in place
 		}
-		hctx, timeout := rn.hookCall(ctx, c, i)
-		out, err := callHook(hctx, timeout, h.fn, obj)
-		err = hookFailure(c.key.GVK, err) // before anything sees it: a Secret's hook text stays here
+		var out client.Object
+		err := rn.callOne(ctx, c, i, func(ctx context.Context) (err error) {
+			out, err = h.fn(ctx, obj)
+			return err
+		})
 		if prov && err == nil && out != nil {
 			if post, perr := json.Marshal(out); perr == nil && !bytes.Equal(pre, post) {
 				marks = append(marks, provenanceMark(h.name, rn.reg.opts.Version, pre, post))
 			}
-		}
-		if rn.observer != nil {
-			rn.observer.ObserveHook(h.name, c.key.Type, c.key.GVK, time.Since(start), err)
 		}
 		if err == nil {
 			err = checkSameObject(h.name, out, goType, id)
@@ -146,17 +140,20 @@ func (c *chain) runHooks(ctx context.Context, rn *call, obj client.Object, runni
 	return obj, nil
 }
 
-// callHook calls fn with the hook's own deadline d (RunnerOptions.HookTimeout) and turns a panic into a
-// *PanicError.
-func callHook(ctx context.Context, d time.Duration, fn hooks.MutateFunc, obj client.Object) (out client.Object, err error) {
-	err = guardedCall(ctx, d, func(ctx context.Context) error {
-		out, err = fn(ctx, obj)
-		return err
-	})
-	if err != nil {
-		return nil, err
+// callOne calls hook i of c through fn with the hook's own context and deadline
+// (call.hookCall), a panic turned into a *PanicError and a Secret's hook text withheld
+// (hookFailure) before anything sees it, and tells the observer.
+func (rn *call) callOne(ctx context.Context, c *chain, i int, fn func(context.Context) error) error {
+	var start time.Time
+	if rn.observer != nil {
+		start = time.Now()
 	}
-	return out, nil
+	hctx, timeout := rn.hookCall(ctx, c, i)
+	err := hookFailure(c.key.GVK, guardedCall(hctx, timeout, fn))
+	if rn.observer != nil {
+		rn.observer.ObserveHook(c.hooks[i].name, c.key.Type, c.key.GVK, time.Since(start), err)
+	}
+	return err
 }
 
 // guardedCall calls call with the hook's own deadline d (<= 0: none) and turns a panic into a
