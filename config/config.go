@@ -65,6 +65,8 @@ type Config struct {
 	// readFile reads the files the config names (Reader.ReadFile); nil: the policy compiler
 	// reads them.
 	readFile func(string) ([]byte, error)
+	// hostParams is BuildWith's BuildOptions.HostParams.
+	hostParams policyreg.HostParams
 	// extraParams are the params every policy entry gets after its own (AddParams).
 	extraParams []extraParam
 }
@@ -115,6 +117,11 @@ type Hook struct {
 	// Only with Policy or PolicyFile.
 	BindingsFile string `json:"bindingsFile,omitempty"`
 	ParamsFile   string `json:"paramsFile,omitempty"`
+	// HostParams, when set, lets the bindings' paramRefs select params from the host cluster
+	// too, where the program has one (serve in a cluster, the vcluster plugin v2; BuildWith's
+	// HostParams), from the namespaces it names only (docs/config.md, "Params from the host
+	// cluster"). Only with Policy or PolicyFile.
+	HostParams *HostParams `json:"hostParams,omitempty"`
 	// compiled is the compiled Policy or PolicyFile, set by validate.
 	compiled policyreg.Policy
 	// policyPath is the path PolicyFile names, resolved against the config's source (set by
@@ -130,6 +137,15 @@ type Hook struct {
 	// synchook.io/undo (README, "automatic undo"). Default true. Undo is per chain: every entry
 	// of a chain (a GVK and a write hook type) must have the same (validate refuses others).
 	Undo *bool `json:"undo,omitempty"`
+}
+
+// HostParams are the settings of an entry's params from the host cluster.
+type HostParams struct {
+	// Namespaces are the host namespaces params may come from (required, at least one): a
+	// paramRef's namespace (or the request's, its default) outside them finds no param. Never
+	// the vcluster's own host namespace, and never an object vcluster synced, whatever is
+	// listed (docs/guarantees.md).
+	Namespaces []string `json:"namespaces"`
 }
 
 // undo reports whether the entry's change is undone: its undo, true when unset.
@@ -227,6 +243,20 @@ func (h *Hook) hookNames(i int) []string {
 // ErrInvalid; when registration fails part-way (e.g. a name that main already registered), the
 // hooks before the failing one stay registered.
 func (c *Config) Build(reg *engine.Registry) error {
+	return c.BuildWith(reg, BuildOptions{})
+}
+
+// BuildOptions are what a program gives Build beyond the config.
+type BuildOptions struct {
+	// HostParams is where policy entries with hostParams find params in the host cluster
+	// (package paramsource); nil: those entries use their config params only (synchook test,
+	// mutate, replay).
+	HostParams policyreg.HostParams
+}
+
+// BuildWith is Build with o.
+func (c *Config) BuildWith(reg *engine.Registry, o BuildOptions) error {
+	c.hostParams = o.HostParams
 	if err := c.validate(reg.Scheme()); err != nil {
 		return err
 	}

@@ -225,7 +225,7 @@ func TestParseRejects(t *testing.T) {
 		{
 			name: "a misspelt key of an entry names the key and the entry",
 			yaml: "hooks:\n  - " + podLabels + "  - name: second\n    resources: [{apiVersion: v1, kind: Pod}]\n    types: [CreatePhysical]\n    labls: {labels: {a: b}}\n",
-			want: []string{`hooks[1]: unknown field "labls"`, "valid: bindings, bindingsFile, image, labels, name, namespaces, objectSelector, params, paramsFile, policy, policyFile, resources, strip, types, undo"},
+			want: []string{`hooks[1]: unknown field "labls"`, "valid: bindings, bindingsFile, hostParams, image, labels, name, namespaces, objectSelector, params, paramsFile, policy, policyFile, resources, strip, types, undo"},
 		},
 		{
 			name: "a misspelt key inside the labels block names the block",

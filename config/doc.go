@@ -93,7 +93,7 @@
 // misspelled keys (keys are case-sensitive) and values of the wrong shape are errors that name
 // where they are, e.g.
 //
-//	hooks[0]: unknown field "labls" (valid: bindings, bindingsFile, image, labels, name, namespaces, objectSelector, params, paramsFile, policy, policyFile, resources, strip, types, undo)
+//	hooks[0]: unknown field "labls" (valid: bindings, bindingsFile, hostParams, image, labels, name, namespaces, objectSelector, params, paramsFile, policy, policyFile, resources, strip, types, undo)
 //
 // The decoded config is then validated into a field.ErrorList (k8s.io/apimachinery): unknown
 // hook types and resources, malformed JSON Pointers, invalid label keys and values (as

@@ -34,7 +34,7 @@ func TestKeysAt(t *testing.T) {
 		{name: "the top level", typ: reflect.TypeFor[*document](), want: []string{"hooks", "provenance", "settings"}},
 		{
 			name: "an entry", typ: reflect.TypeFor[*hookEntry](),
-			want: []string{"bindings", "bindingsFile", "image", "labels", "name", "namespaces", "objectSelector", "params", "paramsFile", "policy", "policyFile", "resources", "strip", "types", "undo"},
+			want: []string{"bindings", "bindingsFile", "hostParams", "image", "labels", "name", "namespaces", "objectSelector", "params", "paramsFile", "policy", "policyFile", "resources", "strip", "types", "undo"},
 		},
 		{name: "a block of an entry", typ: reflect.TypeFor[*hookEntry](), path: "labels", want: []string{"annotations", "fromNamespace", "labels"}},
 		{name: "an item of a list", typ: reflect.TypeFor[*hookEntry](), path: "objectSelector.matchExpressions[0]", want: []string{"key", "operator", "values"}},

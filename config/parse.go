@@ -68,6 +68,7 @@ type hookEntry struct {
 	Params         []json.RawMessage     `json:"params,omitempty"`
 	BindingsFile   string                `json:"bindingsFile,omitempty"`
 	ParamsFile     string                `json:"paramsFile,omitempty"`
+	HostParams     *HostParams           `json:"hostParams,omitempty"`
 }
 
 // hook returns e as a Hook, keeping "types: []" apart from a missing types key.
@@ -87,6 +88,7 @@ func (e *hookEntry) hook() Hook {
 		Params:         e.Params,
 		BindingsFile:   e.BindingsFile,
 		ParamsFile:     e.ParamsFile,
+		HostParams:     e.HostParams,
 	}
 	if e.Types != nil {
 		h.Types = make([]hooks.HookType, len(e.Types))

@@ -44,6 +44,8 @@ type validator struct {
 	// readFile reads the files the config names (Reader.ReadFile); nil: the policy compiler
 	// reads them.
 	readFile func(string) ([]byte, error)
+	// hostParams is the program's params from the host cluster (BuildOptions); nil: none.
+	hostParams policyreg.HostParams
 	// extraParams are the params every policy entry gets after its own (Config.AddParams).
 	extraParams []extraParam
 	// versions maps each group the scheme knows to its versions.
@@ -56,7 +58,7 @@ type validator struct {
 }
 
 func (c *Config) validate(scheme *runtime.Scheme) error {
-	v := &validator{scheme: scheme, source: c.source, readFile: c.readFile, extraParams: c.extraParams, versions: map[string][]string{}, names: map[string]string{}}
+	v := &validator{scheme: scheme, source: c.source, readFile: c.readFile, hostParams: c.hostParams, extraParams: c.extraParams, versions: map[string][]string{}, names: map[string]string{}}
 	for gvk := range scheme.AllKnownTypes() {
 		if gvk.Version == runtime.APIVersionInternal {
 			continue
@@ -171,6 +173,9 @@ func (v *validator) hook(i int, h *Hook) {
 	}
 	if !isPolicy && (h.Bindings != nil || h.Params != nil || h.BindingsFile != "" || h.ParamsFile != "") {
 		v.errs = append(v.errs, field.Forbidden(p, "bindings, params, bindingsFile and paramsFile are only for a policy or policyFile entry"))
+	}
+	if h.HostParams != nil {
+		v.hostParamsOf(p.Child("hostParams"), h.HostParams, isPolicy)
 	}
 	if isPolicy && h.compiled == nil && len(h.Resources) == 0 {
 		return // the policy is reported; its resources are unknown
@@ -512,6 +517,9 @@ func (v *validator) policy(p *field.Path, h *Hook) {
 	if !v.policyFiles(p, h, &src) {
 		return
 	}
+	if h.HostParams != nil {
+		src.HostParams, src.ParamNamespaces = v.hostParams, h.HostParams.Namespaces
+	}
 	compile := policyreg.Lookup()
 	if compile == nil {
 		v.errs = append(v.errs, field.Forbidden(where, notLinked))
@@ -544,5 +552,29 @@ func (v *validator) policy(p *field.Path, h *Hook) {
 		if !runs && t.Valid() {
 			v.errs = append(v.errs, field.Invalid(p.Child("types").Index(j), t, "the policy's resourceRules list no operation for this hook type on any of its resources (CREATE: Create*, UPDATE: Update*, DELETE: Delete*, any: Get*)"))
 		}
+	}
+}
+
+// hostParamsOf checks an entry's hostParams: only on a policy entry, with at least one
+// namespace, each a namespace name, none twice.
+func (v *validator) hostParamsOf(p *field.Path, hp *HostParams, isPolicy bool) {
+	if !isPolicy {
+		v.errs = append(v.errs, field.Forbidden(p, "hostParams is only for a policy or policyFile entry"))
+		return
+	}
+	if len(hp.Namespaces) == 0 {
+		v.errs = append(v.errs, field.Required(p.Child("namespaces"), "the host namespaces params may come from (synchook never reads params from other namespaces)"))
+	}
+	seen := map[string]bool{}
+	for i, ns := range hp.Namespaces {
+		path := p.Child("namespaces").Index(i)
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			v.errs = append(v.errs, field.Invalid(path, ns, strings.Join(msgs, "; ")))
+			continue
+		}
+		if seen[ns] {
+			v.errs = append(v.errs, field.Duplicate(path, ns))
+		}
+		seen[ns] = true
 	}
 }

@@ -48,6 +48,9 @@ func compile(src policyreg.Source) (policyreg.Policy, error) {
 		}
 		opts.Params = append(opts.Params, o)
 	}
+	if src.HostParams != nil && len(src.ParamNamespaces) > 0 {
+		opts.ParamSource = src.HostParams.In(src.ParamNamespaces)
+	}
 	compiled, err := mapolicy.CompileWithOptions(p, opts)
 	if err != nil {
 		return nil, err // not compiled, a nil *Policy: keep the interface nil

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -109,6 +110,12 @@ type Options struct {
 	// namespaces.Source (Virtual: the objects of physical types are host objects). It starts
 	// watching only when a hook first looks a namespace up. Default nil: hooks get none.
 	Namespaces *namespaces.Cache
+
+	// Host, when set, is called once by Initialize with the host cluster's client config (the
+	// InitConfig's workloadConfig, else physicalClusterConfig) and the vcluster's host
+	// namespace (currentNamespace): the sidecar gives it its params from the host cluster
+	// (package paramsource). An InitConfig without them calls nothing (logged). Default nil.
+	Host func(config *rest.Config, hostNamespace string) error
 }
 
 // Defaults of the undo key options.
@@ -138,6 +145,7 @@ type Server struct {
 	ctx      context.Context
 	stop     context.CancelFunc
 	keysOnce sync.Once
+	hostOnce sync.Once
 }
 
 // pluginConfig is the JSON that GetPluginConfig answers (vcluster's v2 PluginConfig).
@@ -224,6 +232,17 @@ func (s *Server) Initialize(ctx context.Context, req *pluginv2.Initialize_Reques
 		if err := s.configureNamespaces(req.GetConfig()); err != nil {
 			s.opts.Log.Error(err, "no namespace cache: hooks that read the tenant's namespace (labels fromNamespace) fail their requests")
 		}
+	}
+	if s.opts.Host != nil {
+		s.hostOnce.Do(func() {
+			rc, namespace, err := hostConfig(req.GetConfig())
+			if err == nil {
+				err = s.opts.Host(rc, namespace)
+			}
+			if err != nil {
+				s.opts.Log.Error(err, "no host cluster for policy params: policies with hostParams fail their requests")
+			}
+		})
 	}
 	if s.opts.Keys != nil {
 		s.keysOnce.Do(func() { s.loadKeys(ctx, req.GetConfig()) })
@@ -369,6 +388,25 @@ func (s *Server) keepTrying(c client.Client, namespace string, log logr.Logger, 
 // config (workloadConfig, else physicalClusterConfig), and the vcluster's host namespace. Its
 // errors say what is missing, never the config's content.
 func (s *Server) hostClient(config string) (client.Client, string, error) {
+	rc, namespace, err := hostConfig(config)
+	if err != nil {
+		return nil, "", err
+	}
+	rc.Timeout = s.opts.KeyTimeout
+	// Only Secrets are read: a fixed mapping, no discovery round trip.
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
+	c, err := client.New(rc, client.Options{Mapper: mapper})
+	if err != nil {
+		return nil, "", fmt.Errorf("host client: %w", err)
+	}
+	return c, namespace, nil
+}
+
+// hostConfig returns the host cluster's client config from the InitConfig JSON config
+// (workloadConfig, else physicalClusterConfig) and the vcluster's host namespace. Its errors
+// say what is missing, never the config's content.
+func hostConfig(config string) (*rest.Config, string, error) {
 	ic, err := parseInitConfig(config)
 	if err != nil {
 		return nil, "", err
@@ -387,16 +425,8 @@ func (s *Server) hostClient(config string) (client.Client, string, error) {
 	if err != nil {
 		return nil, "", errors.New("the host kubeconfig in the Initialize config does not load")
 	}
-	rc.Timeout = s.opts.KeyTimeout
 	rc.UserAgent = "synchook-plugin"
-	// Only Secrets are read: a fixed mapping, no discovery round trip.
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
-	c, err := client.New(rc, client.Options{Mapper: mapper})
-	if err != nil {
-		return nil, "", fmt.Errorf("host client: %w", err)
-	}
-	return c, ic.CurrentNamespace, nil
+	return rc, ic.CurrentNamespace, nil
 }
 
 // coverUndoReads registers the read types of the kinds the Keeper knows undos were sealed on

@@ -25,6 +25,8 @@ import (
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/internal/namespaces"
+	"github.com/synchook/synchook/internal/paramsource"
+	"github.com/synchook/synchook/internal/policyreg"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/internal/undokey"
 	"github.com/synchook/synchook/webhook"
@@ -214,6 +216,11 @@ type RegistryConfig struct {
 	Samples [][]byte
 	// Log receives "hooks loaded". Default logr.Discard().
 	Log logr.Logger
+	// HostParams is where policy entries with hostParams find params in the host cluster
+	// (config.BuildOptions); nil: their config params only. The idempotency check runs with
+	// the config's params only (policyreg.ConfigParamsOnly): a host param is not known at
+	// start.
+	HostParams policyreg.HostParams
 }
 
 // BuildRegistry loads the config (file, env, else the default or, with c.NoDefaultConfig,
@@ -261,7 +268,7 @@ func RegistryOf(ctx context.Context, cfg *config.Config, c RegistryConfig) (*eng
 	// Automatic undo is on: what the hooks add on the way down comes off on the way up, so the
 	// syncer never sees it as a difference (hooks opt out with undo: false / Undo() false).
 	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Provenance: c.Provenance || cfg.Provenance, Version: c.Version, Keys: c.Keys})
-	if err := cfg.Build(reg); err != nil {
+	if err := cfg.BuildWith(reg, config.BuildOptions{HostParams: c.HostParams}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.Register != nil {
@@ -271,7 +278,7 @@ func RegistryOf(ctx context.Context, cfg *config.Config, c RegistryConfig) (*eng
 	}
 	if c.SkipIdempotencyCheck {
 		c.Log.Info("WARNING: idempotency check skipped: a hook that changes its own result again makes the syncer write on every pass")
-	} else if err := reg.CheckIdempotent(ctx, sampleObjects(c.Samples)); err != nil {
+	} else if err := reg.CheckIdempotent(policyreg.ConfigParamsOnly(ctx), sampleObjects(c.Samples)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return reg, nil
@@ -345,10 +352,12 @@ func Serve(ctx context.Context, opts Options) error {
 		defer close(logDone)
 		logSealedKinds(keyCtx, keys, secret != nil, log.WithName("undo"))
 	}()
+	params := serveParams(&opts)
+	defer params.Close()
 	reg, err := BuildRegistry(ctx, RegistryConfig{
 		ConfigFile: opts.ConfigFile, NoDefaultConfig: opts.NoDefaultConfig, Getenv: opts.Getenv, Register: opts.Register,
 		SkipIdempotencyCheck: opts.SkipIdempotencyCheck, Log: log,
-		Provenance: opts.Provenance, Version: opts.Version, Keys: keys,
+		Provenance: opts.Provenance, Version: opts.Version, Keys: keys, HostParams: params,
 	})
 	if err != nil {
 		return err
@@ -416,6 +425,27 @@ func Serve(ctx context.Context, opts Options) error {
 	g.Go(func() error { return srv.Start(ctx) })
 	log.Info("serving", "address", wopts.BindAddress, "probes", wopts.ProbeBindAddress)
 	return g.Wait()
+}
+
+// serveParams returns serve's params from the host cluster (package paramsource): the
+// cluster of opts.RESTConfig, never from the namespace serve runs in (UndoKeyNamespace, else
+// the pod's: as a vcluster plugin v1 sidecar, the vcluster's host namespace, where synced
+// tenant objects land). Without a client config policies that ask for host params fail their
+// requests under their failurePolicy (paramsource.ErrNoHost). Watches start on a policy's
+// first request.
+func serveParams(opts *Options) *paramsource.Host {
+	log := opts.Log.WithName("params")
+	params := paramsource.New(paramsource.Options{Log: log})
+	rc, err := opts.RESTConfig()
+	if err != nil {
+		log.V(1).Info("no cluster client: policies with hostParams fail their requests", "reason", err.Error())
+		return params
+	}
+	own, _, _ := keyNamespace(opts)
+	if err := params.Configure(rc, own); err != nil {
+		log.Error(err, "no params from the host cluster: policies with hostParams fail their requests")
+	}
+	return params
 }
 
 // servingCert sets the serving certificate and key of wopts: the user-supplied files of opts
@@ -618,10 +648,14 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	if keys.Ring() != nil {
 		opts.Log.Info("undo key from a file", "file", opts.UndoKeyFile, "keys", keys.Ring().IDs())
 	}
+	// Params from the host cluster: Initialize gives its kubeconfig and the vcluster's host
+	// namespace (never read).
+	params := paramsource.New(paramsource.Options{Log: opts.Log.WithName("params")})
+	defer params.Close()
 	reg, err := BuildRegistry(context.Background(), RegistryConfig{
 		EnvVars: []string{bridgev2.ConfigEnvVar, config.EnvVar}, NoDefaultConfig: opts.NoDefaultConfig, Getenv: opts.Getenv, Register: opts.Register,
 		SkipIdempotencyCheck: opts.SkipIdempotencyCheck || opts.Getenv(SkipIdempotencyCheckEnvVar) == "true", Log: opts.Log,
-		Provenance: opts.Provenance || opts.Getenv(ProvenanceEnvVar) == "true", Version: opts.Version, Keys: keys,
+		Provenance: opts.Provenance || opts.Getenv(ProvenanceEnvVar) == "true", Version: opts.Version, Keys: keys, HostParams: params,
 	})
 	if err != nil {
 		return err
@@ -660,6 +694,7 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 		Keys:          keys,
 		OnKeyFallback: rec.ObserveUndoKeyFallback,
 		Namespaces:    nsCache,
+		Host:          params.Configure,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
