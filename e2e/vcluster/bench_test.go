@@ -179,6 +179,8 @@ func checkBenchPlugin(ctx context.Context, tb testing.TB, m *v2.Manager, p bench
 // set, names another synchook binary (an older build) that runs with the same config as one
 // more plugin, "baseline", in the same rounds; SYNCHOOK_BENCH_BASELINE_REPO, when set, names an
 // older synchook repository that the typed Go hook is also built against, "baseline-typed".
+// SYNCHOOK_BENCH_PERF=<dir>, when set, records a CPU profile of each plugin process and of
+// vcluster's side after the rounds (profilePlugins: Linux perf on PATH, allowed to attach).
 //
 // Besides the config-labels plugins it runs the typed variants (typedBenchPlugins):
 // synchook-typed against sdk-typed.
@@ -241,13 +243,16 @@ func TestV2Throughput(t *testing.T) {
 	}
 
 	modes := []int{1, benchCallers}
-	// rates[m][i][r]: ops/s of plugin i with modes[m] callers in round r
+	// rates[m][i][r]: ops/s of plugin i with modes[m] callers in round r; costs[m][i][r]: its CPU
+	// per call in that round, the plugin process's and this one's (vcluster's side) together
 	rates := make([][][]float64, len(modes))
+	costs := make([][][]float64, len(modes))
 	ops := make([][]int64, len(modes))
 	pluginCPU := make([][]time.Duration, len(modes))  // the plugin process
 	managerCPU := make([][]time.Duration, len(modes)) // this process: vcluster's side
 	for m, callers := range modes {
 		rates[m] = make([][]float64, len(plugins))
+		costs[m] = make([][]float64, len(plugins))
 		ops[m] = make([]int64, len(plugins))
 		pluginCPU[m] = make([]time.Duration, len(plugins))
 		managerCPU[m] = make([]time.Duration, len(plugins))
@@ -262,6 +267,7 @@ func TestV2Throughput(t *testing.T) {
 		for m, callers := range modes {
 			n := make([]int64, len(plugins))
 			elapsed := make([]time.Duration, len(plugins))
+			cpu := make([]time.Duration, len(plugins))
 			for s := range sliceCount {
 				for k := range plugins {
 					i := (r + s + k) % len(plugins) // rotate who goes first
@@ -270,8 +276,10 @@ func TestV2Throughput(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s: %v", plugins[i].name, err)
 					}
-					pluginCPU[m][i] += processCPU(t, pids[i]) - pBefore
-					managerCPU[m][i] += processCPU(t, os.Getpid()) - mBefore
+					pCPU, mCPU := processCPU(t, pids[i])-pBefore, processCPU(t, os.Getpid())-mBefore
+					pluginCPU[m][i] += pCPU
+					managerCPU[m][i] += mCPU
+					cpu[i] += pCPU + mCPU
 					n[i] += calls
 					elapsed[i] += d
 				}
@@ -279,8 +287,13 @@ func TestV2Throughput(t *testing.T) {
 			for i := range plugins {
 				ops[m][i] += n[i]
 				rates[m][i] = append(rates[m][i], float64(n[i])/elapsed[i].Seconds())
+				costs[m][i] = append(costs[m][i], perCall(cpu[i], n[i]))
 			}
 		}
+	}
+
+	if dir := os.Getenv("SYNCHOOK_BENCH_PERF"); dir != "" {
+		profilePlugins(ctx, t, dir, plugins, managers, pids, modes, pod)
 	}
 
 	var report strings.Builder
@@ -293,7 +306,12 @@ func TestV2Throughput(t *testing.T) {
 		for i, p := range plugins {
 			fmt.Fprintf(&report, "\n    %-14s %s ops/s", p.name, spread("%.0f", rates[m][i]))
 			if ref := reference(p); ref != i && p.name != "sdk-typed" {
-				fmt.Fprintf(&report, "   %s/%s %s", p.name, plugins[ref].name, spread("%.2f", ratios(rates[m][i], rates[m][ref])))
+				rs := ratios(rates[m][i], rates[m][ref])
+				fmt.Fprintf(&report, "   %s/%s %s, by round %s", p.name, plugins[ref].name, spread("%.2f", rs), byRound(rs))
+				// the same ratio from CPU per call (the reference's over this one's): what the
+				// two processes spend, which other work on the machine disturbs less than ops/s
+				cs := ratios(costs[m][ref], costs[m][i])
+				fmt.Fprintf(&report, "; by CPU per call %s, by round %s", spread("%.2f", cs), byRound(cs))
 			}
 		}
 		for i, p := range plugins {
@@ -306,6 +324,52 @@ func TestV2Throughput(t *testing.T) {
 		fmt.Fprintf(&report, " %s %.1f MiB", p.name, float64(peakRSS(t, pids[i]))/(1<<20))
 	}
 	t.Log(report.String())
+}
+
+// profilePlugins records, after the rounds, a CPU profile of each plugin at each number of
+// callers: `perf record -g` (Linux perf, frame-pointer call graphs) of the plugin process and of
+// this one (vcluster's manager) while that plugin alone is called for SYNCHOOK_BENCH_PERF_SECONDS
+// (default 4), into dir/<plugin>-<callers>.data. Read one with
+// `perf report -i FILE --no-children --sort pid,sym --stdio`. The sdk-style plugins are profiled
+// as they are built (no profiling code in them), so their binaries stay the ones users run.
+func profilePlugins(ctx context.Context, t *testing.T, dir string, plugins []benchPlugin, managers []*v2.Manager, pids []int, modes []int, pod *corev1.Pod) {
+	t.Helper()
+	seconds := 4.0
+	if s := os.Getenv("SYNCHOOK_BENCH_PERF_SECONDS"); s != "" {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || f <= 0 {
+			t.Fatalf("SYNCHOOK_BENCH_PERF_SECONDS=%q: want a positive number", s)
+		}
+		seconds = f
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range plugins {
+		for _, callers := range modes {
+			out := filepath.Join(dir, fmt.Sprintf("%s-%d.data", p.name, callers))
+			cmd := exec.CommandContext(ctx, "perf", "record", "-F", "1999", "-g", "-o", out,
+				"-p", strconv.Itoa(pids[i])+","+strconv.Itoa(os.Getpid()))
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatalf("perf record: %v", err)
+			}
+			calls, d, err := runSlice(ctx, managers[i], pod, callers, time.Duration(seconds*float64(time.Second)))
+			if err != nil {
+				t.Fatalf("%s: %v", p.name, err)
+			}
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatalf("stop perf record: %v", err)
+			}
+			// perf record ends by its own SIGINT: its exit status says so; the data file says
+			// whether it recorded.
+			if err := cmd.Wait(); err != nil && !strings.Contains(stderr.String(), "Captured and wrote") {
+				t.Fatalf("perf record: %v\n%s", err, stderr.String())
+			}
+			t.Logf("profile %s: %d calls in %s with %d caller(s)", out, calls, d.Round(time.Millisecond), callers)
+		}
+	}
 }
 
 // peakRSS returns the peak resident set size of the process pid so far, in bytes (VmHWM of
@@ -336,6 +400,15 @@ func ratios(a, b []float64) []float64 {
 		out[r] = a[r] / b[r]
 	}
 	return out
+}
+
+// byRound formats xs in round order, for a drift over the rounds (warm-up) to show.
+func byRound(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return strings.Join(parts, " ")
 }
 
 // spread formats the median of xs and their range, each with format: "m (lo-hi)"; "m" alone
