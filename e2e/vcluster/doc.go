@@ -51,6 +51,7 @@
 //	go vet ./... && go test -count=1 ./...
 //	go test -run XXX -bench . -benchtime 2s                               # BenchmarkV2MutatePod
 //	SYNCHOOK_BENCH=1 go test -run TestV2Throughput -v                    # interleaved ops/s, ratios, CPU per call
+//	    # SYNCHOOK_BENCH_PERF=dir: perf record of each plugin and vcluster's side (Linux perf)
 //	SYNCHOOK_BENCH=1 go test -run TestV1Throughput -v                    # the same for plugin v1
 //
 // go.sum was written with GONOSUMDB=github.com/loft-sh: four of vcluster's loft-sh
