@@ -46,7 +46,7 @@ func (r *Registry) MutateWithOptions(ctx context.Context, gvk schema.GroupVersio
 
 // run is Mutate with the Runner rn's limits, deadlines and observer.
 func (rn *call) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
-	rec, err := rn.reg.checkInput(gvk, t, raw, rn.validJSON) // before any chain reads it: intake.go
+	rec, err := rn.reg.checkInput(gvk, t, raw, rn.validJSON, &rn.own) // before any chain reads it: intake.go
 	if err != nil {
 		return Result{}, err
 	}

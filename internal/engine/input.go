@@ -67,7 +67,8 @@ func (r *Registry) withOldObject(ctx context.Context, gvk schema.GroupVersionKin
 		err.(*DecodeError).Old = true //nolint:errorlint // checkJSON's own
 		return nil, err
 	}
-	rec, err := shapeOf(r.scheme, gvk, false).check(old, gvk, "old object", "the request is for")
+	var rec record
+	err := shapeOf(r.scheme, gvk, false).check(old, gvk, "old object", "the request is for", &rec)
 	if err == nil && rec.raw == nil {
 		err = errors.New("not a JSON object")
 	}
@@ -79,7 +80,8 @@ func (r *Registry) withOldObject(ctx context.Context, gvk schema.GroupVersionKin
 
 // checkItem is checkInput for item, an item (valid JSON) of a list whose items are of kind gvk.
 func (r *Registry) checkItem(gvk schema.GroupVersionKind, item []byte) error {
-	if _, err := shapeOf(r.scheme, gvk, false).check(item, gvk, "item", "the list is of"); err != nil {
+	var rec record
+	if err := shapeOf(r.scheme, gvk, false).check(item, gvk, "item", "the list is of", &rec); err != nil {
 		return &DecodeError{GVK: gvk, Err: err}
 	}
 	return nil

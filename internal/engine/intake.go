@@ -155,7 +155,9 @@ func (rec *record) uidOf() string {
 // kind is checked as a list here and each item where runList splits them (checkItem). raw need
 // not be valid JSON unless valid says so: invalid JSON is left to the chain's decode, which
 // names the syntax error (nil record: the stages read raw as a derived record).
-func (r *Registry) checkInput(gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, valid bool) (*record, error) {
+//
+// The record is made in into (the call's own, so that it costs no allocation of its own).
+func (r *Registry) checkInput(gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, valid bool, into *record) (*record, error) {
 	list := false
 	if r.chains[Key{GVK: gvk, Type: t}] == nil {
 		if r.listChain(gvk, t) == nil {
@@ -163,17 +165,17 @@ func (r *Registry) checkInput(gvk schema.GroupVersionKind, t hooks.HookType, raw
 		}
 		list = true
 	}
-	rec, err := shapeOf(r.scheme, gvk, list).check(raw, gvk, "object", "the request is for")
+	err := shapeOf(r.scheme, gvk, list).check(raw, gvk, "object", "the request is for", into)
 	if err != nil && !valid && !jsonscan.Valid(raw) {
 		return nil, nil // the scan's answer on invalid JSON means nothing
 	}
 	if err != nil {
 		return nil, &DecodeError{GVK: gvk, Err: err}
 	}
-	if rec.raw == nil {
+	if into.raw == nil {
 		return nil, nil
 	}
-	return rec, nil
+	return into, nil
 }
 
 // checkJSON returns a *DecodeError of gvk naming raw's syntax error when raw is not valid JSON
@@ -191,14 +193,14 @@ func (rec *record) checkJSON(gvk schema.GroupVersionKind, valid bool) error {
 // check returns an *InputError when raw is an object InputError describes; nil when it is not
 // or when raw is no JSON object at all (the decode refuses that). gvk is the kind raw must be;
 // subject names raw in the message ("object", "item") and expected introduces gvk there. It
-// also returns raw's own record (its raw nil when raw is no object).
+// also makes raw's own record in found (its raw nil when raw is no object).
 //
 // It reads raw in one pass (jsonscan.ScanObject): metadata, its labels and its annotations are
 // checked on the way, not scanned again. When several things are wrong, the first wrong key at
 // the top level is reported, else a wrong kind, else the first problem in metadata.
-func (s *inputShape) check(raw []byte, gvk schema.GroupVersionKind, subject, expected string) (*record, error) {
+func (s *inputShape) check(raw []byte, gvk schema.GroupVersionKind, subject, expected string, found *record) error {
 	var topErr, metaErr error
-	found := &record{own: true, factsRead: true}
+	*found = record{own: true, factsRead: true}
 	top := level{fields: &s.top, fold: true}
 	end := jsonscan.ScanObject(raw, func(key, rest []byte) int {
 		name, err := top.add(keyName(key))
@@ -225,18 +227,18 @@ func (s *inputShape) check(raw []byte, gvk schema.GroupVersionKind, subject, exp
 		return n
 	})
 	if topErr != nil {
-		return nil, topErr
+		return topErr
 	}
 	if err := checkKind(found.apiVersion, found.kind, gvk, subject, expected); err != nil {
-		return nil, err
+		return err
 	}
 	if metaErr != nil {
-		return nil, metaErr
+		return metaErr
 	}
 	if end >= 0 {
 		found.raw, found.facts.object = raw, true
 	}
-	return found, nil
+	return nil
 }
 
 // keyName returns the text of the member key literal lit (nil when lit is no string: invalid

@@ -127,7 +127,9 @@ func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hook
 				Err: &DecodeError{GVK: itemGVK, Err: err},
 			}
 		}
-		o, err := itemCall.runOps(ctx, itemGVK, t, item)
+		one := *itemCall
+		one.rec = &record{raw: item} // the item's one record (derived: read on demand)
+		o, err := one.runOps(ctx, itemGVK, t, item)
 		if err != nil {
 			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: err}
 		}

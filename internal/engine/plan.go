@@ -183,7 +183,7 @@ func (r *Registry) Explain(gvk schema.GroupVersionKind, t hooks.HookType, raw []
 // Explain is Registry.Explain with r's limits.
 func (r *Runner) Explain(gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Plan, error) {
 	rn := r.newCall(false)
-	rec, err := r.reg.checkInput(gvk, t, raw, false)
+	rec, err := r.reg.checkInput(gvk, t, raw, false, &rn.own)
 	if err != nil {
 		return Plan{}, err
 	}

@@ -123,7 +123,9 @@ type call struct {
 	// carry are entries of an earlier undo that a write records before its own (undoPlan.carry).
 	carry []undo.Entry
 	// rec is the record of the object the call runs on (intake.go: recordOf); nil: none yet.
+	// own holds the request's (checkInput), so that it is no allocation of its own.
 	rec *record
+	own record
 }
 
 // newCall returns a call of r for one request.

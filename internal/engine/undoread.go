@@ -30,6 +30,7 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte) (o outcom
 	run := func(restored []byte, carry []undo.Entry) ([]patch.Operation, error) {
 		in := *rn // the chain records the carried entries before its own
 		in.carry = carry
+		in.own, in.rec = record{raw: restored}, &in.own // the restored object's one record (derived)
 		o, theirs = in.runChain(ctx, c, restored)
 		return o.ops, theirs
 	}
