@@ -27,7 +27,9 @@
 // UPDATE → Update*, DELETE → Delete*, and any listed operation (or "*") → Get*.
 //
 // Differences from a cluster:
-//   - Params only from Options.Params (the config's objects), never from a cluster; bindings
+//   - Params from Options.Params (the config's objects) and, when set, Options.ParamSource (the
+//     host cluster's, package paramsource, which never gives the tenant's objects; not under
+//     policyreg.ConfigParamsOnly, the load-time self-test); bindings
 //     from Options.Bindings, run in the order given, the params a paramRef selects by
 //     namespace then name (Kubernetes defines no order). A policy without bindings is bound
 //     once with params null. Refused at load where a cluster would accept: a binding naming
