@@ -102,24 +102,42 @@ func TestBindingsFileAndParamsFile(t *testing.T) {
 		inline  bool                 // Parse config.yaml's text (no directory) instead of Load
 		want    string
 	}{
-		{name: "a param without a name is named by file and document", replace: map[string][2]string{"params.yaml": {"name: unrelated, ", ""}},
-			want: "paramsFile params.yaml: document 1 (params[0]): invalid MutatingAdmissionPolicy: metadata.name: Required value"},
-		{name: "a bad item of a List is named by its document and item", replace: map[string][2]string{"params.yaml": {"name: gold, ", ""}},
-			want: "paramsFile params.yaml: document 2 items[0] (params[1])"},
-		{name: "an unknown field of a binding is named by file and document", replace: map[string][2]string{"bindings.yaml": {"policyName: tier", "policyNam: tier"}},
-			want: `bindingsFile bindings.yaml: document 2 (bindings[0]): invalid MutatingAdmissionPolicy: unknown field "spec.policyNam"`},
-		{name: "a document that is not YAML is named", replace: map[string][2]string{"params.yaml": {"kind: List", "kind: [List"}},
-			want: "hooks[0].paramsFile: Invalid value: params.yaml: document 2: "},
-		{name: "a binding naming another policy is named", replace: map[string][2]string{"bindings.yaml": {"policyName: tier", "policyName: other"}},
-			want: `bindings[0].spec.policyName: Invalid value: "other": names no configured policy`},
-		{name: "a missing file is named at its key", replace: map[string][2]string{"config.yaml": {"paramsFile: params.yaml", "paramsFile: nope.yaml"}},
-			want: "hooks[0].paramsFile: Invalid value: "},
-		{name: "bindings and bindingsFile together are refused", replace: map[string][2]string{"config.yaml": {"    bindingsFile:", "    bindings: []\n    bindingsFile:"}},
-			want: "hooks[0].bindingsFile: Forbidden: bindings and bindingsFile cannot both be set"},
-		{name: "a relative file in an inline config is refused naming the key", inline: true,
-			want: `hooks[0].bindingsFile: Invalid value: "bindings.yaml" is relative, and this config was given inline`},
-		{name: "the files on an entry without a policy are refused", replace: map[string][2]string{"config.yaml": {"policyFile: policy.yaml", "labels: {labels: {a: b}}\n    resources: [{apiVersion: v1, kind: Pod}]"}},
-			want: "hooks[0]: Forbidden: bindings, params, bindingsFile and paramsFile are only for a policy or policyFile entry"},
+		{
+			name: "a param without a name is named by file and document", replace: map[string][2]string{"params.yaml": {"name: unrelated, ", ""}},
+			want: "paramsFile params.yaml: document 1 (params[0]): invalid MutatingAdmissionPolicy: metadata.name: Required value",
+		},
+		{
+			name: "a bad item of a List is named by its document and item", replace: map[string][2]string{"params.yaml": {"name: gold, ", ""}},
+			want: "paramsFile params.yaml: document 2 items[0] (params[1])",
+		},
+		{
+			name: "an unknown field of a binding is named by file and document", replace: map[string][2]string{"bindings.yaml": {"policyName: tier", "policyNam: tier"}},
+			want: `bindingsFile bindings.yaml: document 2 (bindings[0]): invalid MutatingAdmissionPolicy: unknown field "spec.policyNam"`,
+		},
+		{
+			name: "a document that is not YAML is named", replace: map[string][2]string{"params.yaml": {"kind: List", "kind: [List"}},
+			want: "hooks[0].paramsFile: Invalid value: params.yaml: document 2: ",
+		},
+		{
+			name: "a binding naming another policy is named", replace: map[string][2]string{"bindings.yaml": {"policyName: tier", "policyName: other"}},
+			want: `bindings[0].spec.policyName: Invalid value: "other": names no configured policy`,
+		},
+		{
+			name: "a missing file is named at its key", replace: map[string][2]string{"config.yaml": {"paramsFile: params.yaml", "paramsFile: nope.yaml"}},
+			want: "hooks[0].paramsFile: Invalid value: ",
+		},
+		{
+			name: "bindings and bindingsFile together are refused", replace: map[string][2]string{"config.yaml": {"    bindingsFile:", "    bindings: []\n    bindingsFile:"}},
+			want: "hooks[0].bindingsFile: Forbidden: bindings and bindingsFile cannot both be set",
+		},
+		{
+			name: "a relative file in an inline config is refused naming the key", inline: true,
+			want: `hooks[0].bindingsFile: Invalid value: "bindings.yaml" is relative, and this config was given inline`,
+		},
+		{
+			name: "the files on an entry without a policy are refused", replace: map[string][2]string{"config.yaml": {"policyFile: policy.yaml", "labels: {labels: {a: b}}\n    resources: [{apiVersion: v1, kind: Pod}]"}},
+			want: "hooks[0]: Forbidden: bindings, params, bindingsFile and paramsFile are only for a policy or policyFile entry",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := map[string]string{}
