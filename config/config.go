@@ -67,8 +67,9 @@ type Config struct {
 	readFile func(string) ([]byte, error)
 	// hostParams is BuildWith's BuildOptions.HostParams.
 	hostParams policyreg.HostParams
-	// extraParams are the params every policy entry gets after its own (AddParams).
-	extraParams []extraParam
+	// extraParams are the params every policy entry gets after its own (AddParams);
+	// extraBindings the bindings the entry of the policy each names gets (AddBindings).
+	extraParams, extraBindings []extraObject
 }
 
 // Hook is one entry of the config: one built-in hook (labels or strip, exactly one), the

@@ -16,9 +16,10 @@ import (
 	"github.com/synchook/synchook/internal/policyreg"
 )
 
-// extraParam is a param every policy entry gets after its own (Config.AddParams), with where
+// extraObject is a param every policy entry gets after its own (Config.AddParams), or a
+// binding the entry of the policy it names gets after its own (Config.AddBindings), with where
 // it came from.
-type extraParam struct {
+type extraObject struct {
 	data  []byte
 	where string
 }
@@ -35,7 +36,74 @@ func (c *Config) AddParams(params [][]byte, where []string) {
 		if i < len(where) {
 			w = where[i]
 		}
-		c.extraParams = append(c.extraParams, extraParam{data: data, where: w})
+		c.extraParams = append(c.extraParams, extraObject{data: data, where: w})
+	}
+}
+
+// AddBindings adds MutatingAdmissionPolicyBindings (YAML or JSON, one each), each to the
+// policy entry whose policy its spec.policyName names, after the entry's own bindings (and
+// bindingsFile), where[i] saying where bindings[i] came from in errors: synchook test's
+// bindings:, the bindings a test file says the cluster holds. Build refuses one that names no
+// policy of the config.
+func (c *Config) AddBindings(bindings [][]byte, where []string) {
+	for i, data := range bindings {
+		w := fmt.Sprintf("bindings[%d]", len(c.extraBindings))
+		if i < len(where) {
+			w = where[i]
+		}
+		c.extraBindings = append(c.extraBindings, extraObject{data: data, where: w})
+	}
+}
+
+// extraBindingsOf adds to src the extra bindings (AddBindings) that name the entry's policy
+// (its manifest's metadata.name), marking them used.
+func (v *validator) extraBindingsOf(src *policyreg.Source) {
+	if len(v.extraBindings) == 0 {
+		return
+	}
+	manifest := src.Manifest
+	if src.File != "" {
+		data, err := os.ReadFile(src.File)
+		if err != nil {
+			return // the compiler reports it
+		}
+		manifest = data
+	}
+	var policy struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal(manifest, &policy); err != nil || policy.Metadata.Name == "" {
+		return // the compiler reports it
+	}
+	for i, e := range v.extraBindings {
+		if bindingPolicyName(e.data) == policy.Metadata.Name {
+			src.Bindings, src.BindingsAt = append(src.Bindings, e.data), append(src.BindingsAt, e.where)
+			v.usedBindings[i] = true
+		}
+	}
+}
+
+// bindingPolicyName returns the spec.policyName of the binding data (YAML or JSON), "" when it
+// has none.
+func bindingPolicyName(data []byte) string {
+	var b struct {
+		Spec struct {
+			PolicyName string `json:"policyName"`
+		} `json:"spec"`
+	}
+	_ = yaml.Unmarshal(data, &b) // one that does not decode names no policy: unusedBindings says so
+	return b.Spec.PolicyName
+}
+
+// unusedBindings refuses the extra bindings (AddBindings) no policy entry took.
+func (v *validator) unusedBindings() {
+	for i, e := range v.extraBindings {
+		if !v.usedBindings[i] {
+			v.errs = append(v.errs, field.Invalid(field.NewPath("hooks"), bindingPolicyName(e.data),
+				e.where+": spec.policyName names no policy of the config's policy entries (a MutatingAdmissionPolicyBinding with the metadata.name of one)"))
+		}
 	}
 }
 
@@ -43,7 +111,8 @@ func (c *Config) AddParams(params [][]byte, where []string) {
 // paramsFile (each resolved as policyFile is: relative to the config file's directory, an
 // error in an inline config), every document of each (readDocuments) after the entry's inline
 // ones, labelled with the file and document for errors; their contents go into the entry's
-// revision; then the config's extra params (AddParams). A problem is recorded at the key; it
+// revision; then the config's extra bindings that name its policy (AddBindings) and extra
+// params (AddParams). A problem is recorded at the key; it
 // returns false when there was one.
 func (v *validator) policyFiles(p *field.Path, h *Hook, src *policyreg.Source) bool {
 	ok := true
@@ -55,6 +124,7 @@ func (v *validator) policyFiles(p *field.Path, h *Hook, src *policyreg.Source) b
 		src.ParamsAt = append(src.ParamsAt, fmt.Sprintf("params[%d]", i))
 	}
 	defer func() {
+		v.extraBindingsOf(src)
 		for _, e := range v.extraParams {
 			src.Params, src.ParamsAt = append(src.Params, e.data), append(src.ParamsAt, e.where)
 			h.filesData = append(h.filesData, e.data)

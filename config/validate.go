@@ -46,8 +46,11 @@ type validator struct {
 	readFile func(string) ([]byte, error)
 	// hostParams is the program's params from the host cluster (BuildOptions); nil: none.
 	hostParams policyreg.HostParams
-	// extraParams are the params every policy entry gets after its own (Config.AddParams).
-	extraParams []extraParam
+	// extraParams are the params every policy entry gets after its own (Config.AddParams);
+	// extraBindings the bindings the entry of the policy each names gets (Config.AddBindings),
+	// usedBindings which of them an entry took.
+	extraParams, extraBindings []extraObject
+	usedBindings               []bool
 	// versions maps each group the scheme knows to its versions.
 	versions map[string][]string
 	// names maps each hook name registered so far to the position that registers it.
@@ -58,7 +61,7 @@ type validator struct {
 }
 
 func (c *Config) validate(scheme *runtime.Scheme) error {
-	v := &validator{scheme: scheme, source: c.source, readFile: c.readFile, hostParams: c.hostParams, extraParams: c.extraParams, versions: map[string][]string{}, names: map[string]string{}}
+	v := &validator{scheme: scheme, source: c.source, readFile: c.readFile, hostParams: c.hostParams, extraParams: c.extraParams, extraBindings: c.extraBindings, usedBindings: make([]bool, len(c.extraBindings)), versions: map[string][]string{}, names: map[string]string{}}
 	for gvk := range scheme.AllKnownTypes() {
 		if gvk.Version == runtime.APIVersionInternal {
 			continue
@@ -73,6 +76,7 @@ func (c *Config) validate(scheme *runtime.Scheme) error {
 	for i := range c.Hooks {
 		v.hook(i, &c.Hooks[i])
 	}
+	v.unusedBindings()
 	v.undoPerChain(c.Hooks)
 	return invalid(v.errs.ToAggregate(), v.causes...)
 }

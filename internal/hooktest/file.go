@@ -47,6 +47,11 @@ type File struct {
 	// select from them, in the load-time idempotency self-test, the cases and their round
 	// trips alike. A file with params: needs a config with a policy entry.
 	Params []json.RawMessage `json:"params,omitempty"`
+	// Bindings are MutatingAdmissionPolicyBindings the cluster holds (each a file or inline):
+	// each goes to the policy entry whose policy its spec.policyName names, after the entry's
+	// own bindings (config.Config.AddBindings); one that names no policy of the config is
+	// refused with the config.
+	Bindings []json.RawMessage `json:"bindings,omitempty"`
 	// Transport is how the config is served: "vcluster" (default: a vcluster plugin, whose
 	// protocols send the object only) or "admission" (`synchook serve` as kube-apiserver's
 	// mutating webhook, which also sends the stored object on UPDATE: a case's oldObject).

@@ -82,3 +82,45 @@ cases:
 		})
 	}
 }
+
+// TestATestFileGivesTheBindingsOfThePolicies: a test file's bindings: are the bindings the
+// cluster holds: each goes to the policy entry whose policy it names, after the entry's own.
+func TestATestFileGivesTheBindingsOfThePolicies(t *testing.T) {
+	unbound := tierConfig[:strings.Index(tierConfig, "    bindings:")]
+	const binding = "{apiVersion: admissionregistration.k8s.io/v1, kind: MutatingAdmissionPolicyBinding, metadata: {name: tier}, spec: {policyName: %s, paramRef: {name: tier}}}"
+	const test = `
+config: config.yaml
+params: [tier.yaml]
+bindings:
+%s
+cases:
+  - name: the pod gets the tier of its namespace's param
+    object: pod.yaml
+    expect: {match: subset, object: {metadata: {labels: {app: web, tier: gold}}}}
+`
+	for _, tc := range []struct {
+		name, bindings string
+		code           int
+		want           string
+	}{
+		{name: "an inline binding binds the policy it names", bindings: "  - " + strings.Replace(binding, "%s", "tier", 1), code: hooktest.ExitOK, want: "ok\t1 cases in 1 files"},
+		{name: "a binding in a file binds the policy it names", bindings: "  - binding.yaml", code: hooktest.ExitOK, want: "ok\t1 cases in 1 files"},
+		{name: "a binding naming no policy of the config is refused", bindings: "  - " + strings.Replace(binding, "%s", "other", 1), code: hooktest.ExitInvalid, want: `hooks: Invalid value: "other": the test file's bindings[0]: spec.policyName names no policy of the config's policy entries`},
+		{name: "without a binding the policy runs once with params null and fails", bindings: "  []", code: hooktest.ExitFailed, want: "no such key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := dir(t, map[string]string{
+				"config.yaml": unbound, "pod.yaml": pod, "tier.yaml": tierParam, "binding.yaml": strings.Replace(binding, "%s", "tier", 1),
+				hooktest.FileName: strings.Replace(test, "%s", tc.bindings, 1),
+			})
+			code, out, errOut := run(t, d, hooktest.Options{}, false)
+			got := out
+			if tc.code == hooktest.ExitInvalid {
+				got = errOut + out
+			}
+			if code != tc.code || !strings.Contains(got, tc.want) {
+				t.Errorf("exit %d, want %d with %q:\n%s%s", code, tc.code, tc.want, out, errOut)
+			}
+		})
+	}
+}

@@ -164,7 +164,7 @@ func (f *File) registry(ctx context.Context, opts Options) (*engine.Registry, er
 			cfg = &config.Config{} // a program with Go hooks runs no default (sidecar.NoDefaultConfig)
 		}
 	}
-	if err := f.addParams(cfg); err != nil {
+	if err := f.addClusterObjects(cfg); err != nil {
 		return nil, err
 	}
 	ring, err := undo.GenerateRing()
@@ -180,27 +180,34 @@ func (f *File) registry(ctx context.Context, opts Options) (*engine.Registry, er
 	return reg, nil
 }
 
-// addParams gives every policy entry of cfg the file's params (objectJSON: a file or inline),
-// each named "the test file's params[i]" in the config's errors. Params with no policy entry
-// to take them make the file invalid.
-func (f *File) addParams(cfg *config.Config) error {
-	if len(f.Params) == 0 {
-		return nil
-	}
-	if !slices.ContainsFunc(cfg.Hooks, func(h config.Hook) bool { return h.Policy != nil || h.PolicyFile != "" }) {
-		return fmt.Errorf("%w %s: params: the config has no policy entry (policy: or policyFile:) to give them to", ErrInvalid, f.path)
-	}
-	params := make([][]byte, len(f.Params))
-	where := make([]string, len(f.Params))
-	for i, raw := range f.Params {
-		key := fmt.Sprintf("params[%d]", i)
-		data, err := f.objectJSON(raw, key)
-		if err != nil {
-			return err
+// addClusterObjects gives cfg's policy entries the file's params (every entry) and bindings
+// (the entry of the policy each names), each a file or inline (objectJSON) and named "the test
+// file's params[i]" ("bindings[i]") in the config's errors. Either with no policy entry to
+// take them makes the file invalid.
+func (f *File) addClusterObjects(cfg *config.Config) error {
+	for _, l := range []struct {
+		key  string
+		raws []json.RawMessage
+		add  func([][]byte, []string)
+	}{{"params", f.Params, cfg.AddParams}, {"bindings", f.Bindings, cfg.AddBindings}} {
+		if len(l.raws) == 0 {
+			continue
 		}
-		params[i], where[i] = data, "the test file's "+key
+		if !slices.ContainsFunc(cfg.Hooks, func(h config.Hook) bool { return h.Policy != nil || h.PolicyFile != "" }) {
+			return fmt.Errorf("%w %s: %s: the config has no policy entry (policy: or policyFile:) to give them to", ErrInvalid, f.path, l.key)
+		}
+		objs := make([][]byte, len(l.raws))
+		where := make([]string, len(l.raws))
+		for i, raw := range l.raws {
+			key := fmt.Sprintf("%s[%d]", l.key, i)
+			data, err := f.objectJSON(raw, key)
+			if err != nil {
+				return err
+			}
+			objs[i], where[i] = data, "the test file's "+key
+		}
+		l.add(objs, where)
 	}
-	cfg.AddParams(params, where)
 	return nil
 }
 

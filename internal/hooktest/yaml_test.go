@@ -68,7 +68,7 @@ func TestAnUnknownKeyNamesItsPathAndTheValidKeys(t *testing.T) {
 		{
 			name: "a misspelt top-level key",
 			file: "confg: config.yaml\ncases:\n  - {name: a, object: pod.yaml}\n",
-			want: `: unknown field "confg" (valid: cases, config, configError, name, namespaces, params, requireHooks, transport, values, virtualNamespaces)`,
+			want: `: unknown field "confg" (valid: bindings, cases, config, configError, name, namespaces, params, requireHooks, transport, values, virtualNamespaces)`,
 		},
 		{
 			name: "objct in the first case",
