@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -118,15 +117,13 @@ func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hook
 			err = fmt.Errorf("not started before the request ended: %w", ctx.Err())
 			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: err}
 		}
-		if err == nil {
-			item, err = id.withTypeMeta(item, itemGVK)
-		}
 		if err != nil {
 			return &ItemError{
 				List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name,
 				Err: &DecodeError{GVK: itemGVK, Err: err},
 			}
 		}
+		item = id.withTypeMeta(item, itemGVK)
 		one := *itemCall
 		one.rec = &record{raw: item} // the item's one record (derived: read on demand)
 		o, err := one.runOps(ctx, itemGVK, t, item)
@@ -158,24 +155,14 @@ func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hook
 
 // withTypeMeta returns item with apiVersion and kind of gvk added in front when it has
 // neither, else item itself. item must be a JSON object.
-func (id itemID) withTypeMeta(item []byte, gvk schema.GroupVersionKind) ([]byte, error) {
+func (id itemID) withTypeMeta(item []byte, gvk schema.GroupVersionKind) []byte {
 	if id.APIVersion != "" || id.Kind != "" {
-		return item, nil
+		return item
 	}
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	head, err := json.Marshal(struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}{apiVersion, kind})
-	if err != nil {
-		return nil, err
+	head := `{"apiVersion":` + string(jsonString(apiVersion)) + `,"kind":` + string(jsonString(kind))
+	if body := bytes.TrimSpace(bytes.TrimSpace(item)[1:]); len(body) == 0 || body[0] != '}' { // after the opening brace
+		return append([]byte(head+","), body...)
 	}
-	body := bytes.TrimSpace(bytes.TrimSpace(item)[1:]) // after the opening brace
-	if len(body) > 0 && body[0] == '}' {
-		return head, nil
-	}
-	out := make([]byte, 0, len(head)+1+len(body))
-	out = append(out, head[:len(head)-1]...)
-	out = append(out, ',')
-	return append(out, body...), nil
+	return []byte(head + "}")
 }

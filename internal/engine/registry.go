@@ -98,49 +98,29 @@ func (c *chain) of(key Key, hs []namedFunc) *chain {
 // c's hook type has a read pair and no hook of c opted out (a chain is undone whole or not at
 // all: a hook whose change the tenant should see makes its whole chain visible).
 func (r *Registry) recordsUndo(c *chain) bool {
-	if _, ok := c.key.Type.ReadOf(); !ok || !r.opts.Undo {
-		return false
-	}
+	_, ok := c.key.Type.ReadOf()
+	return ok && r.opts.Undo && c.every(func(h namedFunc) bool { return !h.noUndo })
+}
+
+// every reports whether c has hooks and has holds for each: the capabilities its plan is
+// chosen from (planOf).
+func (c *chain) every(has func(namedFunc) bool) bool {
 	for _, h := range c.hooks {
-		if h.noUndo {
+		if !has(h) {
 			return false
 		}
 	}
 	return len(c.hooks) > 0
 }
 
-// inline reports whether every hook of c is builtin (RegisterBuiltin): then its hooks run on
-// the request's goroutine (chain.supervise).
-func (c *chain) inline() bool {
-	for _, h := range c.hooks {
-		if !h.builtin {
-			return false
-		}
-	}
-	return len(c.hooks) > 0
-}
+// inline: every hook is builtin (RegisterBuiltin), so they run on the request's goroutine
+// (chain.supervise); stripOnly: every hook is a strip hook (the document path, runStripDoc);
+// metadataOnly: every hook is a MetadataHook (the label/annotation path, runMetadata).
+func (c *chain) inline() bool { return c.every(func(h namedFunc) bool { return h.builtin }) }
 
-// stripOnly reports whether every hook of c is a strip hook (namedFunc.strip): then the chain
-// can run on the object's JSON (runStripDoc).
-func (c *chain) stripOnly() bool {
-	for _, h := range c.hooks {
-		if h.strip == nil {
-			return false
-		}
-	}
-	return len(c.hooks) > 0
-}
+func (c *chain) stripOnly() bool { return c.every(func(h namedFunc) bool { return h.strip != nil }) }
 
-// metadataOnly reports whether every hook of c is a MetadataHook: then the chain runs on the
-// request's JSON (runMetadata).
-func (c *chain) metadataOnly() bool {
-	for _, h := range c.hooks {
-		if h.meta == nil {
-			return false
-		}
-	}
-	return len(c.hooks) > 0
-}
+func (c *chain) metadataOnly() bool { return c.every(func(h namedFunc) bool { return h.meta != nil }) }
 
 // NewRegistry returns an empty Registry that resolves hook resources with scheme (nil:
 // client-go's scheme, all built-in Kubernetes kinds), without automatic undo.

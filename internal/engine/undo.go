@@ -35,8 +35,7 @@ func (r *Registry) rule(key Key) undo.Rule {
 // *HookError of c wrapping undo.ErrNeedsKey or undo.ErrTooLarge.
 func (r *Registry) seal(c *chain, id undo.Identity, entries, carry []undo.Entry) (string, error) {
 	side := c.key.Type.Side()
-	rule := undo.Rule{Ring: r.opts.Keys.Ring(), MaxBytes: r.opts.MaxUndoBytes}
-	value, err := rule.Seal(id, side, c.writers, entries, carry)
+	value, err := undo.Rule{Ring: r.opts.Keys.Ring(), MaxBytes: r.opts.MaxUndoBytes}.Seal(id, side, c.writers, entries, carry)
 	if err != nil {
 		return "", &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 	}
