@@ -56,16 +56,16 @@ func (c *Config) AddBindings(bindings [][]byte, where []string) {
 }
 
 // extraBindingsOf adds to src the extra bindings (AddBindings) that name the entry's policy
-// (its manifest's metadata.name), marking them used.
-func (v *validator) extraBindingsOf(src *policyreg.Source) {
+// (its manifest's metadata.name), marking them used, and returns them (for the revision).
+func (v *validator) extraBindingsOf(src *policyreg.Source) [][]byte {
 	if len(v.extraBindings) == 0 {
-		return
+		return nil
 	}
 	manifest := src.Manifest
 	if src.File != "" {
 		data, err := os.ReadFile(src.File)
 		if err != nil {
-			return // the compiler reports it
+			return nil // the compiler reports it
 		}
 		manifest = data
 	}
@@ -75,14 +75,17 @@ func (v *validator) extraBindingsOf(src *policyreg.Source) {
 		} `json:"metadata"`
 	}
 	if err := yaml.Unmarshal(manifest, &policy); err != nil || policy.Metadata.Name == "" {
-		return // the compiler reports it
+		return nil // the compiler reports it
 	}
+	var added [][]byte
 	for i, e := range v.extraBindings {
 		if bindingPolicyName(e.data) == policy.Metadata.Name {
 			src.Bindings, src.BindingsAt = append(src.Bindings, e.data), append(src.BindingsAt, e.where)
 			v.usedBindings[i] = true
+			added = append(added, e.data)
 		}
 	}
+	return added
 }
 
 // bindingPolicyName returns the spec.policyName of the binding data (YAML or JSON), "" when it
@@ -124,7 +127,7 @@ func (v *validator) policyFiles(p *field.Path, h *Hook, src *policyreg.Source) b
 		src.ParamsAt = append(src.ParamsAt, fmt.Sprintf("params[%d]", i))
 	}
 	defer func() {
-		v.extraBindingsOf(src)
+		h.filesData = append(h.filesData, v.extraBindingsOf(src)...)
 		for _, e := range v.extraParams {
 			src.Params, src.ParamsAt = append(src.Params, e.data), append(src.ParamsAt, e.where)
 			h.filesData = append(h.filesData, e.data)
