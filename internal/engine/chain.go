@@ -14,10 +14,11 @@ import (
 // Mutate runs the chain of (gvk, t) on the JSON object raw and returns the JSON Patch from raw to
 // the hooked object.
 //
-// One object per request: raw is scanned once at intake (checkInput: its top-level members,
-// metadata, identity and undo value, which every later stage reads instead of scanning raw
-// again, and which seed the request's index); a chain of label/annotation hooks works on the
-// two maps alone; any other chain decodes raw once (into the scheme's type, or Unstructured for
+// One object per request: raw is read once at intake into its record (intake.go: the checks,
+// its top-level members and metadata facts, which every later stage reads instead of scanning
+// raw again, and which seed the request's index); the plan (plan.go) is chosen from the
+// chain's capabilities and the record before any hook runs; a chain of label/annotation hooks
+// works on the two maps alone, a chain of strip hooks on the request's JSON; any other chain decodes raw once (into the scheme's type, or Unstructured for
 // unknown kinds), runs every hook in registration order on it and compares the result once
 // with a deep copy of the decoded object (patch.DiffTyped: the typed round trip of raw, so
 // fields the compiled types do not know are never touched), moving the operations onto raw

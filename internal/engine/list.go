@@ -108,7 +108,7 @@ func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	err = parallel.For(len(items), func(i int) error {
 		item := items[i]
 		id, err := itemIdentity(item, itemGVK) // item is valid JSON: raw was validated
-		// The input check (input.go) before itemIdentity's own kind check; id names the item.
+		// The input check (checkItem) before itemIdentity's own kind check; id names the item.
 		if inputErr := rn.reg.checkItem(itemGVK, item); inputErr != nil {
 			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: inputErr}
 		}

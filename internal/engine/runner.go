@@ -161,7 +161,7 @@ func (r *Runner) Registry() *Registry { return r.reg }
 // Mutate runs the chain of (gvk, t) on the JSON object raw for one request and returns the JSON
 // Patch from raw to the hooked object (see Registry.Mutate for what it does; a list kind of a
 // hooked item kind is a batch). Errors: *DecodeError for malformed input (with an *InputError
-// for an object of another kind or with ambiguous keys: input.go), *HookError naming
+// for an object of another kind or with ambiguous keys: intake.go), *HookError naming
 // the hook when one fails, *ItemError for a list item, ErrOverloaded when every slot is busy.
 func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
 	return r.mutate(ctx, gvk, t, raw, MutateOptions{})

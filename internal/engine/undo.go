@@ -51,7 +51,7 @@ func (r *call) subjectOf(key Key, raw []byte, doc *jsondoc.Doc) undo.Subject {
 }
 
 // undoAnnotationOf is undo.AnnotationIn for the object raw of the call, read in its metadata
-// (metadataOf).
+// (its record's).
 func (r *call) undoAnnotationOf(raw []byte) (string, bool) {
 	meta, ok := r.recordOf(raw).meta()
 	if !ok {
@@ -81,7 +81,7 @@ func (r *call) record(c *chain, raw []byte, ops []patch.Operation, whole bool) (
 }
 
 // identityOf is undo.IdentityIn for the object raw of the call, of key's kind and side, read in
-// its metadata (metadataOf).
+// its metadata (its record's).
 func (r *call) identityOf(key Key, raw []byte) undo.Identity {
 	meta, _ := r.recordOf(raw).meta()
 	return undo.IdentityIn(key.GVK, key.Type.Side(), meta)

@@ -16,7 +16,7 @@ import (
 // that undo applied, recording only the new change. own is false when raw brings no such undo
 // (on a Create, always): whatever is there is the tenant's, and runChain goes on.
 func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte) (o outcome, own bool, err error) {
-	value, had := rn.undoAnnotationOf(raw) // runChain's caller gate (mayCarryUndo) looked for the marker
+	value, had := rn.undoAnnotationOf(raw) // the plan (record.mayCarryUndo) looked for the marker
 	if !had {
 		return outcome{}, false, nil
 	}
