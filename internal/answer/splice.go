@@ -19,11 +19,13 @@ import (
 // same answer as Of(t, raw's Doc with ops applied) — decoded with encoding/json INTO the object
 // raw encodes, and into a new one, it gives exactly raw with ops applied — made with only the
 // work the change needs. Where every operation adds a member to an object that raw holds (the
-// member absent, or holding a scalar) or replaces a scalar by a scalar, each at a path raw holds (an operation inside what another
-// adds finds no parent there) and no two replacing one value, their values are spliced into one copy of raw's bytes: nothing
-// else of raw is decoded or encoded, and members raw holds that t does not know stay as they
-// are. Any other patch goes through Of. Errors: an operation that does not apply to raw, or a
-// value that does not encode (as Of).
+// member absent, or holding a scalar) or replaces a scalar by a scalar, at a path raw holds (an
+// operation inside what another adds finds no parent there), no two on one value, their values
+// are spliced into one copy of raw's bytes: nothing else of raw is decoded or encoded, and
+// members raw holds that t does not know stay as they are. Any other patch goes through Of.
+// Like Of it matches keys as written: a key that differs from another only in case (which the
+// engine's intake refuses) is another member. Errors: an operation that does not apply to raw,
+// or a value that does not encode (as Of).
 func Splice(t reflect.Type, raw []byte, ops []patch.Operation) ([]byte, error) {
 	if len(ops) == 0 {
 		return raw, nil
