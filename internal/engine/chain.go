@@ -81,8 +81,8 @@ type outcome struct {
 	ops   []patch.Operation
 	hooks int
 	merge []byte
-	// sealed says ops end with the operation that records the undo and merge holds it too
-	// (runTyped sealed it onto the hooked object).
+	// sealed says ops end with the operation that records the undo (and merge, when set,
+	// holds it too).
 	sealed bool
 	// doc is the request's object with ops made on it, when the chain edited one (an undo
 	// read): the answer is encoded from it.

@@ -42,10 +42,11 @@ type Result struct {
 // Answer returns the JSON that answers a vcluster plugin's Mutate: decoded with encoding/json's
 // Unmarshal INTO the object the request was decoded from (the way vcluster reads it), and also
 // into a new one, it gives exactly the hooked object (package answer). nil when nothing changed.
-// It never decodes the whole object: it is the chain's own encoding where the chain made one
-// that a merging decoder reads right, else the request's bytes with the chain's edits, encoded
-// along the kind's Go type (answer.Of). Errors: an edit that does not apply (a bug) or a value
-// that does not encode.
+// It never decodes or encodes the whole object: it is the chain's own encoding where the chain
+// made one that a merging decoder reads right, else the request's bytes with the chain's edits:
+// spliced into them where the edits add members or replace scalars (answer.Splice, a typed
+// write), else encoded along the kind's Go type (answer.Of). Errors: an edit that does not apply
+// (a bug) or a value that does not encode.
 func (r Result) Answer() ([]byte, error) {
 	if r.Patch == nil {
 		return nil, nil
@@ -53,11 +54,10 @@ func (r Result) Answer() ([]byte, error) {
 	if r.answer != nil {
 		return r.answer, nil
 	}
-	doc, err := r.edited()
-	if err != nil {
-		return nil, err
+	if r.doc != nil {
+		return answer.Of(r.goType, r.doc)
 	}
-	return answer.Of(r.goType, doc)
+	return answer.Splice(r.goType, r.raw, r.ops)
 }
 
 // Object returns the request object with Patch applied: the request bytes themselves when

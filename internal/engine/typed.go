@@ -43,12 +43,11 @@ func mergeSafe(ops []patch.Operation) bool {
 }
 
 // runTyped is runOps on the typed (or Unstructured) object: one decode of raw, the hooks, one
-// compare and at most one encode. For a typed object the compare is patch.DiffTyped of a deep
-// copy of the decoded object and the hooked one (no encoding of either whole); when records is
-// set it also seals the undo onto the hooked object (outcome.sealed); the hooked object is
-// encoded, as the answer (outcome.merge), only where a merging decoder reads that encoding
-// right (mergeSafe), else the answer is made from the request's bytes and the patch. An
-// Unstructured object is encoded before and after and the encodings diffed.
+// compare and no encode of the whole object. For a typed object the compare is
+// patch.DiffTyped of a deep copy of the decoded object and the hooked one (no encoding of
+// either whole); when records is set it also seals the undo into the patch (outcome.sealed);
+// the answer, when asked for, is made from the request's bytes and the patch (Result.Answer:
+// answer.Splice). An Unstructured object is encoded before and after and the encodings diffed.
 func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool) (outcome, error) {
 	gvk := c.key.GVK
 	obj := c.newObject()
@@ -112,21 +111,12 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	}
 	o := outcome{ops: ops, hooks: len(c.hooks)}
-	if records { // on out itself, so that its one encoding is the hooked object with its undo
-		var value string
-		if o.ops, value, o.sealed, err = rn.record(c, raw, o.ops, false); err != nil {
+	if records {
+		if o.ops, _, o.sealed, err = rn.record(c, raw, o.ops, false); err != nil {
 			return outcome{}, err
-		} else if value != "" {
-			out.SetAnnotations(undo.SetIn(maps.Clone(out.GetAnnotations()), value)) // never the hook's own map
 		}
 	}
-	if records && !o.sealed || !mergeSafe(o.ops) {
-		return o, nil // the answer is encoded from the request and the patch (Result.Answer)
-	}
-	if o.merge, err = json.Marshal(out); err != nil {
-		return outcome{}, fmt.Errorf("encode %s after hooks: %w", gvk.Kind, err)
-	}
-	return o, nil
+	return o, nil // the answer is spliced from the request and the patch when asked (Result.Answer)
 }
 
 // runLight is runTyped's compare for a chain whose hooks change only labels and annotations
