@@ -77,7 +77,7 @@ for target in patch:FuzzDiff patch:FuzzDiffTyped patch:FuzzMarshal internal/engi
 done
 
 step "benchmarks, briefly (so they cannot rot), and the load command with tiny bounds"
-go test -run XXX -short -bench . -benchtime 100x ./internal/engine/ ./patch/ ./webhook/ ./internal/bridgev2/ ./internal/capture/ >/dev/null
+go test -run XXX -short -bench . -benchtime 100x ./internal/engine/ ./patch/ ./webhook/ ./internal/bridgev2/ ./internal/capture/ ./internal/bench/ >/dev/null
 go run ./cmd/synchook-bench bench --max-requests 100 --max-duration 200ms >/dev/null
 # deadline: two at once (its slot count only means something when requests outlast their arrival)
 go run ./cmd/synchook-bench deadline --tolerations 1000 --parallel 2 --rounds 1 --grace 5s >/dev/null

@@ -124,8 +124,8 @@ func sizeRegistry(b *testing.B, name, hook string, keys *undo.Keeper) *engine.Re
 
 // BenchmarkSize is issue 55's cost against size: every path's write (UpdatePhysical, and the
 // resulting object as `synchook mutate` prints it) and read (GetPhysical of that result, sealed
-// undo) on a Pod of n and 4n tolerations (-size.n, default 8,000; the policies' CEL cost
-// budget refuses toleration-remove.yaml above ~35,700). Linear means the CPU time of 4n is at
+// undo) on a Pod of n and 4n tolerations (-size.n, default 8,000; the CEL cost limit refuses
+// toleration-remove.yaml between 52,000 and 56,000 of them). Linear: the CPU time of 4n is at
 // most ~4× that of n (issue 55: ≤ 4.6); cpu-ns/op is the process's CPU time per op (the
 // collector included), steadier than ns/op on a shared machine. hack/bench-size.sh runs it in
 // interleaved rounds and prints the ratios. With -short n is 100 (so that it cannot rot):
