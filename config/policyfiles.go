@@ -31,13 +31,7 @@ type extraObject struct {
 // policy entry; the load-time idempotency self-test and every request see them as the
 // config's own.
 func (c *Config) AddParams(params [][]byte, where []string) {
-	for i, data := range params {
-		w := fmt.Sprintf("params[%d]", len(c.extraParams))
-		if i < len(where) {
-			w = where[i]
-		}
-		c.extraParams = append(c.extraParams, extraObject{data: data, where: w})
-	}
+	c.extraParams = appendExtra(c.extraParams, "params", params, where)
 }
 
 // AddBindings adds MutatingAdmissionPolicyBindings (YAML or JSON, one each), each to the
@@ -46,13 +40,19 @@ func (c *Config) AddParams(params [][]byte, where []string) {
 // bindings:, the bindings a test file says the cluster holds. Build refuses one that names no
 // policy of the config.
 func (c *Config) AddBindings(bindings [][]byte, where []string) {
-	for i, data := range bindings {
-		w := fmt.Sprintf("bindings[%d]", len(c.extraBindings))
+	c.extraBindings = appendExtra(c.extraBindings, "bindings", bindings, where)
+}
+
+// appendExtra appends data to to, each named where[i] in errors, else key[n] by its place.
+func appendExtra(to []extraObject, key string, data [][]byte, where []string) []extraObject {
+	for i, d := range data {
+		w := fmt.Sprintf("%s[%d]", key, len(to))
 		if i < len(where) {
 			w = where[i]
 		}
-		c.extraBindings = append(c.extraBindings, extraObject{data: data, where: w})
+		to = append(to, extraObject{data: d, where: w})
 	}
+	return to
 }
 
 // extraBindingsOf adds to src the extra bindings (AddBindings) that name the entry's policy
