@@ -312,7 +312,7 @@ func checkMapKeys(where string, rest []byte, errp *error) int {
 
 // decodeStringMap decodes the JSON value into a map[string]string exactly as encoding/json's
 // Unmarshal does (null: a nil map; a member that is null: ""; a repeated key: its last value);
-// dups says a key repeats (or that the value's members are not to be spliced). It decodes
+// dups says a key repeats (or that the value was decoded by encoding/json). It decodes
 // without encoding/json unless a value is no plain string (escapes, non-ASCII text) or the
 // value is refused (then the error is encoding/json's own).
 func decodeStringMap(value []byte) (m map[string]string, dups bool, err error) {
@@ -345,15 +345,6 @@ func decodeStringMap(value []byte) (m map[string]string, dups bool, err error) {
 		return into, true, err // the answer encodes the map whole
 	}
 	return m, dups, nil
-}
-
-// eachEntry calls fn with every member of the JSON object text (a label or annotation map):
-// its key's text and its value's literal, a sub-slice of text.
-func eachEntry(text []byte, fn func(key, valueLit []byte)) {
-	jsonscan.EachMember(text, func(keyLit, valueLit []byte) bool {
-		fn(keyName(keyLit), valueLit)
-		return true
-	})
 }
 
 func jsonString(s string) json.RawMessage {

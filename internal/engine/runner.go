@@ -101,34 +101,25 @@ type Runner struct {
 	capture     CaptureFunc   // nil: off
 }
 
-// call is one request on a Runner: the Runner, shared and never changed, and what holds for this
-// request only. The chain-running methods are call methods.
+// call is one request on a Runner: what holds for this request only.
 type call struct {
 	*Runner
-	// observer is the Runner's.
 	observer Observer
-	// pending, when set, replaces the slots: the items of a List, and an undo read's
-	// restore and hooks, run under the request's one slot and count their running chains
-	// here, so the slot is released after the last returns.
+	// pending, when set, replaces the slots: the chains of one request (a List's items, an
+	// undo read's restore and hooks) run under its one slot (hold).
 	pending *heldSlot
-	// validJSON is set for requests known to be valid JSON (MutateOptions.ValidJSON, a List's items):
-	// the label/annotation fast path and the List split do not check them again.
+	// validJSON: the request is known to be valid JSON (MutateOptions.ValidJSON, a List's items).
 	validJSON bool
-	// old is the request's old object (MutateOptions.OldObject); nil: none.
-	old []byte
-	// keepOwnUndo makes write chains treat an undo synchook wrote like any other value
-	// instead of applying it first (ownUndo): for the idempotency check, whose second run
-	// must run the hooks on the first run's result.
+	old       []byte // MutateOptions.OldObject; nil: none
+	// keepOwnUndo makes write chains treat synchook's own undo like any other value (ownUndo):
+	// the idempotency check's second run runs the hooks on the first run's result.
 	keepOwnUndo bool
-	// carry are entries of an earlier undo that a write records before its own (undoPlan.carry).
-	carry []undo.Entry
-	// rec is the record of the object the call runs on (intake.go: recordOf); nil: none yet.
-	// own holds the request's (checkInput), so that it is no allocation of its own.
+	carry       []undo.Entry // undoPlan.carry
+	// rec is the record of the object the call runs on (recordOf); own holds the request's.
 	rec *record
 	own record
 }
 
-// newCall returns a call of r for one request.
 func (r *Runner) newCall(validJSON bool) *call {
 	return &call{Runner: r, observer: r.observer, validJSON: validJSON}
 }
@@ -198,7 +189,6 @@ func (r *Runner) MutateWithOptions(ctx context.Context, gvk schema.GroupVersionK
 	return r.mutate(ctx, gvk, t, raw, opts)
 }
 
-// mutate is Mutate with opts.
 func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, opts MutateOptions) (Result, error) {
 	c := r.newCall(opts.ValidJSON)
 	if len(opts.OldObject) > 0 {
@@ -218,17 +208,12 @@ func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hook
 }
 
 // runWhole is run for one whole request: when the kind has a chain for t, the request holds
-// one concurrency slot from its decode to its answer (the hooks, the diff and the undo run
-// under it), and an answer not ready by ctx's deadline is not given: the error wraps
-// ctx.Err() (context.DeadlineExceeded: 504 / DeadlineExceeded), for a read too, whose stored
-// object would show the tenant the hooks' values. With a deadline, the work on an object of
-// inlineWorkBytes or more runs on a goroutine of its own and the answer is given at the
-// deadline, whatever step the work is in: a step that cannot be interrupted (the decode or diff
-// of a large object) goes on holding the slot until it ends, and the work stops at the next
-// step that checks ctx (Runner.Stuck counts a slot held too long, whichever step holds it).
-// A smaller object's steps are short (linear in the object: well under 20 ms at 64 KiB), so
-// it runs on the caller's goroutine, which costs no goroutine start per request on the hot
-// path; its hooks are bounded by the deadline either way (chain.supervise).
+// one concurrency slot from its decode to its answer, and an answer not ready by ctx's
+// deadline is not given (the error wraps ctx.Err(): 504 / DeadlineExceeded), for a read too.
+// With a deadline, the work on an object of inlineWorkBytes or more runs on a goroutine of its
+// own and is answered at the deadline whatever step it is in (a step that cannot be
+// interrupted keeps the slot until it ends); a smaller object's work runs on the caller's
+// goroutine (its hooks bounded by the deadline either way: chain.supervise).
 func (r *call) runWhole(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
 	key := Key{GVK: gvk, Type: t}
 	release := func() {}
@@ -291,13 +276,12 @@ func (r *call) runWhole(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	return Result{}, late()
 }
 
-// inlineWorkBytes is the object size from which runWhole answers at the deadline while the
-// work goes on (see there).
-const inlineWorkBytes = 64 << 10
-
-// deadlineGrace is how long after the deadline runWhole waits for the work's own error (a
-// hook abandoned at the deadline, named) before it answers without it.
-const deadlineGrace = 20 * time.Millisecond
+// inlineWorkBytes and deadlineGrace: see runWhole (the grace is how long it waits after the
+// deadline for the work's own error, naming an abandoned hook).
+const (
+	inlineWorkBytes = 64 << 10
+	deadlineGrace   = 20 * time.Millisecond
+)
 
 // acquire takes a slot of MaxConcurrent without waiting; ok is false when none is free.
 func (r *call) acquire() (release func(), ok bool) {
@@ -311,12 +295,9 @@ func (r *call) acquire() (release func(), ok bool) {
 	return r.slots.acquire()
 }
 
-// hold takes one slot for a group of chain runs of one request (a List's items, an undo
-// read's restore and its hooks) and returns a Runner whose chains run under that slot
-// without taking slots of their own, and done, which the caller defers: the slot is freed when
-// done has been called and every chain run on inner has returned (a hook abandoned at its
-// deadline keeps it until it really returns). A Runner that already runs under a held slot is
-// returned as it is.
+// hold takes one slot for the chain runs of one request and returns a call whose chains run
+// under it, and done, which the caller defers: the slot is freed when done was called and every
+// chain run on inner has returned (an abandoned hook's too). A call under a held slot is kept.
 func (r *call) hold() (inner *call, done func(), ok bool) {
 	if r.pending != nil {
 		return r, func() {}, true
@@ -331,7 +312,7 @@ func (r *call) hold() (inner *call, done func(), ok bool) {
 	return &in, in.pending.done, true
 }
 
-// heldSlot is one concurrency slot shared by the chain runs of one request (Runner.hold).
+// heldSlot is one concurrency slot shared by the chain runs of one request (hold).
 type heldSlot struct {
 	refs    atomic.Int32
 	release func()
@@ -347,11 +328,8 @@ func (h *heldSlot) done() {
 }
 
 // hookCall returns the context and the timeout (0: none) of a call of hook i of chain c: ctx
-// with the hook's logger (ctx itself without a Runner logger) and the Runner's HookTimeout, or,
-// for a builtin hook (RegisterBuiltin), ctx itself and no timeout: it neither logs nor waits,
-// so a logger and a timer of its own would be made on every call for nothing (its chain runs
-// inline, where a timeout could not stop it anyway; the request's deadline is checked between
-// hooks).
+// with the hook's logger and the Runner's HookTimeout, or for a builtin hook (RegisterBuiltin,
+// which neither logs nor waits) ctx itself and no timeout.
 func (r *call) hookCall(ctx context.Context, c *chain, i int) (context.Context, time.Duration) {
 	if c.hooks[i].builtin {
 		return ctx, 0
@@ -362,9 +340,8 @@ func (r *call) hookCall(ctx context.Context, c *chain, i int) (context.Context, 
 	return logr.NewContext(ctx, r.hookLoggers(c)[i]), r.hookTimeout
 }
 
-// hookLoggers returns the loggers of the hooks of c, in chain order, made on first use and kept
-// for the Runner's life: a logger's WithValues (zap's encodes the values at once) costs more
-// than a labels hook's whole call, and the values never change.
+// hookLoggers returns the loggers of c's hooks, made on first use and kept (a WithValues costs
+// more than a labels hook's whole call).
 func (r *Runner) hookLoggers(c *chain) []logr.Logger {
 	if v, ok := r.loggers.Load(c); ok {
 		if loggers := v.([]logr.Logger); len(loggers) == len(c.hooks) {
@@ -379,21 +356,17 @@ func (r *Runner) hookLoggers(c *chain) []logr.Logger {
 	return loggers
 }
 
-// chainStats is what a Runner learned from one chain's typed runs, which decides how the next
-// run keeps the object before the hooks: while its hooks change only labels and annotations
-// (the typical hook), a copy of the two maps and a compare of them (light); once a run changed
-// more, a deep copy and patch.DiffTyped, until lightAfter runs in a row changed only the maps
-// again. Only the cost of a run depends on it, never its result.
+// chainStats is what one chain's typed runs showed: while its hooks change only labels and
+// annotations the next run copies and compares the two maps (light); once a run changed more, a
+// deep copy and patch.DiffTyped, until lightAfter runs in a row changed only the maps. Only the
+// cost of a run depends on it, never its result.
 type chainStats struct {
 	changedMore atomic.Bool
 	mapsOnly    atomic.Int32 // runs in a row, since changedMore was set, that changed only the maps
 }
 
-// lightAfter is how many typed runs in a row must change only labels and annotations before a
-// chain that changed more is tried light again (a light run that finds more pays a decode).
 const lightAfter = 16
 
-// statsOf returns the Runner's chainStats of c.
 func (r *Runner) statsOf(c *chain) *chainStats {
 	if st, ok := r.stats.Load(c); ok {
 		return st.(*chainStats)
