@@ -64,7 +64,7 @@ func (rn *call) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.Ho
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{raw: raw, ops: o.ops, Hooks: o.hooks, Operations: len(o.ops), answer: o.merge, doc: o.doc, rec: rec}
+	res := Result{raw: raw, ops: o.ops, Hooks: o.hooks, Operations: len(o.ops), doc: o.doc, rec: rec}
 	if c := rn.reg.chains[Key{GVK: gvk, Type: t}]; c != nil {
 		res.goType = c.objectType
 	}
@@ -75,14 +75,11 @@ func (rn *call) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.Ho
 }
 
 // outcome is what one chain run gives: the operations of the patch from the request object to
-// the hooked one (nil: no change), the number of hooks that ran, and the merge answer when it
-// was cheap to make (Result.Answer).
+// the hooked one (nil: no change) and the number of hooks that ran.
 type outcome struct {
 	ops   []patch.Operation
 	hooks int
-	merge []byte
-	// sealed says ops end with the operation that records the undo (and merge, when set,
-	// holds it too).
+	// sealed says ops end with the operation that records the undo.
 	sealed bool
 	// doc is the request's object with ops made on it, when the chain edited one (an undo
 	// read): the answer is encoded from it.
@@ -90,8 +87,7 @@ type outcome struct {
 }
 
 // runOps is Mutate for one object: it returns the operations of the patch from raw to the hooked
-// object (nil when nothing changed), the number of hooks that ran and, when it could make it
-// cheaply, the merge answer (Result.Answer).
+// object (nil when nothing changed) and the number of hooks that ran.
 func (rn *call) runOps(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (outcome, error) {
 	c := rn.reg.chains[Key{GVK: gvk, Type: t}]
 	if c == nil {

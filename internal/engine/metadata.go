@@ -108,19 +108,19 @@ func offset(doc, sub []byte) int {
 }
 
 // runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
-// operations on raw, the merge answer (see Result.Answer) and the number of hooks run.
-func (c *chain) runMetadata(ctx context.Context, rn *call, rec *record, undo bool) ([]patch.Operation, []byte, error) {
+// operations on raw.
+func (c *chain) runMetadata(ctx context.Context, rn *call, rec *record, undo bool) ([]patch.Operation, error) {
 	doc, err := c.metadataDoc(rec)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	m, err := c.metadataHooked(ctx, rn, doc.namespace, [2]map[string]string{doc.maps[0].value, doc.maps[1].value})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if undo {
 		if err := rn.reg.recordMetadataUndo(c, doc, m, rn.carry); err != nil {
-			return nil, nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+			return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 		}
 	}
 	return doc.answer([2]map[string]string{m.Labels, m.Annotations})
@@ -154,8 +154,8 @@ func (c *chain) metadataHooked(ctx context.Context, rn *call, namespace string, 
 }
 
 // answer returns the operations of the patch that gives doc's object the labels and
-// annotations after (nil: none). The merge answer is Result.Answer's (answer.Splice).
-func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, []byte, error) {
+// annotations after (nil: none); Result.Answer makes the merge answer from them.
+func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, error) {
 	var ops []patch.Operation
 	var metaMembers []string // members to add to metadata (absent before)
 	for i := range doc.maps {
@@ -180,7 +180,7 @@ func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, [
 		default: // absent or null, and now has keys: the whole map
 			encoded, err := json.Marshal(now)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if doc.metaObject {
 				ops = append(ops, patch.Operation{Operation: "add", Path: path, Value: json.RawMessage(encoded)})
@@ -192,7 +192,7 @@ func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, [
 	if len(metaMembers) > 0 { // metadata absent or null: add it whole
 		ops = append(ops, patch.Operation{Operation: "add", Path: "/metadata", Value: json.RawMessage("{" + strings.Join(metaMembers, ",") + "}")})
 	}
-	return ops, nil, nil
+	return ops, nil
 }
 
 // changedKeys returns, sorted, the keys of before that now lacks and the keys of now that

@@ -99,11 +99,8 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 	}
 	switch p.path {
 	case pathMetadata:
-		ops, merge, err := c.runMetadata(ctx, rn, p.rec, p.records)
-		if err != nil {
-			return outcome{}, err
-		}
-		return outcome{ops: ops, hooks: len(c.hooks), merge: merge}, nil
+		ops, err := c.runMetadata(ctx, rn, p.rec, p.records)
+		return outcome{ops: ops, hooks: len(c.hooks)}, err
 	case pathDocument:
 		if o, done, err := rn.runStripDoc(ctx, c, p.rec, p.records); done {
 			return o, err
@@ -118,13 +115,8 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 			return outcome{}, err
 		}
 		o.ops, _, _, err = rn.record(c, raw, o.ops, true)
-		o.merge = nil
-		return o, err
 	}
-	if !mergeSafe(o.ops) {
-		o.merge = nil
-	}
-	return o, nil
+	return o, err
 }
 
 // Plan is what Runner.Mutate does with one request, chosen before any hook runs from the

@@ -28,11 +28,8 @@ type Result struct {
 
 	raw []byte
 	ops []patch.Operation
-	// answer is the answer when the chain made it in passing (the request with the label and
-	// annotation maps replaced; a typed object's one encoding, where mergeSafe); doc the
-	// request's object as the chain edited it, when it kept one (an undo read); goType the Go
-	// type of the kind, which answer.Of encodes along.
-	answer []byte
+	// doc is the request's object as the chain edited it, when it kept one (an undo read);
+	// goType the Go type of the kind, which answer.Of encodes along.
 	doc    *jsondoc.Doc
 	goType reflect.Type
 	// rec is the request object's record (intake.go; nil: none), for the loop detector.
@@ -42,17 +39,12 @@ type Result struct {
 // Answer returns the JSON that answers a vcluster plugin's Mutate: decoded with encoding/json's
 // Unmarshal INTO the object the request was decoded from (the way vcluster reads it), and also
 // into a new one, it gives exactly the hooked object (package answer). nil when nothing changed.
-// It never decodes or encodes the whole object: it is the chain's own encoding where the chain
-// made one that a merging decoder reads right, else the request's bytes with the chain's edits:
-// spliced into them where the edits add members or replace scalars (answer.Splice, a typed
-// write), else encoded along the kind's Go type (answer.Of). Errors: an edit that does not apply
+// It is the request's bytes with the chain's edits: spliced into them where the edits add
+// members or replace scalars (answer.Splice), else encoded along the kind's Go type (answer.Of). Errors: an edit that does not apply
 // (a bug) or a value that does not encode.
 func (r Result) Answer() ([]byte, error) {
 	if r.Patch == nil {
 		return nil, nil
-	}
-	if r.answer != nil {
-		return r.answer, nil
 	}
 	if r.doc != nil {
 		return answer.Of(r.goType, r.doc)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,33 +13,6 @@ import (
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
-
-// ops exactly when given the whole hooked object: every operation adds a member to an object
-// (its last token is not an array index) or replaces a scalar.
-func mergeSafe(ops []patch.Operation) bool {
-	for _, op := range ops {
-		switch op.Operation {
-		case "add":
-			last := op.Path[strings.LastIndexByte(op.Path, '/')+1:]
-			if last == "-" || strings.Trim(last, "0123456789") == "" {
-				return false
-			}
-		case "replace":
-			switch v := op.Value.(type) {
-			case string, bool, float64, int64, nil:
-			case json.RawMessage:
-				if len(v) == 0 || v[0] == '{' || v[0] == '[' {
-					return false
-				}
-			default:
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return true
-}
 
 // runTyped is runOps on the typed (or Unstructured) object: one decode of raw, the hooks, one
 // compare and no encode of the whole object. For a typed object the compare is
@@ -123,8 +95,6 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 // (chainStats): before holds the two maps as decoded, out is the hooked object. It encodes out
 // once and diffs that with raw itself (metadataOps: raw is the request's JSON, so no rebase);
 // when more than the two maps differ it reports false and the caller compares the whole object.
-// The undo, when records is set, is sealed into the encoding (undo.SpliceAnnotation), which is the
-// answer where a merging decoder reads it right.
 func runLight(ctx context.Context, rn *call, c *chain, raw []byte, before, out client.Object, records bool) (outcome, bool, error) {
 	after, err := json.Marshal(out)
 	if err != nil {
@@ -137,26 +107,17 @@ func runLight(ctx context.Context, rn *call, c *chain, raw []byte, before, out c
 	if !ok {
 		return outcome{}, false, nil
 	}
-	o := outcome{ops: ops, hooks: len(c.hooks), merge: after}
+	o := outcome{ops: ops, hooks: len(c.hooks)}
 	if len(ops) == 0 {
 		return outcome{hooks: len(c.hooks)}, true, nil
 	}
 	if records {
-		var value string
 		var sealed bool
-		o.ops, value, sealed, err = rn.record(c, raw, o.ops, false) // identity as the request has it (only the maps changed)
+		o.ops, _, sealed, err = rn.record(c, raw, o.ops, false) // identity as the request has it (only the maps changed)
 		if err != nil || !sealed {
 			return outcome{}, sealed, err // not sealed: the whole compare records it
 		}
 		o.sealed = true
-		if value != "" {
-			if o.merge = undo.SpliceAnnotation(after, value); o.merge == nil {
-				return outcome{}, false, nil
-			}
-		}
-	}
-	if !mergeSafe(o.ops) {
-		o.merge = nil
 	}
 	return o, true, nil
 }
@@ -201,5 +162,5 @@ func runUnstructured(ctx context.Context, rn *call, c *chain, raw []byte, obj cl
 	if ops, err = patch.Rebase(raw, ops); err != nil {
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	}
-	return outcome{ops: ops, hooks: len(c.hooks), merge: after}, nil
+	return outcome{ops: ops, hooks: len(c.hooks)}, nil
 }

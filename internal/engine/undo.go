@@ -132,7 +132,7 @@ func (rn *call) undoMetadata(ctx context.Context, c *chain, rec *record, p undo.
 	} else if res.Reason != "" {
 		return o, res, true, nil
 	}
-	o.ops, o.merge, err = doc.answer(after)
+	o.ops, err = doc.answer(after)
 	return o, res, true, err
 }
 

@@ -118,5 +118,3 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 	}
 	return outcome{ops: doc.Ops(), hooks: n, doc: doc}, nil
 }
-
-// mergeSafe reports whether a merging decoder (encoding/json into an existing object) applies
