@@ -51,11 +51,9 @@ type InputError struct {
 // Error returns Reason.
 func (e *InputError) Error() string { return e.Reason }
 
-// withOldObject checks old, the old object of a request for (gvk, t) (MutateOptions.OldObject),
-// as checkInput checks the object, and returns ctx carrying it for the chain's hooks
-// (hooks.WithOldObject). A (gvk, t) without a chain leaves it out (nothing runs); a list of a
-// hooked kind refuses it. valid says old is known to be valid JSON. The errors are
-// *DecodeErrors with Old set.
+// withOldObject checks old (MutateOptions.OldObject) as checkInput checks the object and
+// returns ctx carrying it for the hooks (hooks.WithOldObject); nothing for a (gvk, t) without a
+// chain, an error for a list. Errors are *DecodeErrors with Old set.
 func (r *Registry) withOldObject(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, old []byte, valid bool) (context.Context, error) {
 	if r.chains[Key{GVK: gvk, Type: t}] == nil {
 		if r.listChain(gvk, t) != nil {
@@ -125,8 +123,7 @@ type shapeKey struct {
 	list   bool
 }
 
-// shapes caches inputShapes: one per scheme and kind that has a chain (or a list of one), so
-// it stays as small as the registries' kinds.
+// shapes caches inputShapes: one per scheme and hooked kind (or list of one).
 var shapes sync.Map // shapeKey → *inputShape
 
 // shapeOf returns the inputShape of gvk in scheme; list says the request is a list of a hooked
@@ -226,9 +223,8 @@ func isAPIVersion(av []byte, gvk schema.GroupVersionKind) bool {
 	return ok && string(g) == gvk.Group && string(v) == gvk.Version
 }
 
-// typeMetaString returns the text of the value of apiVersion or kind (name), without copying
-// when it needs no decoding: empty for an absent or null value, an *InputError for one that is
-// no string.
+// typeMetaString returns the text of apiVersion's or kind's value (empty: absent or null), an
+// *InputError for one that is no string.
 func typeMetaString(name string, value []byte) ([]byte, error) {
 	if value == nil || string(value) == "null" {
 		return nil, nil

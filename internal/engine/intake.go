@@ -20,27 +20,22 @@ import (
 )
 
 // record is what intake read of one object's JSON, raw. An own record is the request's object
-// as checkInput checked it: its top-level members (each key once) and metadata facts come from
-// that one scan. A derived record (an object the undo code made: a view, a restored object; a
+// as checkInput checked it, from that one scan. A derived record (a view, a restored object, a
 // List's item) is read on demand, without the checks, and notes repeated members instead.
 type record struct {
 	raw []byte
 	own bool
-	// members are the top-level members of an own record; apiVersion, kind and metadata their
+	// members are an own record's top-level members; apiVersion, kind and metadata their
 	// values (nil: absent).
 	members                    []jsonscan.Member
 	apiVersion, kind, metadata []byte
-	// facts are metadata's members the paths read, as JSON literals (nil: absent); factsRead
-	// says they were read (an own record: by the check).
-	facts     metaFacts
-	factsRead bool
-	index     *jsonscan.Index
-	// valid says raw was found valid JSON (checkJSON).
-	valid bool
+	facts                      metaFacts
+	factsRead                  bool // facts were read (an own record's: by the check)
+	index                      *jsonscan.Index
+	valid                      bool // raw was found valid JSON (checkJSON)
 }
 
-// metaFacts are the members of metadata the paths read, as JSON literals (nil: absent), where
-// they start in raw, and what a derived object repeats.
+// metaFacts are the members of metadata the paths read, as JSON literals (nil: absent).
 type metaFacts struct {
 	// object says raw is a JSON object; repeats that apiVersion, kind, metadata or metadata's
 	// namespace, labels or annotations occur twice (the label/annotation path cannot say which
@@ -148,15 +143,11 @@ func (rec *record) uidOf() string {
 	return uid
 }
 
-// checkInput checks raw, the object of a request for (gvk, t), before any chain reads it (the
-// label/annotation fast path, the typed decode and undo reads alike) and returns its own record:
-// a *DecodeError with an *InputError when the object is one that InputError describes. A
-// (gvk, t) without a chain is not checked (nothing runs on it: nil record); a list of a hooked
-// kind is checked as a list here and each item where runList splits them (checkItem). raw need
-// not be valid JSON unless valid says so: invalid JSON is left to the chain's decode, which
-// names the syntax error (nil record: the stages read raw as a derived record).
-//
-// The record is made in into (the call's own, so that it costs no allocation of its own).
+// checkInput checks raw, the object of a request for (gvk, t), before any chain reads it and
+// returns its own record, made in into: a *DecodeError with an *InputError for an object
+// InputError describes. Nil record: a (gvk, t) without a chain (not checked), or invalid JSON
+// (left to the chain's decode, which names the syntax error). A list of a hooked kind is checked
+// as a list here and each item in runList (checkItem).
 func (r *Registry) checkInput(gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, valid bool, into *record) (*record, error) {
 	list := false
 	if r.chains[Key{GVK: gvk, Type: t}] == nil {
@@ -190,14 +181,10 @@ func (rec *record) checkJSON(gvk schema.GroupVersionKind, valid bool) error {
 	return &DecodeError{GVK: gvk, Err: json.Unmarshal(rec.raw, &v)}
 }
 
-// check returns an *InputError when raw is an object InputError describes; nil when it is not
-// or when raw is no JSON object at all (the decode refuses that). gvk is the kind raw must be;
-// subject names raw in the message ("object", "item") and expected introduces gvk there. It
-// also makes raw's own record in found (its raw nil when raw is no object).
-//
-// It reads raw in one pass (jsonscan.ScanObject): metadata, its labels and its annotations are
-// checked on the way, not scanned again. When several things are wrong, the first wrong key at
-// the top level is reported, else a wrong kind, else the first problem in metadata.
+// check returns an *InputError when raw is an object InputError describes (nil for no JSON
+// object: the decode refuses it) and makes raw's own record in found (raw nil for no object), in
+// one pass. gvk is the kind raw must be; subject names raw in the message ("object", "item") and
+// expected introduces gvk. First reported: a wrong top-level key, a wrong kind, then metadata's.
 func (s *inputShape) check(raw []byte, gvk schema.GroupVersionKind, subject, expected string, found *record) error {
 	var topErr, metaErr error
 	*found = record{own: true, factsRead: true}
@@ -311,10 +298,8 @@ func checkMapKeys(where string, rest []byte, errp *error) int {
 }
 
 // decodeStringMap decodes the JSON value into a map[string]string exactly as encoding/json's
-// Unmarshal does (null: a nil map; a member that is null: ""; a repeated key: its last value);
-// dups says a key repeats (or that the value was decoded by encoding/json). It decodes
-// without encoding/json unless a value is no plain string (escapes, non-ASCII text) or the
-// value is refused (then the error is encoding/json's own).
+// Unmarshal does (null: a nil map; a null member: ""; a repeated key: its last value, and dups
+// set, as when encoding/json decoded it: a value that is no plain string, or refused).
 func decodeStringMap(value []byte) (m map[string]string, dups bool, err error) {
 	if string(value) == "null" {
 		return nil, false, nil
@@ -424,8 +409,6 @@ func decodeStrings(ms []jsonscan.Member, prefix string, fields map[string]*strin
 		case !ok:
 		case string(m.Value) == "null":
 			*dst = ""
-		case m.Value[0] != '"':
-			return fmt.Errorf("%s%s is %s, want a string", prefix, m.Key, m.Value)
 		default:
 			v, ok := jsonscan.String(m.Value)
 			if !ok {

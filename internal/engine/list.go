@@ -67,21 +67,12 @@ func (e *ItemError) Error() string {
 // Unwrap returns the item's error, for errors.Is, errors.As and StatusCode.
 func (e *ItemError) Unwrap() error { return e.Err }
 
-// runList is Mutate for a list kind: it runs the item chain on every item of raw's "items" and
-// returns one patch whose paths start with /items/N.
-//
-// Each item goes through Mutate as a single object would: the input check (checkItem,
-// InputError), typed round trip, the chain, the diff,
-// the guard and the rebase onto the item's own bytes, so unknown fields of items (and of the
-// list) are never touched. Items without apiVersion and kind (the API server leaves them out
-// of list items) are given the item kind first, so hooks always see a complete object and
-// unstructured items decode. Items are independent, so they run on up to GOMAXPROCS
-// goroutines at once, all under the one ctx: the request deadline covers the whole list. When
-// items fail, the one with the lowest index fails the whole batch with an *ItemError and no
-// patch.
-//
-// Result.Hooks counts hook calls (chain length × items); Result.Operations counts the
-// operations of the combined patch.
+// runList is Mutate for a list kind: it runs the item chain on every item of raw's "items" as
+// Mutate on a single object would (checkItem first) and returns one patch whose paths start
+// with /items/N. Items without apiVersion and kind (the API server leaves them out) are given
+// the item kind first. Items run on up to GOMAXPROCS goroutines under the one ctx and one slot;
+// the failed item with the lowest index fails the batch with an *ItemError and no patch.
+// Result.Hooks counts hook calls (chain length × items).
 func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
 	itemGVK, _ := ListItemGVK(gvk)
 	items, err := listItems(raw, rn.validJSON)
@@ -92,8 +83,6 @@ func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hook
 		ops   []patch.Operation
 		hooks int
 	}
-	// The whole list is one request: one slot of the Runner, held until every item's hooks
-	// have returned (also hooks abandoned at the deadline).
 	itemCall, done, ok := rn.hold()
 	if !ok {
 		return Result{}, fmt.Errorf("%s: %w", gvk.Kind, ErrOverloaded)

@@ -40,17 +40,12 @@ type Registry struct {
 
 // namedFunc is one link of a chain.
 type namedFunc struct {
-	name string
-	fn   hooks.MutateFunc
-	// meta is the hook's MetadataFunc when it is a MetadataHook, else nil.
-	meta hooks.MetadataFunc
-	// noUndo is set for a hook whose Undo() is false.
-	noUndo bool
-	// revision identifies what the hook does (RegisterRevision; default the build's
-	// Version): part of the chain's writer fingerprint.
-	revision string
-	// builtin says the hook's functions return promptly (RegisterBuiltin).
-	builtin bool
+	name     string
+	fn       hooks.MutateFunc
+	meta     hooks.MetadataFunc // a MetadataHook's, else nil
+	noUndo   bool               // Undo() is false
+	revision string             // RegisterRevision: part of the chain's writer fingerprint
+	builtin  bool               // RegisterBuiltin: its functions return promptly
 	// strip are the paths of a strip hook (builtin.StripHook) and stripMatches its filter (nil:
 	// every object), for the document path; nil for any other hook.
 	strip        [][]string
@@ -69,16 +64,12 @@ type chain struct {
 	// undoRead is set on a read chain (Get*) that applies the undo of its kind's write chains
 	// before its hooks (RegistryOptions.Undo); it may have no hooks of its own.
 	undoRead bool
-	// newObject returns an empty object to decode into: the scheme's typed object for known
-	// kinds, an *unstructured.Unstructured for the rest.
-	newObject func() client.Object
-	// unstructured says newObject returns an *unstructured.Unstructured (a kind the scheme
-	// does not know).
+	// newObject returns an empty object to decode into (Registry.NewObject), of Go type
+	// objectType; unstructured says it is an *unstructured.Unstructured.
+	newObject    func() client.Object
 	unstructured bool
-	// objectType is the Go type newObject returns (the answer is encoded along it).
-	objectType reflect.Type
-	// writers are the fingerprints of the hooks (undo.WriterDigest), which a sealed undo this chain
-	// records carries.
+	objectType   reflect.Type
+	// writers are the hooks' fingerprints (undo.WriterDigest), which the chain's seals carry.
 	writers []string
 }
 
@@ -168,8 +159,7 @@ func NewRegistryWithOptions(opts RegistryOptions) *Registry {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	r := &Registry{opts: opts, scheme: opts.Scheme, names: map[string]bool{}, chains: map[Key]*chain{}}
-	return r
+	return &Registry{opts: opts, scheme: opts.Scheme, names: map[string]bool{}, chains: map[Key]*chain{}}
 }
 
 // Scheme returns the scheme the Registry decodes typed objects with.
@@ -205,7 +195,6 @@ func (r *Registry) RegisterBuiltin(h hooks.ClientHook, revision string) error {
 	return r.register(h, revision, true)
 }
 
-// register is RegisterRevision; builtin says h is one of RegisterBuiltin.
 func (r *Registry) register(h hooks.ClientHook, revision string, builtin bool) error {
 	name := h.Name()
 	if name == "" {

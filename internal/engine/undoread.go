@@ -60,14 +60,10 @@ func applyOps(doc []byte, ops ...patch.Operation) ([]byte, error) {
 	return patch.Apply(doc, p)
 }
 
-// runUndoRead is runOps for a read chain that first applies the undo recorded by its kind's
-// write chains (RegistryOptions.Undo), then runs its own hooks on the restored view. The
-// patch goes from raw to the final object. An undo that is not synchook's (undo.Rule) is dropped and
-// counted, never an error. The undo and the hooks run under one concurrency slot;
-// an undo of labels and annotations only works on the two maps alone (undoMetadata), any other
-// on the request's object as a jsondoc.Doc (undo.Plan.Read): its edits are the patch and the answer
-// is encoded from it, so the object is neither decoded whole nor encoded again.
-// An object without the annotation goes to the hooks as it is, which validate it.
+// runUndoRead is runOps for a read chain that first applies the undo its kind's write chains
+// recorded (RegistryOptions.Undo), then runs its own hooks on the restored view, under one slot.
+// An undo that is not synchook's (undo.Rule) is dropped and counted, never an error. An undo of
+// the maps alone works on them (undoMetadata), any other on raw as a jsondoc.Doc (undo.Plan.Read).
 func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome, error) {
 	value, had := rn.undoAnnotationOf(raw)
 	if !had {
