@@ -14,18 +14,12 @@ import (
 // Mutate runs the chain of (gvk, t) on the JSON object raw and returns the JSON Patch from raw to
 // the hooked object.
 //
-// One object per request: raw is read once at intake into its record (intake.go: the checks,
-// its top-level members and metadata facts, which every later stage reads instead of scanning
-// raw again, and which seed the request's index); the plan (plan.go) is chosen from the
-// chain's capabilities and the record before any hook runs; a chain of label/annotation hooks
-// works on the two maps alone, a chain of strip hooks on the request's JSON; any other chain decodes raw once (into the scheme's type, or Unstructured for
-// unknown kinds), runs every hook in registration order on it and compares the result once
-// with a deep copy of the decoded object (patch.DiffTyped: the typed round trip of raw, so
-// fields the compiled types do not know are never touched), moving the operations onto raw
-// (patch.RebaseVia); an undo read or an Update's own-undo step edits raw itself
-// (jsondoc.Doc). The answer a vcluster plugin sends is made from the same work
-// (Result.Answer): no stage decodes the object again. No hooks, or no change, gives a Result
-// with a nil Patch.
+// raw is read once at intake into its record (intake.go), which every later stage reads; the
+// plan (plan.go) is chosen from the chain's capabilities and the record before any hook runs: a
+// chain of label/annotation hooks works on the two maps alone, a chain of strip hooks on raw;
+// any other decodes raw once (the scheme's type, or Unstructured), runs every hook in
+// registration order and compares once (patch.DiffTyped: fields the compiled types do not know
+// are never touched), the operations moved onto raw. No hooks, or no change: a nil Patch.
 //
 // Errors: *DecodeError for malformed input; *HookError (naming hook, type and kind) when a hook
 // fails, panics, changes apiVersion, kind, name, namespace or uid, returns another kind, or is

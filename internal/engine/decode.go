@@ -14,17 +14,11 @@ import (
 	kjson "sigs.k8s.io/json"
 )
 
-// decode unmarshals raw into obj the way the Kubernetes JSON serializer does
-// (sigs.k8s.io/json's UnmarshalCaseSensitivePreserveInts: encoding/json's rules with
-// case-sensitive field names, integers in interface values kept as int64). raw must be a JSON
-// object (null, which encoding/json decodes into a struct as nothing, is refused).
-//
-// A typed object is decoded with the Go team's encoding/json/v2 prototype
-// (github.com/go-json-experiment/json) under encoding/json's rules (its v1.DefaultOptionsV1,
-// names matched case-sensitively), which decodes a Pod in about two thirds of the time. Where
-// that decoder and kjson could disagree it is not used: a type that reaches an interface value
-// (kjson keeps integers there as int64, v2 as float64) goes to kjson, and anything v2 refuses is
-// decoded again by kjson, whose result and error stand. FuzzDecode holds the two to one result.
+// decode unmarshals raw, a JSON object, into obj as the Kubernetes JSON serializer does
+// (kjson.UnmarshalCaseSensitivePreserveInts). A typed object is decoded with encoding/json/v2
+// (go-json-experiment) under encoding/json's rules, names case-sensitive (a Pod in two thirds
+// of the time), except a type that reaches an interface value (kjson keeps integers there as
+// int64) and anything v2 refuses, which kjson decodes. FuzzDecode holds the two to one result.
 func decode(raw []byte, obj client.Object) error {
 	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' { // null decodes into a struct as nothing
 		return errors.New("the object is not a JSON object")

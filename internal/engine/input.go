@@ -86,17 +86,16 @@ func (r *Registry) checkItem(gvk schema.GroupVersionKind, item []byte) error {
 }
 
 // inputShape is what checkInput knows of one kind: the JSON names of its Go type's fields at
-// the top level and in metadata.
+// the top level and in metadata; maps says metadata has labels and annotations (ObjectMeta),
+// whose keys are checked for repeats.
 type inputShape struct {
 	top, meta fieldSet
-	// maps says metadata has labels and annotations (ObjectMeta, not ListMeta): their keys
-	// are checked for repeats.
-	maps bool
+	maps      bool
 }
 
-// fieldSet is the JSON names of a Go struct type's fields, as encoding/json sees them.
+// fieldSet is the JSON names of a Go struct type's fields: index numbers each name; fold maps
+// each name's fold key (foldKey) to the name.
 type fieldSet struct {
-	// index numbers each name; fold maps each name's fold key (foldKey) to the name.
 	index map[string]int
 	fold  map[string]string
 }
@@ -116,7 +115,6 @@ func newFieldSet(names []string) fieldSet {
 	return s
 }
 
-// shapeKey identifies a cached inputShape.
 type shapeKey struct {
 	scheme *runtime.Scheme
 	gvk    schema.GroupVersionKind
@@ -238,14 +236,13 @@ func typeMetaString(name string, value []byte) ([]byte, error) {
 // level finds, among the member names of one object, a repeated name or (fold set) one that
 // differs only in case from another or from a name of fields (nil: no Go type's names).
 type level struct {
-	where  string
-	fields *fieldSet
-	fold   bool
-	// seen marks the names of fields already met, by index (past 63: seenMore).
-	seen     uint64
-	seenMore map[int]bool
-	// others are the first nOthers names met that fields does not know; past those, byKey
-	// holds them all by their key (fold key when fold is set, the name itself otherwise).
+	where    string
+	fields   *fieldSet
+	fold     bool
+	seen     uint64       // the names of fields met, by index
+	seenMore map[int]bool // past 63
+	// others are the first names met that fields does not know; past those, byKey holds them all
+	// by key (fold key when fold is set).
 	others  [16][]byte
 	nOthers int
 	byKey   map[string][]byte

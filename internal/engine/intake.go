@@ -82,9 +82,8 @@ func (rec *record) mayCarryUndo() bool {
 	return bytes.Contains(rec.raw, undo.Marker)
 }
 
-// metaFacts returns the metadata facts, read on first use for a derived record: the last of
-// each member, as a decode reads it, a repeated namespace, labels, annotations (or top-level
-// apiVersion, kind, metadata) noted in repeats.
+// metaFacts returns the metadata facts, read on first use for a derived record (the last of each
+// member, as a decode reads it; one the paths read twice noted in repeats).
 func (rec *record) metaFacts() *metaFacts {
 	if rec.factsRead {
 		return &rec.facts
@@ -336,10 +335,8 @@ func jsonString(s string) json.RawMessage {
 	return jsonscan.AppendString(make([]byte, 0, len(s)+2), s)
 }
 
-// listItems returns the items of the list raw, without copying them: one validating scan of
-// raw (none when valid says it was checked), then a split that does not decode. As in a
-// decode, a repeated "items" counts with its last value, and null or no "items" is an empty
-// list.
+// listItems returns the items of the list raw, without copying them (validated unless valid
+// says so); as in a decode, the last "items" counts, and null or none is an empty list.
 func listItems(raw []byte, valid bool) ([][]byte, error) {
 	if !valid && !jsonscan.Valid(raw) {
 		var v any
@@ -364,10 +361,8 @@ type itemID struct {
 	APIVersion, Kind, Name, Namespace string
 }
 
-// itemIdentity reads apiVersion, kind, metadata.name and metadata.namespace of item, which
-// must be valid JSON, without decoding the rest, and checks that item is a JSON object of kind
-// want, or has no apiVersion and kind at all. As in a decode, a repeated key counts with its
-// last value and null is the empty string.
+// itemIdentity reads apiVersion, kind, metadata.name and metadata.namespace of item (valid
+// JSON) as a decode would, and checks that item is a JSON object of kind want or has neither.
 func itemIdentity(item []byte, want schema.GroupVersionKind) (itemID, error) {
 	var id itemID
 	top, ok := jsonscan.Members(item)

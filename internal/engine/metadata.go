@@ -137,20 +137,17 @@ func (c *chain) metadataHooked(ctx context.Context, rn *call, namespace string, 
 	err := c.supervise(ctx, rn, func(running *atomic.Int32) error {
 		for i, h := range c.hooks {
 			running.Store(int32(i))
-			if err := ctx.Err(); err != nil {
-				return &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+			err := ctx.Err() // between hooks: a builtin chain runs inline
+			if err == nil {
+				err = rn.callOne(ctx, c, i, func(ctx context.Context) error { return h.meta(ctx, m) })
 			}
-			err := rn.callOne(ctx, c, i, func(ctx context.Context) error { return h.meta(ctx, m) })
 			if err != nil {
 				return &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, err // on an error m is not to be read (an abandoned run may still write it)
 }
 
 // answer returns the operations of the patch that gives doc's object the labels and

@@ -47,8 +47,8 @@ type plan struct {
 	path path
 	why  string
 	rec  *record
-	// records says the chain records an undo; restore that the object may bring synchook's
-	// own undo, which undo.Rule.Rewrite applies first when it opens (runRestored).
+	// records: the chain records an undo; restore: the object may bring synchook's own undo
+	// (runRestored).
 	records, restore bool
 }
 

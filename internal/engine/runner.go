@@ -92,8 +92,8 @@ type LoopObserver interface {
 type Runner struct {
 	reg         *Registry
 	log         logr.Logger // GetSink() nil: no logger in the hooks' context
-	loggers     sync.Map    // *chain → []logr.Logger: log for each of its hooks (hookLoggers)
-	stats       sync.Map    // *chain → *chainStats: what its typed runs showed (light compare)
+	loggers     sync.Map    // *chain → []logr.Logger (hookLoggers)
+	stats       sync.Map    // *chain → *chainStats
 	slots       *slotTable  // nil: unlimited
 	hookTimeout time.Duration
 	observer    Observer

@@ -12,9 +12,7 @@ import (
 )
 
 // slotTable is the concurrency limit of a Runner (RunnerOptions.MaxConcurrent) that also
-// knows since when each slot is held, so that slots held past every request's deadline can be
-// reported (Runner.Stuck). Taking a slot costs one receive, one clock read and one atomic store;
-// freeing it one store and one send. Copies of a Runner share its table.
+// knows since when each slot is held (Runner.Stuck).
 type slotTable struct {
 	clock clock.PassiveClock
 	free  chan int32     // indices of the free slots
@@ -48,8 +46,7 @@ func (t *slotTable) acquire() (release func(), ok bool) {
 }
 
 // hookRun is what chain.supervise shares with the goroutine that calls the chain's hooks: the
-// index of the hook being called and, once the request has given up on the hooks (abandon), the
-// slot table that names the hook as holding a slot until the hooks return (end).
+// hook being called and, once abandoned, the table that lists it until the hooks return (end).
 type hookRun struct {
 	running atomic.Int32 // index of the hook being called
 
@@ -88,8 +85,7 @@ func (h *hookRun) end() {
 	}
 }
 
-// abandonedHooks returns the names of the hooks being called by abandoned runs, each once,
-// sorted.
+// abandonedHooks returns the names of the hooks abandoned runs are calling, each once, sorted.
 func (t *slotTable) abandonedHooks() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -14,15 +14,11 @@ import (
 const stripStepEvery = 256
 
 // runStripDoc is runChain for a chain of strip hooks only (the document path): their paths are
-// removed from the request's object as a jsondoc.Doc — no decode, no compare, no encode: the
-// removals are the patch (and the undo's record) and the answer is encoded from the Doc. Each
-// path is removed one concrete path at a time (builtin.ConcretePaths; each removal from a
-// split array costs the same, so a Wildcard is linear in its elements), with a step boundary
-// before each hook and every stripStepEvery removals. Each hook's filter is judged on the
-// namespace and the labels as they are when it runs. Like the label/annotation fast path it
-// checks the JSON and metadata (checkInput), not the rest of the kind's schema: a removal
-// cannot make an object the schema refuses. done is false, nothing done, for the plan's
-// fallbacks (fallbackScalar, fallbackWhole): the typed path runs instead.
+// removed from the request's object as a jsondoc.Doc, one concrete path at a time
+// (builtin.ConcretePaths: a Wildcard is linear in its elements) — no decode, no compare: the
+// removals are the patch. Each hook's filter is judged on the namespace and labels as they are
+// when it runs. done is false, nothing done, for the plan's fallbacks (fallbackScalar,
+// fallbackWhole): the typed path runs instead.
 func (rn *call) runStripDoc(ctx context.Context, c *chain, rec *record, records bool) (o outcome, done bool, err error) {
 	raw := rec.raw
 	doc := jsondoc.New(raw)

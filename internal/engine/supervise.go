@@ -17,9 +17,8 @@ import (
 	"github.com/synchook/synchook/patch"
 )
 
-// stepBoundary returns an error wrapping ctx.Err() once ctx has ended: the work of a request
-// stops there, between two steps that cannot be interrupted (a decode, an encode, a diff), and
-// frees its slot (Runner.runWhole has answered already).
+// stepBoundary returns an error wrapping ctx.Err() once ctx has ended: the request's work stops
+// there, between two steps that cannot be interrupted (runWhole has answered already).
 func stepBoundary(ctx context.Context, c *chain) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: stopped between steps: %w", c.key, err)
@@ -66,12 +65,10 @@ func (c *chain) exec(ctx context.Context, rn *call, obj client.Object) (client.O
 	return out, nil
 }
 
-// supervise runs work — the chain's hooks in order, setting running to the index of the hook
-// being called — in one concurrency slot of rn. When ctx can end, work runs on its own
-// goroutine and is abandoned when ctx ends: the error then names the hook still running, and
-// the abandoned goroutine keeps the slot (and owns whatever work touches) until it returns.
-// A chain of builtin hooks (RegisterBuiltin), which return promptly, runs on the caller's
-// goroutine.
+// supervise runs work (the chain's hooks in order, setting running to the one being called) in
+// one concurrency slot of rn. When ctx can end, work runs on its own goroutine and is abandoned
+// when ctx ends: the error names the hook still running, and the goroutine keeps the slot (and
+// owns whatever work touches) until it returns. A builtin chain runs on the caller's goroutine.
 func (c *chain) supervise(ctx context.Context, rn *call, work func(running *atomic.Int32) error) error {
 	release, ok := rn.acquire()
 	if !ok {

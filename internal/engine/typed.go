@@ -15,11 +15,8 @@ import (
 )
 
 // runTyped is runOps on the typed (or Unstructured) object: one decode of raw, the hooks, one
-// compare and no encode of the whole object. For a typed object the compare is
-// patch.DiffTyped of a deep copy of the decoded object and the hooked one (no encoding of
-// either whole); when records is set it also seals the undo into the patch (outcome.sealed);
-// the answer, when asked for, is made from the request's bytes and the patch (Result.Answer:
-// answer.Splice). An Unstructured object is encoded before and after and the encodings diffed.
+// compare (patch.DiffTyped of a deep copy and the hooked object; an Unstructured object's
+// encodings diffed); when records is set the undo is sealed into the patch (outcome.sealed).
 func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool) (outcome, error) {
 	gvk := c.key.GVK
 	obj := c.newObject()

@@ -60,12 +60,11 @@ func (r *call) undoAnnotationOf(raw []byte) (string, bool) {
 	return undo.AnnotationIn(meta)
 }
 
-// record returns ops (a patch of raw that the write chain c made) followed by the operation
-// that records their undo (undo.RecordOps: whole says the entries may be read on the hooked
-// object), sealed for raw's object (identity as raw has it: the guard keeps it) after the
-// call's carried entries, and the value written ("": ops need no undo). ok is false, nothing
-// recorded, where the entries need the hooked object and whole is not set. Errors: a
-// *HookError of c (undo.ErrNeedsKey, undo.ErrTooLarge), ops do not apply to raw.
+// record returns ops (the write chain c's patch of raw) followed by the operation that records
+// their undo (undo.RecordOps; whole: the entries may be read on the hooked object), sealed for
+// raw's identity after the call's carried entries, and the value written ("": none needed). ok
+// is false, nothing recorded, where the entries need the hooked object and whole is not set.
+// Errors: a *HookError of c (undo.ErrNeedsKey, undo.ErrTooLarge); ops that do not apply to raw.
 func (r *call) record(c *chain, raw []byte, ops []patch.Operation, whole bool) ([]patch.Operation, string, bool, error) {
 	rec := r.recordOf(raw)
 	meta, hasMeta := rec.meta()
