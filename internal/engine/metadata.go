@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,11 +15,13 @@ import (
 	"github.com/synchook/synchook/patch"
 )
 
-// metadataDoc is what the label/annotation path reads of a request's metadata.
+// metadataDoc is where the labels and annotations of a request are, as offsets into it.
 type metadataDoc struct {
-	// metaObject says metadata is an object (not absent or null).
-	metaObject bool
-	namespace  string
+	raw []byte
+	// metaStart/metaEnd delimit metadata's value in raw; metaStart < 0 when metadata is
+	// absent or null (then metaEnd is the offset of that null, or -1 when absent).
+	metaStart, metaEnd int
+	namespace          string
 	// name is metadata.name when it is a string, "" otherwise; generateName and uid are the
 	// JSON literals of metadata's, decoded only when a seal needs them (identity).
 	name              string
@@ -26,12 +29,16 @@ type metadataDoc struct {
 	maps              [2]mapField // labels, annotations
 }
 
-// mapField is metadata.labels or metadata.annotations: whether present, its decoded content,
-// and whether a key repeats.
+// mapField is metadata.labels or metadata.annotations: its value's offsets in raw (start < 0
+// when the member is absent) and its decoded content.
 type mapField struct {
-	name          string
-	present, dups bool
-	value         map[string]string
+	name       string
+	start, end int
+	value      map[string]string
+	// text is the value as it stands in raw (raw[start:end]); dups says a key repeats (or
+	// that the members' text is not to be spliced).
+	text []byte
+	dups bool
 }
 
 // metadataDoc returns where the labels and annotations of rec's object are, read from the
@@ -44,8 +51,9 @@ func (c *chain) metadataDoc(rec *record) (*metadataDoc, error) {
 	if !f.object {
 		return nil, c.decodeErrorf("the object is not a JSON object")
 	}
-	doc := &metadataDoc{}
+	doc := &metadataDoc{raw: raw, metaStart: -1, metaEnd: -1}
 	doc.maps[0].name, doc.maps[1].name = "labels", "annotations"
+	doc.maps[0].start, doc.maps[1].start = -1, -1
 	if c.unstructured {
 		var av, k string
 		if rec.apiVersion == nil || rec.kind == nil || json.Unmarshal(rec.apiVersion, &av) != nil || json.Unmarshal(rec.kind, &k) != nil {
@@ -55,7 +63,12 @@ func (c *chain) metadataDoc(rec *record) (*metadataDoc, error) {
 			return nil, c.decodeErrorf("object is %s %s, want %s", av, k, want)
 		}
 	}
-	if rec.metadata == nil || string(rec.metadata) == "null" {
+	if rec.metadata == nil {
+		return doc, nil
+	}
+	base := offset(raw, rec.metadata)
+	if string(rec.metadata) == "null" {
+		doc.metaEnd = base
 		return doc, nil
 	}
 	if rec.metadata[0] != '{' {
@@ -81,7 +94,7 @@ func (c *chain) metadataDoc(rec *record) (*metadataDoc, error) {
 			continue
 		}
 		m := &doc.maps[i]
-		m.present = true
+		m.start, m.end, m.text = offset(raw, v), offset(raw, v)+len(v), v
 		var err error
 		if m.value, m.dups, err = decodeStringMap(v); err != nil {
 			refuse(v, c.decodeErrorf("metadata.%s: %v", m.name, err))
@@ -90,7 +103,7 @@ func (c *chain) metadataDoc(rec *record) (*metadataDoc, error) {
 	if first != nil {
 		return nil, first
 	}
-	doc.metaObject = true
+	doc.metaStart, doc.metaEnd = base, base+len(rec.metadata)
 	return doc, nil
 }
 
@@ -108,19 +121,19 @@ func offset(doc, sub []byte) int {
 }
 
 // runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
-// operations on raw.
-func (c *chain) runMetadata(ctx context.Context, rn *call, rec *record, undo bool) ([]patch.Operation, error) {
+// operations on raw, the merge answer (see Result.Answer) and the number of hooks run.
+func (c *chain) runMetadata(ctx context.Context, rn *call, rec *record, undo bool) ([]patch.Operation, []byte, error) {
 	doc, err := c.metadataDoc(rec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, err := c.metadataHooked(ctx, rn, doc.namespace, [2]map[string]string{doc.maps[0].value, doc.maps[1].value})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if undo {
 		if err := rn.reg.recordMetadataUndo(c, doc, m, rn.carry); err != nil {
-			return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+			return nil, nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 		}
 	}
 	return doc.answer([2]map[string]string{m.Labels, m.Annotations})
@@ -151,45 +164,135 @@ func (c *chain) metadataHooked(ctx context.Context, rn *call, namespace string, 
 }
 
 // answer returns the operations of the patch that gives doc's object the labels and
-// annotations after (nil: none); Result.Answer makes the merge answer from them.
-func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, error) {
-	var ops []patch.Operation
-	var metaMembers []string // members to add to metadata (absent before)
+// annotations after (nil: none), and the merge answer (see Result.Answer).
+func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, []byte, error) {
+	var a metadataAnswer
+	// Members to add to metadata (absent before); a local slice, which can stay on the stack.
+	var metaMembers []string
 	for i := range doc.maps {
-		f, now := &doc.maps[i], after[i]
+		f := &doc.maps[i]
+		now := after[i]
+		if len(f.value) == 0 && len(now) == 0 {
+			continue
+		}
 		path := "/metadata/" + f.name
-		switch {
-		case len(f.value) == 0 && len(now) == 0:
-		case f.present && f.value != nil && now == nil: // an undo removes a map the write created
-			ops = append(ops, patch.Operation{Operation: "remove", Path: path})
-		case f.present && f.value != nil:
-			removed, set := changedKeys(f.value, now)
-			for _, k := range removed {
-				ops = append(ops, patch.Operation{Operation: "remove", Path: path + "/" + escapeToken(k)})
+		if f.start >= 0 && f.value != nil && now == nil {
+			// The map goes (an undo removes a map the write created): removed, not left
+			// empty, and null in the merge answer (a merging decoder then drops it).
+			a.ops = append(a.ops, patch.Operation{Operation: "remove", Path: path})
+			a.edits = append(a.edits, edit{f.start, f.end, []byte("null")})
+			continue
+		}
+		if f.start >= 0 && f.value != nil {
+			if err := a.changeMap(f, path, now); err != nil {
+				return nil, nil, err
 			}
-			for _, k := range set {
-				op := "add"
-				if _, had := f.value[k]; had {
-					op = "replace"
-				}
-				ops = append(ops, patch.Operation{Operation: op, Path: path + "/" + escapeToken(k), Value: now[k]})
-			}
-		default: // absent or null, and now has keys: the whole map
-			encoded, err := json.Marshal(now)
-			if err != nil {
-				return nil, err
-			}
-			if doc.metaObject {
-				ops = append(ops, patch.Operation{Operation: "add", Path: path, Value: json.RawMessage(encoded)})
-			} else {
-				metaMembers = append(metaMembers, fmt.Sprintf("%q:%s", f.name, encoded))
-			}
+			continue
+		}
+		// Absent or null (so now has keys): add the whole map.
+		member, err := a.addMap(doc, f, path, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		if member != "" {
+			metaMembers = append(metaMembers, member)
 		}
 	}
-	if len(metaMembers) > 0 { // metadata absent or null: add it whole
-		ops = append(ops, patch.Operation{Operation: "add", Path: "/metadata", Value: json.RawMessage("{" + strings.Join(metaMembers, ",") + "}")})
+	if len(a.ops) == 0 && len(metaMembers) == 0 {
+		return nil, nil, nil
 	}
-	return ops, nil
+	a.addMetadataMembers(doc, metaMembers)
+	return a.ops, applyEdits(doc.raw, a.edits), nil
+}
+
+// metadataAnswer is what answer collects: the patch's operations and the edits that make the
+// merge answer of the request.
+type metadataAnswer struct {
+	ops   []patch.Operation
+	edits []edit
+}
+
+// addMap adds to a what gives doc's object the map f (at path), absent or null before, with
+// the keys of now: an add operation when metadata is an object, and an edit that puts the
+// whole map in place of f's null. When f is absent it returns instead the member to add to
+// metadata ("" otherwise).
+func (a *metadataAnswer) addMap(doc *metadataDoc, f *mapField, path string, now map[string]string) (string, error) {
+	encoded, err := json.Marshal(now)
+	if err != nil {
+		return "", err
+	}
+	if doc.metaStart >= 0 {
+		a.ops = append(a.ops, patch.Operation{Operation: "add", Path: path, Value: json.RawMessage(encoded)})
+	}
+	if f.start < 0 {
+		return fmt.Sprintf("%q:%s", f.name, encoded), nil
+	}
+	a.edits = append(a.edits, edit{f.start, f.end, encoded})
+	return "", nil
+}
+
+// changeMap adds to a what turns the map f (at path; present and not null) into now: an
+// operation per removed, added or changed key, and the edit of the map: the changes spliced in
+// when no key goes and none repeats, else the map reset and given whole.
+func (a *metadataAnswer) changeMap(f *mapField, path string, now map[string]string) error {
+	removed, set := changedKeys(f.value, now)
+	if len(removed) == 0 && len(set) == 0 {
+		return nil // the same keys and values
+	}
+	for _, k := range removed {
+		a.ops = append(a.ops, patch.Operation{Operation: "remove", Path: path + "/" + escapeToken(k)})
+	}
+	for _, k := range set {
+		op := "add"
+		if _, had := f.value[k]; had {
+			op = "replace"
+		}
+		a.ops = append(a.ops, patch.Operation{Operation: op, Path: path + "/" + escapeToken(k), Value: now[k]})
+	}
+	if len(removed) == 0 && !f.dups {
+		a.edits = append(a.edits, f.spliced(now, set)...)
+		return nil
+	}
+	// A merging decoder keeps map keys the answer lacks: reset the map first.
+	encoded := []byte("null")
+	if len(now) > 0 {
+		all, err := json.Marshal(now)
+		if err != nil {
+			return err
+		}
+		encoded = append([]byte(`null,"`+f.name+`":`), all...)
+	}
+	a.edits = append(a.edits, edit{f.start, f.end, encoded})
+	return nil
+}
+
+// addMetadataMembers adds the members metaMembers to doc's object: into metadata when it is
+// an object, else as the whole metadata, both in the patch and, in the merge answer, in place
+// of metadata's null or as the object's first member.
+func (a *metadataAnswer) addMetadataMembers(doc *metadataDoc, metaMembers []string) {
+	raw := doc.raw
+	switch {
+	case doc.metaStart >= 0 && len(metaMembers) > 0:
+		text := strings.Join(metaMembers, ",")
+		at := doc.metaStart + 1 // just past metadata's '{'
+		if len(bytes.TrimSpace(raw[at:doc.metaEnd-1])) > 0 {
+			text += ","
+		}
+		a.edits = append(a.edits, edit{at, at, []byte(text)})
+	case doc.metaStart < 0: // metadata absent or null: add it whole
+		value := "{" + strings.Join(metaMembers, ",") + "}"
+		a.ops = append(a.ops, patch.Operation{Operation: "add", Path: "/metadata", Value: json.RawMessage(value)})
+		if doc.metaEnd >= 0 {
+			a.edits = append(a.edits, edit{doc.metaEnd, doc.metaEnd + len("null"), []byte(value)})
+		} else {
+			at := bytes.IndexByte(raw, '{') + 1
+			text := `"metadata":` + value
+			if len(bytes.TrimSpace(raw[at:bytes.LastIndexByte(raw, '}')])) > 0 {
+				text += ","
+			}
+			a.edits = append(a.edits, edit{at, at, []byte(text)})
+		}
+	}
 }
 
 // changedKeys returns, sorted, the keys of before that now lacks and the keys of now that
@@ -208,6 +311,68 @@ func changedKeys(before, now map[string]string) (removed, set []string) {
 	slices.Sort(removed)
 	slices.Sort(set)
 	return removed, set
+}
+
+// spliced returns the edits that turn the map f, which has no repeated key, into now when
+// now only adds or changes the keys set: the changed values replaced where they stand and the
+// new members inserted first, the other members' bytes kept as they are.
+func (f *mapField) spliced(now map[string]string, set []string) []edit {
+	value := f.start // offsets of members are relative to the map's value
+	var edits []edit
+	var added []byte
+	var replaced []string // keys f had, whose values change where they stand
+	for _, k := range set {
+		if _, had := f.value[k]; had {
+			replaced = append(replaced, k)
+			continue
+		}
+		if len(added) > 0 {
+			added = append(added, ',')
+		}
+		added = append(added, jsonString(k)...)
+		added = append(added, ':')
+		added = append(added, jsonString(now[k])...)
+	}
+	if len(added) > 0 {
+		if len(f.value) > 0 { // no repeated key: as many members as keys
+			added = append(added, ',')
+		}
+		edits = append(edits, edit{value + 1, value + 1, added}) // just past the map's '{'
+	}
+	if len(replaced) > 0 { // one pass over the map's members for all of them
+		eachEntry(f.text, func(key, valueLit []byte) {
+			for _, k := range replaced {
+				if string(key) == k {
+					at := value + offset(f.text, valueLit)
+					edits = append(edits, edit{at, at + len(valueLit), jsonString(now[k])})
+				}
+			}
+		})
+	}
+	return edits
+}
+
+// edit replaces raw[start:end] with text.
+type edit struct {
+	start, end int
+	text       []byte
+}
+
+// applyEdits returns raw with the non-overlapping edits made, in a new slice.
+func applyEdits(raw []byte, edits []edit) []byte {
+	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
+	size := len(raw)
+	for _, e := range edits {
+		size += len(e.text) - (e.end - e.start)
+	}
+	out := make([]byte, 0, size) // exactly: a sealed undo alone is longer than any fixed slack
+	at := 0
+	for _, e := range edits {
+		out = append(out, raw[at:e.start]...)
+		out = append(out, e.text...)
+		at = e.end
+	}
+	return append(out, raw[at:]...)
 }
 
 // escapeToken escapes a JSON Pointer reference token (RFC 6901: ~ → ~0, / → ~1).
