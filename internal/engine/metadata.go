@@ -15,30 +15,26 @@ import (
 	"github.com/synchook/synchook/patch"
 )
 
-// metadataDoc is where the labels and annotations of a request are, as offsets into it.
+// metadataDoc is where the labels and annotations of a request are, as offsets into raw:
+// metaStart/metaEnd delimit metadata's value (metaStart < 0: absent or null; then metaEnd is the
+// offset of that null, or -1). generateName and uid are JSON literals, decoded only to seal.
 type metadataDoc struct {
-	raw []byte
-	// metaStart/metaEnd delimit metadata's value in raw; metaStart < 0 when metadata is
-	// absent or null (then metaEnd is the offset of that null, or -1 when absent).
+	raw                []byte
 	metaStart, metaEnd int
-	namespace          string
-	// name is metadata.name when it is a string, "" otherwise; generateName and uid are the
-	// JSON literals of metadata's, decoded only when a seal needs them (identity).
-	name              string
-	generateName, uid []byte
-	maps              [2]mapField // labels, annotations
+	namespace, name    string
+	generateName, uid  []byte
+	maps               [2]mapField // labels, annotations
 }
 
-// mapField is metadata.labels or metadata.annotations: its value's offsets in raw (start < 0
-// when the member is absent) and its decoded content.
+// mapField is metadata.labels or metadata.annotations: raw[start:end] is its value, text
+// (start < 0: absent), value its decoded content; dups says a key repeats (or that the
+// members' text is not to be spliced).
 type mapField struct {
 	name       string
 	start, end int
 	value      map[string]string
-	// text is the value as it stands in raw (raw[start:end]); dups says a key repeats (or
-	// that the members' text is not to be spliced).
-	text []byte
-	dups bool
+	text       []byte
+	dups       bool
 }
 
 // metadataDoc returns where the labels and annotations of rec's object are, read from the
@@ -121,7 +117,7 @@ func offset(doc, sub []byte) int {
 }
 
 // runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
-// operations on raw, the merge answer (see Result.Answer) and the number of hooks run.
+// operations on raw and the merge answer (Result.Answer).
 func (c *chain) runMetadata(ctx context.Context, rn *call, rec *record, undo bool) ([]patch.Operation, []byte, error) {
 	doc, err := c.metadataDoc(rec)
 	if err != nil {
@@ -205,17 +201,15 @@ func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, [
 	return a.ops, applyEdits(doc.raw, a.edits), nil
 }
 
-// metadataAnswer is what answer collects: the patch's operations and the edits that make the
-// merge answer of the request.
+// metadataAnswer is the patch's operations and the edits that make the merge answer.
 type metadataAnswer struct {
 	ops   []patch.Operation
 	edits []edit
 }
 
-// addMap adds to a what gives doc's object the map f (at path), absent or null before, with
-// the keys of now: an add operation when metadata is an object, and an edit that puts the
-// whole map in place of f's null. When f is absent it returns instead the member to add to
-// metadata ("" otherwise).
+// addMap adds to a the map f (at path; absent or null before) with now's keys: an add
+// operation when metadata is an object, and the whole map in place of f's null; for an absent
+// f it returns the member to add to metadata instead ("" otherwise).
 func (a *metadataAnswer) addMap(doc *metadataDoc, f *mapField, path string, now map[string]string) (string, error) {
 	encoded, err := json.Marshal(now)
 	if err != nil {
@@ -231,9 +225,9 @@ func (a *metadataAnswer) addMap(doc *metadataDoc, f *mapField, path string, now 
 	return "", nil
 }
 
-// changeMap adds to a what turns the map f (at path; present and not null) into now: an
-// operation per removed, added or changed key, and the edit of the map: the changes spliced in
-// when no key goes and none repeats, else the map reset and given whole.
+// changeMap adds to a what turns the map f (present, not null) into now: an operation per
+// changed key, and the changes spliced in when no key goes and none repeats, else the map reset
+// and given whole.
 func (a *metadataAnswer) changeMap(f *mapField, path string, now map[string]string) error {
 	removed, set := changedKeys(f.value, now)
 	if len(removed) == 0 && len(set) == 0 {
@@ -266,9 +260,8 @@ func (a *metadataAnswer) changeMap(f *mapField, path string, now map[string]stri
 	return nil
 }
 
-// addMetadataMembers adds the members metaMembers to doc's object: into metadata when it is
-// an object, else as the whole metadata, both in the patch and, in the merge answer, in place
-// of metadata's null or as the object's first member.
+// addMetadataMembers adds metaMembers to metadata when it is an object, else as the whole
+// metadata (in the merge answer: in place of its null, or as the object's first member).
 func (a *metadataAnswer) addMetadataMembers(doc *metadataDoc, metaMembers []string) {
 	raw := doc.raw
 	switch {
@@ -313,9 +306,8 @@ func changedKeys(before, now map[string]string) (removed, set []string) {
 	return removed, set
 }
 
-// spliced returns the edits that turn the map f, which has no repeated key, into now when
-// now only adds or changes the keys set: the changed values replaced where they stand and the
-// new members inserted first, the other members' bytes kept as they are.
+// spliced returns the edits that turn the map f (no repeated key) into now, which only adds or
+// changes the keys set: changed values replaced where they stand, new members inserted first.
 func (f *mapField) spliced(now map[string]string, set []string) []edit {
 	value := f.start // offsets of members are relative to the map's value
 	var edits []edit
@@ -392,9 +384,8 @@ func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metad
 	return err
 }
 
-// identity returns the identity a seal on doc's object of the chain key's kind and side is
-// bound to (undo.Meta), from its own parse, without scanning the metadata again; for sealing
-// only (it leaves the creation time out, which only opening reads).
+// identity returns the identity a seal on doc's object for key is bound to (undo.Meta), from
+// doc, for sealing only (no creation time, which only opening reads).
 func (doc *metadataDoc) identity(key Key) undo.Identity {
 	generateName, _ := stringOf(doc.generateName)
 	uid, _ := stringOf(doc.uid)
