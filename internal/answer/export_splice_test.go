@@ -1,9 +1,13 @@
 package answer
 
-import "github.com/synchook/synchook/patch"
+import (
+	"reflect"
+
+	"github.com/synchook/synchook/patch"
+)
 
 // SplicedByHand reports whether Splice splices ops into raw by hand (not through the Doc).
-func SplicedByHand(raw []byte, ops []patch.Operation) bool {
-	_, ok := spliceInto(raw, ops)
+func SplicedByHand(t reflect.Type, raw []byte, ops []patch.Operation) bool {
+	_, ok := spliceInto(t, raw, ops)
 	return ok
 }

@@ -59,7 +59,7 @@ var spliceChanges = []struct {
 			p.Labels = maps.Clone(p.Labels)
 			delete(p.Labels, keys[0])
 		}
-	}, false},
+	}, true},
 	{"adds a toleration", func(p *corev1.Pod, s string) {
 		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: s, Operator: corev1.TolerationOpExists})
 	}, false},
@@ -68,7 +68,7 @@ var spliceChanges = []struct {
 		if len(p.Spec.Containers) > 0 {
 			p.Spec.Containers[0].Args = nil
 		}
-	}, false},
+	}, true},
 }
 
 // withUnknownFields returns the JSON object raw with a member no Pod field decodes at the top
@@ -218,7 +218,7 @@ func TestSpliceGivesTheHookedObjectAndKeepsUnknownFields(t *testing.T) {
 				}
 				checkAnswers(t, raw, hooked, ops)
 				if podName == "the benchmark Pod" {
-					if got := answer.SplicedByHand(raw, ops); got != c.byHand {
+					if got := answer.SplicedByHand(podType, raw, ops); got != c.byHand {
 						t.Errorf("spliced by hand: %v, want %v (ops %v)", got, c.byHand, ops)
 					}
 				}
@@ -263,6 +263,18 @@ func TestSpliceAnswersAsOfDoesForAnyPatch(t *testing.T) {
 			{Operation: "add", Path: "/spec/affinity/nodeAffinity", Value: json.RawMessage(`{}`)},
 		}},
 		{"a removal", []patch.Operation{{Operation: "remove", Path: "/spec/nodeName"}}},
+		{"a map's key removed", []patch.Operation{{Operation: "remove", Path: "/metadata/annotations/x"}}},
+		{"a map's key removed and others set", []patch.Operation{
+			{Operation: "remove", Path: "/spec/nodeSelector/a"},
+			{Operation: "add", Path: "/spec/nodeSelector/b", Value: "2"},
+			{Operation: "add", Path: "/metadata/labels/c", Value: "3"},
+		}},
+		{"a key removed and added again", []patch.Operation{
+			{Operation: "remove", Path: "/metadata/annotations/x"},
+			{Operation: "add", Path: "/metadata/annotations/x", Value: "z"},
+		}},
+		{"a map removed", []patch.Operation{{Operation: "remove", Path: "/spec/nodeSelector"}}},
+		{"an array removed", []patch.Operation{{Operation: "remove", Path: "/spec/containers"}}},
 	} {
 		t.Run(tc.name+" gets Of's object", func(t *testing.T) {
 			doc := jsondoc.New(raw)
