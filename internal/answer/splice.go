@@ -63,7 +63,7 @@ func spliceInto(t reflect.Type, raw []byte, ops []patch.Operation) (out []byte, 
 	grow := 0
 	for i := range ops {
 		var e spliceEdit
-		if p, _ := parentPath(ops[i].Path); slices.Contains(resets, p) {
+		if p, _ := parentPath(ops[i].Path); slices.ContainsFunc(resets, func(r reset) bool { return r.path == p }) {
 			continue
 		}
 		if e, ok = spliceOf(t, whole, raw, &ops[i]); !ok {
@@ -72,8 +72,8 @@ func spliceInto(t reflect.Type, raw []byte, ops []patch.Operation) (out []byte, 
 		grow += len(e.text) + 1
 		edits = append(edits, e)
 	}
-	for _, p := range resets {
-		e, ok := resetOf(raw, p, ops)
+	for _, r := range resets {
+		e, ok := resetOf(raw, r, ops)
 		if !ok {
 			return nil, false
 		}
@@ -111,17 +111,23 @@ func parentPath(path string) (string, bool) {
 	return path[:i], true
 }
 
-// resetMaps returns, in the order ops first name them, the paths of the maps that a removal
-// in ops takes a key off (for whole, of the objects): Splice resets them (resetOf).
-func resetMaps(t reflect.Type, whole bool, ops []patch.Operation) []string {
-	var resets []string
+// reset is a map that a removal in the patch takes a key off: Splice gives it whole (resetOf).
+type reset struct {
+	path   string
+	tokens []string
+}
+
+// resetMaps returns, in the order ops first name them, the maps that a removal in ops takes a
+// key off (for whole, the objects).
+func resetMaps(t reflect.Type, whole bool, ops []patch.Operation) []reset {
+	var resets []reset
 	for i := range ops {
 		p, ok := parentPath(ops[i].Path)
-		if ops[i].Operation != "remove" || !ok || p == "" || slices.Contains(resets, p) {
+		if ops[i].Operation != "remove" || !ok || p == "" || slices.ContainsFunc(resets, func(r reset) bool { return r.path == p }) {
 			continue
 		}
-		tokens, err := patch.ParsePointer(p)
-		if err != nil {
+		tokens, ok := pointerTokens(p)
+		if !ok {
 			continue
 		}
 		pt := typeAt(t, tokens)
@@ -129,7 +135,7 @@ func resetMaps(t reflect.Type, whole bool, ops []patch.Operation) []string {
 			pt = pt.Elem()
 		}
 		if whole || (pt != nil && pt.Kind() == reflect.Map && !decodesItself(pt)) {
-			resets = append(resets, p)
+			resets = append(resets, reset{p, tokens})
 		}
 	}
 	return resets
@@ -156,94 +162,93 @@ func typeAt(t reflect.Type, tokens []string) reflect.Type {
 	return t
 }
 
-// resetOf returns the edit that gives the map at path p (a member of an object in raw) the
-// result of ops' operations on its members, reset: null, then the map whole under its key.
-func resetOf(raw []byte, p string, ops []patch.Operation) (spliceEdit, bool) {
-	tokens, err := patch.ParsePointer(p)
-	if err != nil || len(tokens) == 0 {
-		return spliceEdit{}, false
-	}
-	if s, _, ok := locate(raw, tokens[:len(tokens)-1]); !ok || raw[s] != '{' {
+// keyEdit is what the operations on one key of a reset map leave: gone, or the value text.
+type keyEdit struct {
+	key  string
+	text []byte
+	gone bool
+}
+
+// resetOf returns the edit that gives the map r (a member of an object in raw) the result of
+// ops' operations on its keys, reset: null, then the map whole under its key (its other
+// members as raw's bytes), or null alone when no key is left.
+func resetOf(raw []byte, r reset, ops []patch.Operation) (spliceEdit, bool) {
+	if s, _, ok := locate(raw, r.tokens[:len(r.tokens)-1]); !ok || raw[s] != '{' {
 		return spliceEdit{}, false // an array's element has no key to give the map under
 	}
-	start, end, ok := locate(raw, tokens)
+	start, end, ok := locate(raw, r.tokens)
 	if !ok || raw[start] != '{' {
 		return spliceEdit{}, false
 	}
-	type entry struct {
-		name      string
-		lit, text []byte // lit nil: a new member
-	}
-	var members []entry
-	if !jsonscan.EachMember(raw[start:end], func(key, value []byte) bool {
-		members = append(members, entry{string(jsonscan.MemberName(key)), key, value})
-		return true
-	}) {
-		return spliceEdit{}, false
-	}
+	object := raw[start:end]
+	var keys []keyEdit
+	size := len(object) + len(r.path) + 8
 	for i := range ops {
 		op := &ops[i]
-		if q, _ := parentPath(op.Path); q != p {
+		if q, _ := parentPath(op.Path); q != r.path {
 			continue
 		}
-		key, ok := jsonscan.UnescapeToken(op.Path[len(p)+1:])
+		key, ok := jsonscan.UnescapeToken(op.Path[len(r.path)+1:])
 		if !ok {
 			return spliceEdit{}, false
 		}
-		at, count := -1, 0
-		for j := range members {
-			if members[j].name == key {
-				at, count = j, count+1
+		at := slices.IndexFunc(keys, func(k keyEdit) bool { return k.key == key })
+		if at < 0 {
+			_, count, found := jsonscan.Find(object, key)
+			if count > 1 {
+				return spliceEdit{}, false // a repeated key: the Doc says what an operation does
 			}
+			keys, at = append(keys, keyEdit{key: key, gone: !found}), len(keys)
 		}
-		if count > 1 {
-			return spliceEdit{}, false // a repeated key: the Doc says what the operation does
-		}
-		switch op.Operation {
-		case "remove":
-			if at < 0 {
-				return spliceEdit{}, false // Of reports it
-			}
-			members = slices.Delete(members, at, at+1)
-		case "add", "replace":
-			value, ok := encodedScalarOrAny(op.Value)
-			switch {
-			case !ok || (at < 0 && op.Operation == "replace"):
+		k := &keys[at]
+		switch {
+		case op.Operation == "remove" && !k.gone:
+			k.gone = true
+		case op.Operation == "add" || op.Operation == "replace" && !k.gone:
+			if k.text, ok = appendOpValue(nil, op.Value); !ok {
 				return spliceEdit{}, false
-			case at < 0:
-				members = append(members, entry{name: key, text: value})
-			default:
-				members[at].text = value
 			}
-		default:
+			k.gone = false
+			size += len(key) + len(k.text) + 4
+		default: // a remove or replace of a key that is not there: Of reports it
 			return spliceEdit{}, false
 		}
 	}
-	text := []byte("null")
-	if len(members) > 0 {
-		text = jsonscan.AppendString(append(text, ','), tokens[len(tokens)-1])
-		text = append(text, ':', '{')
-		for j, m := range members {
-			if j > 0 {
-				text = append(text, ',')
-			}
-			if m.lit != nil {
-				text = append(text, m.lit...)
-			} else {
-				text = jsonscan.AppendString(text, m.name)
-			}
-			text = append(append(text, ':'), m.text...)
+	text := append(make([]byte, 0, size), "null,"...)
+	text = append(jsonscan.AppendString(text, r.tokens[len(r.tokens)-1]), ':', '{')
+	empty := len(text)
+	member := func(key, value []byte) {
+		if len(text) > empty {
+			text = append(text, ',')
 		}
-		text = append(text, '}')
+		text = append(append(append(text, key...), ':'), value...)
 	}
-	return spliceEdit{start: start, end: end, text: text, parent: -1}, true
+	jsonscan.EachMember(object, func(key, value []byte) bool {
+		name := jsonscan.MemberName(key)
+		if at := slices.IndexFunc(keys, func(k keyEdit) bool { return k.key == string(name) }); at < 0 {
+			member(key, value)
+		} else if k := &keys[at]; !k.gone && k.text != nil {
+			member(key, k.text)
+			k.text = nil // given
+		}
+		return true
+	})
+	for _, k := range keys {
+		if !k.gone && k.text != nil { // a key raw's map lacks
+			member(jsonscan.AppendString(nil, k.key), k.text)
+		}
+	}
+	if len(text) == empty {
+		return spliceEdit{start: start, end: end, text: null, parent: -1}, true
+	}
+	return spliceEdit{start: start, end: end, text: append(text, '}'), parent: -1}, true
 }
 
 // spliceOf returns the edit of raw that op makes, when it is one Splice makes by hand, for an
 // object of Go type t (whole: one that decodes itself).
 func spliceOf(t reflect.Type, whole bool, raw []byte, op *patch.Operation) (spliceEdit, bool) {
-	tokens, err := patch.ParsePointer(op.Path)
-	if err != nil || len(tokens) == 0 {
+	tokens, ok := pointerTokens(op.Path)
+	if !ok || len(tokens) == 0 {
 		return spliceEdit{}, false
 	}
 	last := tokens[len(tokens)-1]
@@ -264,13 +269,16 @@ func spliceOf(t reflect.Type, whole bool, raw []byte, op *patch.Operation) (spli
 		vStart := start + m.End - len(m.Value)
 		return spliceEdit{start: vStart, end: vStart + len(m.Value), text: null, parent: -1}, true
 	}
-	value, ok := encodedScalarOrAny(op.Value)
-	if !ok {
+	var text []byte // the member to insert (absent), or the value in place of m's
+	if !found {
+		text = append(jsonscan.AppendString(make([]byte, 0, len(last)+32), last), ':')
+	}
+	if text, ok = appendOpValue(text, op.Value); !ok {
 		return spliceEdit{}, false
 	}
 	switch op.Operation {
 	case "replace":
-		if !found || !scalar(m.Value) || !scalar(value) {
+		if !found || !scalar(m.Value) || !scalar(text) {
 			return spliceEdit{}, false
 		}
 	case "add":
@@ -282,11 +290,9 @@ func spliceOf(t reflect.Type, whole bool, raw []byte, op *patch.Operation) (spli
 	}
 	if found {
 		vStart := start + m.End - len(m.Value)
-		return spliceEdit{start: vStart, end: vStart + len(m.Value), text: value, parent: -1}, true
+		return spliceEdit{start: vStart, end: vStart + len(m.Value), text: text, parent: -1}, true
 	}
 	closing := end - 1 // parent is trimmed: its last byte is '}'
-	text := jsonscan.AppendString(make([]byte, 0, len(last)+3+len(value)), last)
-	text = append(append(text, ':'), value...)
 	hasMembers := len(bytes.TrimSpace(parent[1:len(parent)-1])) > 0
 	return spliceEdit{start: closing, end: closing, text: text, parent: start, comma: hasMembers}, true
 }
@@ -303,19 +309,40 @@ func nullable(t reflect.Type) bool {
 	return false
 }
 
-// encodedScalarOrAny returns an operation's value as JSON text (ok false when it does not
-// encode, or is not one JSON value).
-func encodedScalarOrAny(v any) ([]byte, bool) {
+// appendOpValue appends an operation's value as JSON text (ok false when it does not encode,
+// or is not one JSON value).
+func appendOpValue(b []byte, v any) ([]byte, bool) {
 	switch v := v.(type) {
 	case string:
-		return jsonscan.AppendString(nil, v), true
+		return jsonscan.AppendString(b, v), true
 	case json.RawMessage:
 		t := bytes.TrimSpace(v)
-		return t, len(t) > 0
+		return append(b, t...), len(t) > 0
 	default:
-		b, err := json.Marshal(v)
-		return b, err == nil
+		enc, err := json.Marshal(v)
+		return append(b, enc...), err == nil
 	}
+}
+
+// pointerTokens is patch.ParsePointer without its error, and without a slice per step.
+func pointerTokens(p string) ([]string, bool) {
+	if p == "" || p[0] != '/' {
+		return nil, p == ""
+	}
+	tokens := make([]string, 0, strings.Count(p, "/"))
+	for p != "" {
+		p = p[1:]
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			i = len(p)
+		}
+		tok, ok := jsonscan.UnescapeToken(p[:i])
+		if !ok {
+			return nil, false
+		}
+		tokens, p = append(tokens, tok), p[i:]
+	}
+	return tokens, true
 }
 
 // scalar reports whether the trimmed JSON value v is a string, number, boolean or null.
