@@ -58,7 +58,7 @@ func (rn *call) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.Ho
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{raw: raw, ops: o.ops, Hooks: o.hooks, Operations: len(o.ops), answer: o.merge, doc: o.doc, rec: rec}
+	res := Result{raw: raw, ops: o.ops, Hooks: o.hooks, Operations: len(o.ops), doc: o.doc, rec: rec}
 	if c := rn.reg.chains[Key{GVK: gvk, Type: t}]; c != nil {
 		res.goType = c.objectType
 	}
@@ -69,12 +69,10 @@ func (rn *call) run(ctx context.Context, gvk schema.GroupVersionKind, t hooks.Ho
 }
 
 // outcome is what one chain run gives: the operations of the patch from the request object to
-// the hooked one (nil: no change), the number of hooks that ran, and the metadata path's merge
-// answer (Result.Answer).
+// the hooked one (nil: no change) and the number of hooks that ran.
 type outcome struct {
 	ops   []patch.Operation
 	hooks int
-	merge []byte
 	// sealed says ops end with the operation that records the undo.
 	sealed bool
 	// doc is the request's object with ops made on it, when the chain edited one (an undo

@@ -331,15 +331,6 @@ func decodeStringMap(value []byte) (m map[string]string, dups bool, err error) {
 	return m, dups, nil
 }
 
-// eachEntry calls fn with every member of the JSON object text (a label or annotation map):
-// its key's text and its value's literal, a sub-slice of text.
-func eachEntry(text []byte, fn func(key, valueLit []byte)) {
-	jsonscan.EachMember(text, func(keyLit, valueLit []byte) bool {
-		fn(keyName(keyLit), valueLit)
-		return true
-	})
-}
-
 func jsonString(s string) json.RawMessage {
 	return jsonscan.AppendString(make([]byte, 0, len(s)+2), s)
 }

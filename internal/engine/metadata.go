@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,26 +14,24 @@ import (
 	"github.com/synchook/synchook/patch"
 )
 
-// metadataDoc is where the labels and annotations of a request are, as offsets into raw:
-// metaStart/metaEnd delimit metadata's value (metaStart < 0: absent or null; then metaEnd is the
-// offset of that null, or -1). generateName and uid are JSON literals, decoded only to seal.
+// metadataDoc is what the label/annotation path reads of a request's metadata.
 type metadataDoc struct {
-	raw                []byte
-	metaStart, metaEnd int
-	namespace, name    string
-	generateName, uid  []byte
-	maps               [2]mapField // labels, annotations
+	// metaObject says metadata is an object (not absent or null).
+	metaObject bool
+	namespace  string
+	// name is metadata.name when it is a string, "" otherwise; generateName and uid are the
+	// JSON literals of metadata's, decoded only when a seal needs them (identity).
+	name              string
+	generateName, uid []byte
+	maps              [2]mapField // labels, annotations
 }
 
-// mapField is metadata.labels or metadata.annotations: raw[start:end] is its value, text
-// (start < 0: absent), value its decoded content; dups says a key repeats (or that the
-// members' text is not to be spliced).
+// mapField is metadata.labels or metadata.annotations: whether present, its decoded content,
+// and whether a key repeats.
 type mapField struct {
-	name       string
-	start, end int
-	value      map[string]string
-	text       []byte
-	dups       bool
+	name          string
+	present, dups bool
+	value         map[string]string
 }
 
 // metadataDoc returns where the labels and annotations of rec's object are, read from the
@@ -47,9 +44,8 @@ func (c *chain) metadataDoc(rec *record) (*metadataDoc, error) {
 	if !f.object {
 		return nil, c.decodeErrorf("the object is not a JSON object")
 	}
-	doc := &metadataDoc{raw: raw, metaStart: -1, metaEnd: -1}
+	doc := &metadataDoc{}
 	doc.maps[0].name, doc.maps[1].name = "labels", "annotations"
-	doc.maps[0].start, doc.maps[1].start = -1, -1
 	if c.unstructured {
 		var av, k string
 		if rec.apiVersion == nil || rec.kind == nil || json.Unmarshal(rec.apiVersion, &av) != nil || json.Unmarshal(rec.kind, &k) != nil {
@@ -59,12 +55,7 @@ func (c *chain) metadataDoc(rec *record) (*metadataDoc, error) {
 			return nil, c.decodeErrorf("object is %s %s, want %s", av, k, want)
 		}
 	}
-	if rec.metadata == nil {
-		return doc, nil
-	}
-	base := offset(raw, rec.metadata)
-	if string(rec.metadata) == "null" {
-		doc.metaEnd = base
+	if rec.metadata == nil || string(rec.metadata) == "null" {
 		return doc, nil
 	}
 	if rec.metadata[0] != '{' {
@@ -90,7 +81,7 @@ func (c *chain) metadataDoc(rec *record) (*metadataDoc, error) {
 			continue
 		}
 		m := &doc.maps[i]
-		m.start, m.end, m.text = offset(raw, v), offset(raw, v)+len(v), v
+		m.present = true
 		var err error
 		if m.value, m.dups, err = decodeStringMap(v); err != nil {
 			refuse(v, c.decodeErrorf("metadata.%s: %v", m.name, err))
@@ -99,7 +90,7 @@ func (c *chain) metadataDoc(rec *record) (*metadataDoc, error) {
 	if first != nil {
 		return nil, first
 	}
-	doc.metaStart, doc.metaEnd = base, base+len(rec.metadata)
+	doc.metaObject = true
 	return doc, nil
 }
 
@@ -117,19 +108,19 @@ func offset(doc, sub []byte) int {
 }
 
 // runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
-// operations on raw and the merge answer (Result.Answer).
-func (c *chain) runMetadata(ctx context.Context, rn *call, rec *record, undo bool) ([]patch.Operation, []byte, error) {
+// operations on raw.
+func (c *chain) runMetadata(ctx context.Context, rn *call, rec *record, undo bool) ([]patch.Operation, error) {
 	doc, err := c.metadataDoc(rec)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	m, err := c.metadataHooked(ctx, rn, doc.namespace, [2]map[string]string{doc.maps[0].value, doc.maps[1].value})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if undo {
 		if err := rn.reg.recordMetadataUndo(c, doc, m, rn.carry); err != nil {
-			return nil, nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+			return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 		}
 	}
 	return doc.answer([2]map[string]string{m.Labels, m.Annotations})
@@ -160,132 +151,45 @@ func (c *chain) metadataHooked(ctx context.Context, rn *call, namespace string, 
 }
 
 // answer returns the operations of the patch that gives doc's object the labels and
-// annotations after (nil: none), and the merge answer (see Result.Answer).
-func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, []byte, error) {
-	var a metadataAnswer
-	// Members to add to metadata (absent before); a local slice, which can stay on the stack.
-	var metaMembers []string
+// annotations after (nil: none); Result.Answer makes the merge answer from them.
+func (doc *metadataDoc) answer(after [2]map[string]string) ([]patch.Operation, error) {
+	ops := make([]patch.Operation, 0, 4)
+	var metaMembers []string // members to add to metadata (absent before)
 	for i := range doc.maps {
-		f := &doc.maps[i]
-		now := after[i]
-		if len(f.value) == 0 && len(now) == 0 {
-			continue
-		}
-		path := "/metadata/" + f.name
-		if f.start >= 0 && f.value != nil && now == nil {
-			// The map goes (an undo removes a map the write created): removed, not left
-			// empty, and null in the merge answer (a merging decoder then drops it).
-			a.ops = append(a.ops, patch.Operation{Operation: "remove", Path: path})
-			a.edits = append(a.edits, edit{f.start, f.end, []byte("null")})
-			continue
-		}
-		if f.start >= 0 && f.value != nil {
-			if err := a.changeMap(f, path, now); err != nil {
-				return nil, nil, err
+		f, now := &doc.maps[i], after[i]
+		path := [2]string{"/metadata/labels", "/metadata/annotations"}[i]
+		switch {
+		case len(f.value) == 0 && len(now) == 0:
+		case f.present && f.value != nil && now == nil: // an undo removes a map the write created
+			ops = append(ops, patch.Operation{Operation: "remove", Path: path})
+		case f.present && f.value != nil:
+			removed, set := changedKeys(f.value, now)
+			for _, k := range removed {
+				ops = append(ops, patch.Operation{Operation: "remove", Path: path + "/" + escapeToken(k)})
 			}
-			continue
-		}
-		// Absent or null (so now has keys): add the whole map.
-		member, err := a.addMap(doc, f, path, now)
-		if err != nil {
-			return nil, nil, err
-		}
-		if member != "" {
-			metaMembers = append(metaMembers, member)
-		}
-	}
-	if len(a.ops) == 0 && len(metaMembers) == 0 {
-		return nil, nil, nil
-	}
-	a.addMetadataMembers(doc, metaMembers)
-	return a.ops, applyEdits(doc.raw, a.edits), nil
-}
-
-// metadataAnswer is the patch's operations and the edits that make the merge answer.
-type metadataAnswer struct {
-	ops   []patch.Operation
-	edits []edit
-}
-
-// addMap adds to a the map f (at path; absent or null before) with now's keys: an add
-// operation when metadata is an object, and the whole map in place of f's null; for an absent
-// f it returns the member to add to metadata instead ("" otherwise).
-func (a *metadataAnswer) addMap(doc *metadataDoc, f *mapField, path string, now map[string]string) (string, error) {
-	encoded, err := json.Marshal(now)
-	if err != nil {
-		return "", err
-	}
-	if doc.metaStart >= 0 {
-		a.ops = append(a.ops, patch.Operation{Operation: "add", Path: path, Value: json.RawMessage(encoded)})
-	}
-	if f.start < 0 {
-		return fmt.Sprintf("%q:%s", f.name, encoded), nil
-	}
-	a.edits = append(a.edits, edit{f.start, f.end, encoded})
-	return "", nil
-}
-
-// changeMap adds to a what turns the map f (present, not null) into now: an operation per
-// changed key, and the changes spliced in when no key goes and none repeats, else the map reset
-// and given whole.
-func (a *metadataAnswer) changeMap(f *mapField, path string, now map[string]string) error {
-	removed, set := changedKeys(f.value, now)
-	if len(removed) == 0 && len(set) == 0 {
-		return nil // the same keys and values
-	}
-	for _, k := range removed {
-		a.ops = append(a.ops, patch.Operation{Operation: "remove", Path: path + "/" + escapeToken(k)})
-	}
-	for _, k := range set {
-		op := "add"
-		if _, had := f.value[k]; had {
-			op = "replace"
-		}
-		a.ops = append(a.ops, patch.Operation{Operation: op, Path: path + "/" + escapeToken(k), Value: now[k]})
-	}
-	if len(removed) == 0 && !f.dups {
-		a.edits = append(a.edits, f.spliced(now, set)...)
-		return nil
-	}
-	// A merging decoder keeps map keys the answer lacks: reset the map first.
-	encoded := []byte("null")
-	if len(now) > 0 {
-		all, err := json.Marshal(now)
-		if err != nil {
-			return err
-		}
-		encoded = append([]byte(`null,"`+f.name+`":`), all...)
-	}
-	a.edits = append(a.edits, edit{f.start, f.end, encoded})
-	return nil
-}
-
-// addMetadataMembers adds metaMembers to metadata when it is an object, else as the whole
-// metadata (in the merge answer: in place of its null, or as the object's first member).
-func (a *metadataAnswer) addMetadataMembers(doc *metadataDoc, metaMembers []string) {
-	raw := doc.raw
-	switch {
-	case doc.metaStart >= 0 && len(metaMembers) > 0:
-		text := strings.Join(metaMembers, ",")
-		at := doc.metaStart + 1 // just past metadata's '{'
-		if len(bytes.TrimSpace(raw[at:doc.metaEnd-1])) > 0 {
-			text += ","
-		}
-		a.edits = append(a.edits, edit{at, at, []byte(text)})
-	case doc.metaStart < 0: // metadata absent or null: add it whole
-		value := "{" + strings.Join(metaMembers, ",") + "}"
-		a.ops = append(a.ops, patch.Operation{Operation: "add", Path: "/metadata", Value: json.RawMessage(value)})
-		if doc.metaEnd >= 0 {
-			a.edits = append(a.edits, edit{doc.metaEnd, doc.metaEnd + len("null"), []byte(value)})
-		} else {
-			at := bytes.IndexByte(raw, '{') + 1
-			text := `"metadata":` + value
-			if len(bytes.TrimSpace(raw[at:bytes.LastIndexByte(raw, '}')])) > 0 {
-				text += ","
+			for _, k := range set {
+				op := "add"
+				if _, had := f.value[k]; had {
+					op = "replace"
+				}
+				ops = append(ops, patch.Operation{Operation: op, Path: path + "/" + escapeToken(k), Value: now[k]})
 			}
-			a.edits = append(a.edits, edit{at, at, []byte(text)})
+		default: // absent or null, and now has keys: the whole map
+			encoded, err := json.Marshal(now)
+			if err != nil {
+				return nil, err
+			}
+			if doc.metaObject {
+				ops = append(ops, patch.Operation{Operation: "add", Path: path, Value: json.RawMessage(encoded)})
+			} else {
+				metaMembers = append(metaMembers, fmt.Sprintf("%q:%s", f.name, encoded))
+			}
 		}
 	}
+	if len(metaMembers) > 0 { // metadata absent or null: add it whole
+		ops = append(ops, patch.Operation{Operation: "add", Path: "/metadata", Value: json.RawMessage("{" + strings.Join(metaMembers, ",") + "}")})
+	}
+	return ops, nil
 }
 
 // changedKeys returns, sorted, the keys of before that now lacks and the keys of now that
@@ -304,67 +208,6 @@ func changedKeys(before, now map[string]string) (removed, set []string) {
 	slices.Sort(removed)
 	slices.Sort(set)
 	return removed, set
-}
-
-// spliced returns the edits that turn the map f (no repeated key) into now, which only adds or
-// changes the keys set: changed values replaced where they stand, new members inserted first.
-func (f *mapField) spliced(now map[string]string, set []string) []edit {
-	value := f.start // offsets of members are relative to the map's value
-	var edits []edit
-	var added []byte
-	var replaced []string // keys f had, whose values change where they stand
-	for _, k := range set {
-		if _, had := f.value[k]; had {
-			replaced = append(replaced, k)
-			continue
-		}
-		if len(added) > 0 {
-			added = append(added, ',')
-		}
-		added = append(added, jsonString(k)...)
-		added = append(added, ':')
-		added = append(added, jsonString(now[k])...)
-	}
-	if len(added) > 0 {
-		if len(f.value) > 0 { // no repeated key: as many members as keys
-			added = append(added, ',')
-		}
-		edits = append(edits, edit{value + 1, value + 1, added}) // just past the map's '{'
-	}
-	if len(replaced) > 0 { // one pass over the map's members for all of them
-		eachEntry(f.text, func(key, valueLit []byte) {
-			for _, k := range replaced {
-				if string(key) == k {
-					at := value + offset(f.text, valueLit)
-					edits = append(edits, edit{at, at + len(valueLit), jsonString(now[k])})
-				}
-			}
-		})
-	}
-	return edits
-}
-
-// edit replaces raw[start:end] with text.
-type edit struct {
-	start, end int
-	text       []byte
-}
-
-// applyEdits returns raw with the non-overlapping edits made, in a new slice.
-func applyEdits(raw []byte, edits []edit) []byte {
-	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
-	size := len(raw)
-	for _, e := range edits {
-		size += len(e.text) - (e.end - e.start)
-	}
-	out := make([]byte, 0, size) // exactly: a sealed undo alone is longer than any fixed slack
-	at := 0
-	for _, e := range edits {
-		out = append(out, raw[at:e.start]...)
-		out = append(out, e.text...)
-		at = e.end
-	}
-	return append(out, raw[at:]...)
 }
 
 // escapeToken escapes a JSON Pointer reference token (RFC 6901: ~ → ~0, / → ~1).

@@ -99,8 +99,8 @@ func (rn *call) runChain(ctx context.Context, c *chain, raw []byte) (outcome, er
 	}
 	switch p.path {
 	case pathMetadata:
-		ops, merge, err := c.runMetadata(ctx, rn, p.rec, p.records)
-		return outcome{ops: ops, hooks: len(c.hooks), merge: merge}, err
+		ops, err := c.runMetadata(ctx, rn, p.rec, p.records)
+		return outcome{ops: ops, hooks: len(c.hooks)}, err
 	case pathDocument:
 		if o, done, err := rn.runStripDoc(ctx, c, p.rec, p.records); done {
 			return o, err

@@ -28,10 +28,8 @@ type Result struct {
 
 	raw []byte
 	ops []patch.Operation
-	// answer is the metadata path's (the request with the label and annotation maps edited);
-	// doc the request's object as the chain edited it, when it kept one (an undo read); goType
-	// the Go type of the kind, which answer.Of encodes along.
-	answer []byte
+	// doc is the request's object as the chain edited it, when it kept one (an undo read);
+	// goType the Go type of the kind, which answer.Of encodes along.
 	doc    *jsondoc.Doc
 	goType reflect.Type
 	// rec is the request object's record (intake.go; nil: none), for the loop detector.
@@ -41,16 +39,12 @@ type Result struct {
 // Answer returns the JSON that answers a vcluster plugin's Mutate: decoded with encoding/json's
 // Unmarshal INTO the object the request was decoded from (the way vcluster reads it), and also
 // into a new one, it gives exactly the hooked object (package answer). nil when nothing changed.
-// It is the request's bytes with the chain's edits: the label/annotation path's own edit of the
-// two maps, else spliced where the edits add members or replace scalars (answer.Splice), else
-// encoded along the kind's Go type (answer.Of). Errors: an edit that does not apply
-// (a bug) or a value that does not encode.
+// It is the request's bytes with the chain's edits: spliced into them where the edits add or
+// remove members or replace scalars (answer.Splice), else encoded along the kind's Go type
+// (answer.Of). Errors: an edit that does not apply (a bug) or a value that does not encode.
 func (r Result) Answer() ([]byte, error) {
 	if r.Patch == nil {
 		return nil, nil
-	}
-	if r.answer != nil {
-		return r.answer, nil
 	}
 	if r.doc != nil {
 		return answer.Of(r.goType, r.doc)

@@ -113,7 +113,7 @@ func (rn *call) undoMetadata(ctx context.Context, c *chain, rec *record, p undo.
 	}
 	var stored [2]map[string]string
 	for i, f := range doc.maps {
-		if f.start >= 0 && f.value == nil || f.dups {
+		if f.present && f.value == nil || f.dups {
 			return outcome{}, res, false, nil
 		}
 		stored[i] = f.value // nil: absent
@@ -131,7 +131,7 @@ func (rn *call) undoMetadata(ctx context.Context, c *chain, rec *record, p undo.
 	} else if res.Reason != "" {
 		return o, res, true, nil
 	}
-	o.ops, o.merge, err = doc.answer(after)
+	o.ops, err = doc.answer(after)
 	return o, res, true, err
 }
 

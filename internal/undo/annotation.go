@@ -1,12 +1,11 @@
 package undo
 
 // Writing the Annotation: each form of the object a write path holds gets the sealed value
-// from one function here (the encoding's bytes, a JSON Patch, a Doc, a labels/annotations
-// map), each putting it where the others do: in metadata.annotations, making that map (and
-// metadata) where the object has none.
+// from one function here (a JSON Patch, a Doc, a labels/annotations map), each putting it
+// where the others do: in metadata.annotations, making that map (and metadata) where the
+// object has none.
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/synchook/synchook/internal/jsonscan"
@@ -69,50 +68,4 @@ func SetIn(ann map[string]string, value string) map[string]string {
 	}
 	ann[Annotation] = value
 	return ann
-}
-
-// SpliceAnnotation returns the JSON object doc (an encoding of a typed object, whose metadata
-// is an object) with the Annotation set to value as its annotations' first member (or a new
-// annotations map), nil when doc's metadata cannot be found as an object, already has the key
-// or holds annotations that are not a map.
-func SpliceAnnotation(doc []byte, value string) []byte {
-	var meta []byte
-	metaAt := -1
-	jsonscan.ScanObject(doc, func(k, rest []byte) int {
-		n := jsonscan.SkipValue(rest, 0)
-		if string(k) == `"metadata"` && n > 0 {
-			meta, metaAt = rest[:n], len(doc)-len(rest)
-			return -1 // found: stop
-		}
-		return n
-	})
-	if metaAt < 0 || len(meta) == 0 || meta[0] != '{' {
-		return nil
-	}
-	member := jsonscan.AppendString(nil, Annotation)
-	member = append(member, ':')
-	member = jsonscan.AppendString(member, value)
-	at, insert := metaAt+1, []byte(nil) // where, and what, to insert
-	if m, _, ok := jsonscan.Find(meta, "annotations"); ok && len(m.Value) > 0 && m.Value[0] == '{' {
-		if _, _, has := jsonscan.Find(m.Value, Annotation); has {
-			return nil
-		}
-		at = metaAt + m.End - len(m.Value) + 1 // just past the map's opening brace
-		insert = member
-		if len(bytes.TrimSpace(m.Value[1:len(m.Value)-1])) > 0 {
-			insert = append(insert, ',')
-		}
-	} else if ok {
-		return nil // annotations null or not a map: the caller takes the whole compare
-	} else {
-		insert = append([]byte(`"annotations":{`), member...)
-		insert = append(insert, '}')
-		if len(bytes.TrimSpace(meta[1:len(meta)-1])) > 0 {
-			insert = append(insert, ',')
-		}
-	}
-	out := make([]byte, 0, len(doc)+len(insert))
-	out = append(out, doc[:at]...)
-	out = append(out, insert...)
-	return append(out, doc[at:]...)
 }
