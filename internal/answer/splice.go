@@ -32,10 +32,17 @@ import (
 // intake refuses) is another member. Errors: an operation that does not apply to raw, or a
 // value that does not encode (as Of).
 func Splice(t reflect.Type, raw []byte, ops []patch.Operation) ([]byte, error) {
+	return SpliceTop(t, raw, nil, ops)
+}
+
+// SpliceTop is Splice for a raw whose top-level members a scan has read: top, each key once,
+// their values sub-slices of raw (a value that is not is looked up in raw), so that the splice
+// finds them without reading raw's top level again.
+func SpliceTop(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.Operation) ([]byte, error) {
 	if len(ops) == 0 {
 		return raw, nil
 	}
-	if out, ok := spliceInto(t, raw, ops); ok {
+	if out, ok := spliceInto(t, raw, top, ops); ok {
 		return out, nil
 	}
 	doc := jsondoc.New(raw)
@@ -56,7 +63,7 @@ type spliceEdit struct {
 }
 
 // spliceInto is Splice by hand; ok is false when ops is not a patch it splices (see Splice).
-func spliceInto(t reflect.Type, raw []byte, ops []patch.Operation) (out []byte, ok bool) {
+func spliceInto(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.Operation) (out []byte, ok bool) {
 	whole := structType(t) == nil // the answer decodes itself: any object is reset like a map
 	resets := resetMaps(t, whole, ops)
 	edits := make([]spliceEdit, 0, len(ops))
@@ -66,14 +73,14 @@ func spliceInto(t reflect.Type, raw []byte, ops []patch.Operation) (out []byte, 
 		if p, _ := parentPath(ops[i].Path); slices.ContainsFunc(resets, func(r reset) bool { return r.path == p }) {
 			continue
 		}
-		if e, ok = spliceOf(t, whole, raw, &ops[i]); !ok {
+		if e, ok = spliceOf(t, whole, raw, top, &ops[i]); !ok {
 			return nil, false
 		}
 		grow += len(e.text) + 1
 		edits = append(edits, e)
 	}
 	for _, r := range resets {
-		e, ok := resetOf(raw, r, ops)
+		e, ok := resetOf(raw, top, r, ops)
 		if !ok {
 			return nil, false
 		}
@@ -172,12 +179,15 @@ type keyEdit struct {
 // resetOf returns the edit that gives the map r (a member of an object in raw) the result of
 // ops' operations on its keys, reset: null, then the map whole under its key (its other
 // members as raw's bytes), or null alone when no key is left.
-func resetOf(raw []byte, r reset, ops []patch.Operation) (spliceEdit, bool) {
-	if s, _, ok := locate(raw, r.tokens[:len(r.tokens)-1]); !ok || raw[s] != '{' {
+func resetOf(raw []byte, top []jsonscan.Member, r reset, ops []patch.Operation) (spliceEdit, bool) {
+	s, e, ok := locate(raw, top, r.tokens[:len(r.tokens)-1])
+	if !ok || raw[s] != '{' {
 		return spliceEdit{}, false // an array's element has no key to give the map under
 	}
-	start, end, ok := locate(raw, r.tokens)
-	if !ok || raw[start] != '{' {
+	m, count, found := jsonscan.Find(raw[s:e], r.tokens[len(r.tokens)-1])
+	start := s + m.End - len(m.Value)
+	end := start + len(m.Value)
+	if !found || count > 1 || raw[start] != '{' {
 		return spliceEdit{}, false
 	}
 	object := raw[start:end]
@@ -246,13 +256,13 @@ func resetOf(raw []byte, r reset, ops []patch.Operation) (spliceEdit, bool) {
 
 // spliceOf returns the edit of raw that op makes, when it is one Splice makes by hand, for an
 // object of Go type t (whole: one that decodes itself).
-func spliceOf(t reflect.Type, whole bool, raw []byte, op *patch.Operation) (spliceEdit, bool) {
+func spliceOf(t reflect.Type, whole bool, raw []byte, top []jsonscan.Member, op *patch.Operation) (spliceEdit, bool) {
 	tokens, ok := pointerTokens(op.Path)
 	if !ok || len(tokens) == 0 {
 		return spliceEdit{}, false
 	}
 	last := tokens[len(tokens)-1]
-	start, end, ok := locate(raw, tokens[:len(tokens)-1])
+	start, end, ok := locate(raw, top, tokens[:len(tokens)-1])
 	if !ok || raw[start] != '{' {
 		return spliceEdit{}, false // a parent that is no object (an array index: not by hand)
 	}
@@ -351,11 +361,18 @@ func scalar(v []byte) bool {
 }
 
 // locate returns the offsets in raw of the trimmed value at the reference tokens, through
-// objects (each key present once: a repeated key gives ok false) and arrays (a decimal index).
-func locate(raw []byte, tokens []string) (start, end int, ok bool) {
+// objects (each key present once: a repeated key gives ok false) and arrays (a decimal index);
+// the first through top when it has it (see SpliceTop).
+func locate(raw []byte, top []jsonscan.Member, tokens []string) (start, end int, ok bool) {
 	start = jsonscan.SkipSpace(raw, 0)
 	end = len(bytes.TrimRight(raw, " \t\r\n"))
-	for _, tok := range tokens {
+	for i, tok := range tokens {
+		if i == 0 && top != nil {
+			if s, e, ok := topMember(raw, top, tok); ok {
+				start, end = s, e
+				continue
+			}
+		}
 		switch {
 		case start < end && raw[start] == '{':
 			m, count, found := jsonscan.Find(raw[start:end], tok)
@@ -373,6 +390,21 @@ func locate(raw []byte, tokens []string) (start, end int, ok bool) {
 		}
 	}
 	return start, end, start < end
+}
+
+// topMember returns the offsets in raw of the value of top's member key, when top has it and
+// the value is a sub-slice of raw.
+func topMember(raw []byte, top []jsonscan.Member, key string) (start, end int, ok bool) {
+	for _, m := range top {
+		if m.Key != key {
+			continue
+		}
+		start = cap(raw) - cap(m.Value)
+		end = start + len(m.Value)
+		ok = len(m.Value) > 0 && start >= 0 && end <= len(raw) && &raw[start] == &m.Value[0]
+		return start, end, ok
+	}
+	return 0, 0, false
 }
 
 // element returns the offsets in raw of the element tok (a decimal index) of the array

@@ -12,6 +12,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/answer"
 	"github.com/synchook/synchook/internal/jsondoc"
+	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
@@ -49,7 +50,11 @@ func (r Result) Answer() ([]byte, error) {
 	if r.doc != nil {
 		return answer.Of(r.goType, r.doc)
 	}
-	return answer.Splice(r.goType, r.raw, r.ops)
+	var top []jsonscan.Member // the request's top level, as its intake read it
+	if r.rec != nil && r.rec.own {
+		top = r.rec.members
+	}
+	return answer.SpliceTop(r.goType, r.raw, top, r.ops)
 }
 
 // Object returns the request object with Patch applied: the request bytes themselves when
