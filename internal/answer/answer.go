@@ -274,8 +274,16 @@ var (
 // decodesItself reports whether encoding/json hands the whole JSON value to the type's own
 // UnmarshalJSON (metav1.Time, resource.Quantity, intstr.IntOrString, Unstructured, …).
 func decodesItself(t reflect.Type) bool {
-	return t.Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(jsonUnmarshaler)
+	if d, ok := selfDecoding.Load(t); ok {
+		return d.(bool)
+	}
+	d := t.Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(jsonUnmarshaler)
+	selfDecoding.Store(t, d)
+	return d
 }
+
+// selfDecoding holds decodesItself's answers: reflect.Type → bool.
+var selfDecoding sync.Map
 
 // set returns the values to emit, in order, under one key so that a Go value of type t that
 // holds the decoding of before (present or not: hadBefore) ends up holding the decoding of
