@@ -29,16 +29,10 @@ import (
 // decoder keeps the keys it lacks. Nothing else of raw is decoded or encoded, and members raw
 // holds that t does not know stay as they are. Any other patch goes through Of. Like Of it
 // matches keys as written: a key that differs from another only in case (which the engine's
-// intake refuses) is another member. Errors: an operation that does not apply to raw, or a
-// value that does not encode (as Of).
-func Splice(t reflect.Type, raw []byte, ops []patch.Operation) ([]byte, error) {
-	return SpliceTop(t, raw, nil, ops)
-}
-
-// SpliceTop is Splice for a raw whose top-level members a scan has read: top, each key once,
-// their values sub-slices of raw (a value that is not is looked up in raw), so that the splice
-// finds them without reading raw's top level again.
-func SpliceTop(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.Operation) ([]byte, error) {
+// intake refuses) is another member. top (may be nil) are raw's top-level members as a scan
+// read them, each key once, values sub-slices of raw: Splice does not read raw's top level
+// again. Errors: an operation that does not apply to raw, or a value that does not encode.
+func Splice(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.Operation) ([]byte, error) {
 	if len(ops) == 0 {
 		return raw, nil
 	}
@@ -70,7 +64,7 @@ func spliceInto(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.O
 	grow := 0
 	for i := range ops {
 		var e spliceEdit
-		if p, _ := parentPath(ops[i].Path); slices.ContainsFunc(resets, func(r reset) bool { return r.path == p }) {
+		if p := parentPath(ops[i].Path); slices.ContainsFunc(resets, func(r reset) bool { return r.path == p }) {
 			continue
 		}
 		if e, ok = spliceOf(t, whole, raw, top, &ops[i]); !ok {
@@ -108,15 +102,8 @@ func spliceInto(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.O
 	return append(out, raw[at:]...), true
 }
 
-// parentPath returns the JSON Pointer of the value that holds the member at path ("" for the
-// root's members; ok false for the root).
-func parentPath(path string) (string, bool) {
-	i := strings.LastIndexByte(path, '/')
-	if i < 0 {
-		return "", false
-	}
-	return path[:i], true
-}
+// parentPath returns the JSON Pointer of the value that holds the member at path ("": the root).
+func parentPath(path string) string { return path[:max(strings.LastIndexByte(path, '/'), 0)] }
 
 // reset is a map that a removal in the patch takes a key off: Splice gives it whole (resetOf).
 type reset struct {
@@ -129,19 +116,16 @@ type reset struct {
 func resetMaps(t reflect.Type, whole bool, ops []patch.Operation) []reset {
 	var resets []reset
 	for i := range ops {
-		p, ok := parentPath(ops[i].Path)
-		if ops[i].Operation != "remove" || !ok || p == "" || slices.ContainsFunc(resets, func(r reset) bool { return r.path == p }) {
+		p := parentPath(ops[i].Path)
+		if ops[i].Operation != "remove" || p == "" || slices.ContainsFunc(resets, func(r reset) bool { return r.path == p }) {
 			continue
 		}
 		tokens, ok := pointerTokens(p)
-		if !ok {
-			continue
-		}
 		pt := typeAt(t, tokens)
 		for pt != nil && pt.Kind() == reflect.Pointer {
 			pt = pt.Elem()
 		}
-		if whole || (pt != nil && pt.Kind() == reflect.Map && !decodesItself(pt)) {
+		if ok && (whole || pt != nil && pt.Kind() == reflect.Map && !decodesItself(pt)) {
 			resets = append(resets, reset{p, tokens})
 		}
 	}
@@ -195,7 +179,7 @@ func resetOf(raw []byte, top []jsonscan.Member, r reset, ops []patch.Operation) 
 	size := len(object) + len(r.path) + 8
 	for i := range ops {
 		op := &ops[i]
-		if q, _ := parentPath(op.Path); q != r.path {
+		if parentPath(op.Path) != r.path {
 			continue
 		}
 		key, ok := jsonscan.UnescapeToken(op.Path[len(r.path)+1:])
@@ -248,10 +232,10 @@ func resetOf(raw []byte, top []jsonscan.Member, r reset, ops []patch.Operation) 
 			member(jsonscan.AppendString(nil, k.key), k.text)
 		}
 	}
-	if len(text) == empty {
-		return spliceEdit{start: start, end: end, text: null, parent: -1}, true
+	if text = append(text, '}'); len(text) == empty+1 {
+		text = null
 	}
-	return spliceEdit{start: start, end: end, text: append(text, '}'), parent: -1}, true
+	return spliceEdit{start: start, end: end, text: text, parent: -1}, true
 }
 
 // spliceOf returns the edit of raw that op makes, when it is one Splice makes by hand, for an
@@ -273,7 +257,7 @@ func spliceOf(t reflect.Type, whole bool, raw []byte, top []jsonscan.Member, op 
 	}
 	if op.Operation == "remove" { // a member that null zeroes (a removed map key: resetOf)
 		ft := typeAt(t, tokens)
-		if whole || !found || ft == nil || !nullable(ft) {
+		if whole || !found || ft == nil || ft.Kind() != reflect.Pointer && (!slices.Contains(nullKinds, ft.Kind()) || decodesItself(ft)) {
 			return spliceEdit{}, false
 		}
 		vStart := start + m.End - len(m.Value)
@@ -307,17 +291,8 @@ func spliceOf(t reflect.Type, whole bool, raw []byte, top []jsonscan.Member, op 
 	return spliceEdit{start: closing, end: closing, text: text, parent: start, comma: hasMembers}, true
 }
 
-// nullable reports whether null decodes into a value of type t as its zero value, the value a
-// fresh decode leaves for an absent member.
-func nullable(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Pointer:
-		return true
-	case reflect.Map, reflect.Slice, reflect.Interface:
-		return !decodesItself(t)
-	}
-	return false
-}
+// nullKinds are the kinds besides a pointer that null zeroes, as a fresh decode leaves them.
+var nullKinds = []reflect.Kind{reflect.Map, reflect.Slice, reflect.Interface}
 
 // appendOpValue appends an operation's value as JSON text (ok false when it does not encode,
 // or is not one JSON value).
@@ -340,17 +315,12 @@ func pointerTokens(p string) ([]string, bool) {
 		return nil, p == ""
 	}
 	tokens := make([]string, 0, strings.Count(p, "/"))
-	for p != "" {
-		p = p[1:]
-		i := strings.IndexByte(p, '/')
-		if i < 0 {
-			i = len(p)
-		}
-		tok, ok := jsonscan.UnescapeToken(p[:i])
+	for tok := range strings.SplitSeq(p[1:], "/") {
+		tok, ok := jsonscan.UnescapeToken(tok)
 		if !ok {
 			return nil, false
 		}
-		tokens, p = append(tokens, tok), p[i:]
+		tokens = append(tokens, tok)
 	}
 	return tokens, true
 }
@@ -362,16 +332,14 @@ func scalar(v []byte) bool {
 
 // locate returns the offsets in raw of the trimmed value at the reference tokens, through
 // objects (each key present once: a repeated key gives ok false) and arrays (a decimal index);
-// the first through top when it has it (see SpliceTop).
+// the first through top when it has it (see Splice).
 func locate(raw []byte, top []jsonscan.Member, tokens []string) (start, end int, ok bool) {
 	start = jsonscan.SkipSpace(raw, 0)
 	end = len(bytes.TrimRight(raw, " \t\r\n"))
 	for i, tok := range tokens {
-		if i == 0 && top != nil {
-			if s, e, ok := topMember(raw, top, tok); ok {
-				start, end = s, e
-				continue
-			}
+		if s, e, ok := topMember(raw, top, tok); i == 0 && ok {
+			start, end = s, e
+			continue
 		}
 		switch {
 		case start < end && raw[start] == '{':
@@ -393,16 +361,12 @@ func locate(raw []byte, top []jsonscan.Member, tokens []string) (start, end int,
 }
 
 // topMember returns the offsets in raw of the value of top's member key, when top has it and
-// the value is a sub-slice of raw.
+// it is a sub-slice of raw.
 func topMember(raw []byte, top []jsonscan.Member, key string) (start, end int, ok bool) {
 	for _, m := range top {
-		if m.Key != key {
-			continue
+		if start = cap(raw) - cap(m.Value); m.Key == key && len(m.Value) > 0 && start >= 0 && start+len(m.Value) <= len(raw) {
+			return start, start + len(m.Value), &raw[start] == &m.Value[0]
 		}
-		start = cap(raw) - cap(m.Value)
-		end = start + len(m.Value)
-		ok = len(m.Value) > 0 && start >= 0 && end <= len(raw) && &raw[start] == &m.Value[0]
-		return start, end, ok
 	}
 	return 0, 0, false
 }

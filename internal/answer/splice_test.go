@@ -123,7 +123,7 @@ func hookedAndPatch(tb testing.TB, raw []byte, change func(*corev1.Pod, string),
 // decodes it), and that Splice's answer keeps raw's unknown members.
 func checkAnswers(t *testing.T, raw []byte, hooked *corev1.Pod, ops []patch.Operation) {
 	t.Helper()
-	spliced, err := answer.Splice(podType, raw, ops)
+	spliced, err := answer.Splice(podType, raw, nil, ops)
 	if err != nil {
 		t.Fatalf("Splice: %v", err)
 	}
@@ -285,7 +285,7 @@ func TestSpliceAnswersAsOfDoesForAnyPatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := answer.Splice(podType, raw, tc.ops)
+			got, err := answer.Splice(podType, raw, nil, tc.ops)
 			if err != nil {
 				t.Fatalf("Splice: %v", err)
 			}
@@ -331,7 +331,7 @@ func TestSpliceRefusesAPatchThatDoesNotApply(t *testing.T) {
 		{"a move", []patch.Operation{{Operation: "move", Path: "/metadata/generateName"}}},
 	} {
 		t.Run(tc.name+" is an error", func(t *testing.T) {
-			if out, err := answer.Splice(podType, raw, tc.ops); err == nil {
+			if out, err := answer.Splice(podType, raw, nil, tc.ops); err == nil {
 				t.Errorf("no error; answer %s", out)
 			}
 		})
@@ -340,7 +340,7 @@ func TestSpliceRefusesAPatchThatDoesNotApply(t *testing.T) {
 
 func TestSpliceWithNoOperationsIsTheRequest(t *testing.T) {
 	raw := []byte(`{"metadata":{"name":"a"}}`)
-	out, err := answer.Splice(podType, raw, nil)
+	out, err := answer.Splice(podType, raw, nil, nil)
 	if err != nil || string(out) != string(raw) {
 		t.Fatalf("Splice(no ops) = %s, %v; want the request", out, err)
 	}
@@ -397,7 +397,7 @@ func BenchmarkTypedAnswer(b *testing.B) {
 	b.Run("Splice", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := answer.Splice(podType, raw, ops); err != nil {
+			if _, err := answer.Splice(podType, raw, nil, ops); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -54,7 +54,7 @@ func (r Result) Answer() ([]byte, error) {
 	if r.rec != nil && r.rec.own {
 		top = r.rec.members
 	}
-	return answer.SpliceTop(r.goType, r.raw, top, r.ops)
+	return answer.Splice(r.goType, r.raw, top, r.ops)
 }
 
 // Object returns the request object with Patch applied: the request bytes themselves when
