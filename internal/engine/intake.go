@@ -53,6 +53,15 @@ func (r *call) recordOf(raw []byte) *record {
 }
 
 // meta returns metadata's value and whether raw has it (the last one, as a decode reads it).
+// topLevel returns the request's top-level members as its intake read them, nil where rec is
+// not the request's own record (answer.Splice then scans them).
+func (rec *record) topLevel() []jsonscan.Member {
+	if rec == nil || !rec.own {
+		return nil
+	}
+	return rec.members
+}
+
 func (rec *record) meta() ([]byte, bool) {
 	if rec.own {
 		return rec.metadata, rec.metadata != nil

@@ -12,7 +12,6 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/answer"
 	"github.com/synchook/synchook/internal/jsondoc"
-	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
@@ -50,11 +49,7 @@ func (r Result) Answer() ([]byte, error) {
 	if r.doc != nil {
 		return answer.Of(r.goType, r.doc)
 	}
-	var top []jsonscan.Member // the request's top level, as its intake read it
-	if r.rec != nil && r.rec.own {
-		top = r.rec.members
-	}
-	return answer.Splice(r.goType, r.raw, top, r.ops)
+	return answer.Splice(r.goType, r.raw, r.rec.topLevel(), r.ops)
 }
 
 // Object returns the request object with Patch applied: the request bytes themselves when
