@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,10 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/policy"
@@ -208,22 +205,7 @@ var platformParams = []paramCM{
 // which the apiserver does not default again after the policy. When the apiserver refuses the
 // request, synchook must fail with an error wrapping policy.ErrParamConfig.
 func TestParamsConformance(t *testing.T) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		t.Skip("KUBEBUILDER_ASSETS is unset (make test sets it)")
-	}
-	env := testenv.WithTimeouts(&envtest.Environment{BinaryAssetsDirectory: dir})
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop envtest: %v", err)
-		}
-	})
-	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
-	must(t, err)
+	c := apiServerClient(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 
@@ -271,6 +253,7 @@ func TestParamsConformance(t *testing.T) {
 		if i == len(cases) {
 			break
 		}
+		var err error
 		if compiled[i], err = policy.CompileWithOptions(p, policy.Options{
 			Bindings: []admissionregistrationv1.MutatingAdmissionPolicyBinding{*b},
 			Params:   params,

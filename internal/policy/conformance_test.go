@@ -244,24 +244,7 @@ func basePod(name, caseName string) *corev1.Pod {
 //
 // When the apiserver refuses the request, synchook must fail too (messages are logged).
 func TestConformance(t *testing.T) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		t.Skip("KUBEBUILDER_ASSETS is unset (make test sets it)")
-	}
-	env := testenv.WithTimeouts(&envtest.Environment{BinaryAssetsDirectory: dir})
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop envtest: %v", err)
-		}
-	})
-	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := apiServerClient(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 
@@ -284,6 +267,7 @@ func TestConformance(t *testing.T) {
 	for i, tc := range cases {
 		p := loadCase(t, tc)
 		p.Name = "case-" + tc.name
+		var err error
 		if compiled[i], err = policy.Compile(p, nil); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -476,4 +460,30 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// apiServerClient starts a kube-apiserver + etcd from KUBEBUILDER_ASSETS for a conformance test
+// (skipping the test when it is unset, as plain `go test ./...` leaves it), stops them when t
+// ends, and returns a client of it with client-go's scheme.
+func apiServerClient(t *testing.T) client.Client {
+	t.Helper()
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		t.Skip("KUBEBUILDER_ASSETS is unset (make test sets it)")
+	}
+	env := testenv.WithTimeouts(&envtest.Environment{BinaryAssetsDirectory: dir})
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start envtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop envtest: %v", err)
+		}
+	})
+	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
