@@ -72,7 +72,7 @@ step "unit tests (race detector)"
 go test -race -count=1 ${GO_TEST_FLAGS:-} $(go list ./... | grep -v -e /e2e -e /internal/testenv)
 
 step "fuzz targets, ${FUZZTIME:-20000x} each (their corpora under testdata/fuzz run as regression cases above)"
-for target in patch:FuzzDiff patch:FuzzDiffTyped patch:FuzzMarshal internal/engine:FuzzRun internal/engine:FuzzMetadataPath internal/engine:FuzzUndo internal/undo:FuzzUndoEntries internal/jsonscan:FuzzScan webhook:FuzzAdmissionReview config:FuzzParse internal/bridge:FuzzMutate internal/answer:FuzzAnswer internal/answer:FuzzSplice internal/undo:FuzzDocEdits internal/jsondoc:FuzzApplyOps hookclient:FuzzApplyToMetadata builtin:FuzzStripTyped builtin:FuzzImageRewrite internal/engine:FuzzStripDoc internal/engine:FuzzDecode internal/hoststore:FuzzReadOfWhatTheHostStores; do
+for target in patch:FuzzDiff patch:FuzzDiffTyped patch:FuzzMarshal internal/engine:FuzzRun internal/engine:FuzzMetadataPath internal/engine:FuzzUndo internal/undo:FuzzUndoEntries internal/jsonscan:FuzzScan webhook:FuzzAdmissionReview config:FuzzParse internal/bridge:FuzzMutate internal/answer:FuzzAnswer internal/answer:FuzzSplice internal/undo:FuzzDocEdits internal/jsondoc:FuzzApplyOps hookclient:FuzzApplyToMetadata builtin:FuzzStripTyped builtin:FuzzImageRewrite internal/engine:FuzzStripDoc internal/decode:FuzzDecode internal/hoststore:FuzzReadOfWhatTheHostStores; do
   go test -run XXX -fuzz "^${target#*:}\$" -fuzztime "${FUZZTIME:-20000x}" "./${target%%:*}/"
 done
 

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/synchook/synchook/internal/decode"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
@@ -20,7 +21,7 @@ import (
 func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool) (outcome, error) {
 	gvk := c.key.GVK
 	obj := c.newObject()
-	if err := decode(raw, obj); err != nil {
+	if err := decode.Object(raw, obj); err != nil {
 		return outcome{}, &DecodeError{GVK: gvk, Err: err}
 	}
 	if err := stepBoundary(ctx, c); err != nil {
@@ -56,7 +57,7 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 		// the hooks changed more than the two maps: compare with the whole object before them
 		st.changedMore.Store(true)
 		st.mapsOnly.Store(0)
-		if before = c.newObject(); decode(raw, before) != nil {
+		if before = c.newObject(); decode.Object(raw, before) != nil {
 			return outcome{}, fmt.Errorf("decode %s again", c.key.GVK.Kind)
 		}
 	}

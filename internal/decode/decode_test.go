@@ -1,4 +1,4 @@
-package engine
+package decode
 
 import (
 	"reflect"
@@ -29,7 +29,7 @@ func TestDecodeKeepsIntegersInInterfaceValuesAsKubernetesDoes(t *testing.T) {
 		t.Fatal("fastDecodes: want false for a type with interface values, true for a Pod")
 	}
 	o := &anyObject{}
-	if err := decode([]byte(`{"metadata":{"name":"x"},"data":{"n":1,"f":1.5}}`), o); err != nil {
+	if err := Object([]byte(`{"metadata":{"name":"x"},"data":{"n":1,"f":1.5}}`), o); err != nil {
 		t.Fatal(err)
 	}
 	if n, ok := o.Data["n"].(int64); !ok || n != 1 || o.Data["f"] != 1.5 {
@@ -72,7 +72,7 @@ func checkDecode(t *testing.T, raw []byte) {
 		func() client.Object { return &appsv1.Deployment{} },
 	} {
 		got, want := newObject(), newObject()
-		gotErr := decode(raw, got)
+		gotErr := Object(raw, got)
 		wantErr := kjson.UnmarshalCaseSensitivePreserveInts(raw, want)
 		if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
 			t.Fatalf("%T from %q: error %v, kjson's %v", got, raw, gotErr, wantErr)

@@ -1,4 +1,8 @@
-package engine
+// Package decode decodes a JSON object into a client.Object exactly as the Kubernetes JSON
+// serializer does (kjson.UnmarshalCaseSensitivePreserveInts), faster where it can: in are the
+// bytes and the object to fill, out the filled object or the serializer's error. It reads no
+// request facts and runs no hook (that is the engine's typed path).
+package decode
 
 import (
 	"bytes"
@@ -14,12 +18,12 @@ import (
 	kjson "sigs.k8s.io/json"
 )
 
-// decode unmarshals raw, a JSON object, into obj as the Kubernetes JSON serializer does
+// Object unmarshals raw, a JSON object, into obj as the Kubernetes JSON serializer does
 // (kjson.UnmarshalCaseSensitivePreserveInts). A typed object is decoded with encoding/json/v2
 // (go-json-experiment) under encoding/json's rules, names case-sensitive (a Pod in two thirds
 // of the time), except a type that reaches an interface value (kjson keeps integers there as
 // int64) and anything v2 refuses, which kjson decodes. FuzzDecode holds the two to one result.
-func decode(raw []byte, obj client.Object) error {
+func Object(raw []byte, obj client.Object) error {
 	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' { // null decodes into a struct as nothing
 		return errors.New("the object is not a JSON object")
 	}
