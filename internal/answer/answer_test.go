@@ -22,6 +22,8 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/answer"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/jsondoc"
+	"github.com/synchook/synchook/patch"
 )
 
 // examplePod returns a Pod with every kind of field the decoding rules care about set: label
@@ -332,5 +334,87 @@ func BenchmarkAnswer(b *testing.B) {
 		if _, err := answer.For(&corev1.Pod{}, request, hooked); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestOfAnswersEditsThatUndoOneAnother is Of on Docs whose edits add a member and take it off
+// again, or replace the whole document, as a write that carries synchook's own undo edits its
+// request (the undo restores what the hooks took off, the chain takes it off again): decoded
+// into the request's object, and into a new one, the answer gives the edited document.
+func TestOfAnswersEditsThatUndoOneAnother(t *testing.T) {
+	secret := []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","labels":{"again":"1"}},"type":"Opaque"}`)
+	pod, err := json.Marshal(examplePod())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		obj     any
+		request []byte
+		ops     string
+	}{
+		{"a Secret's data map restored and taken off again", &corev1.Secret{}, secret, `[
+			{"op":"add","path":"/data","value":{"password":"cHc="}},
+			{"op":"remove","path":"/data"},
+			{"op":"add","path":"/metadata/labels/b","value":"2"}]`},
+		{"a pointer to a struct added and taken off again", &corev1.Pod{}, pod, `[
+			{"op":"add","path":"/spec/affinity","value":{"nodeAffinity":{}}},
+			{"op":"remove","path":"/spec/affinity"}]`},
+		{"a struct added and taken off again", &corev1.Secret{}, []byte(`{"kind":"Secret"}`), `[
+			{"op":"add","path":"/metadata","value":{"name":"s"}},
+			{"op":"remove","path":"/metadata"}]`},
+		{"a map key added and taken off again", &corev1.Pod{}, pod, `[
+			{"op":"add","path":"/metadata/labels/tenant","value":"a"},
+			{"op":"remove","path":"/metadata/labels/tenant"}]`},
+		{"a member removed, set again and removed again", &corev1.Pod{}, pod, `[
+			{"op":"remove","path":"/spec/nodeName"},
+			{"op":"add","path":"/spec/nodeName","value":"node-8"},
+			{"op":"remove","path":"/spec/nodeName"}]`},
+		{"the whole document replaced", &corev1.Pod{}, pod, `[
+			{"op":"replace","path":"","value":{"kind":"Pod","metadata":{"name":"other","labels":{"a":"b"}}}}]`},
+		{"the whole document replaced and then edited", &corev1.Pod{}, pod, `[
+			{"op":"add","path":"","value":{"kind":"Pod","metadata":{"name":"other","labels":{"a":"b"}}}},
+			{"op":"remove","path":"/metadata/labels/a"},
+			{"op":"add","path":"/spec","value":{"nodeName":"n"}}]`},
+	} {
+		t.Run(tc.name+" answers the edited document", func(t *testing.T) {
+			var ops []patch.Operation
+			if err := json.Unmarshal([]byte(tc.ops), &ops); err != nil {
+				t.Fatal(err)
+			}
+			doc := jsondoc.New(tc.request)
+			if err := doc.ApplyOps(ops); err != nil {
+				t.Fatal(err)
+			}
+			edited, err := doc.Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := answer.Of(reflect.TypeOf(tc.obj), doc)
+			if err != nil {
+				t.Fatalf("Of: %v", err)
+			}
+			typ := reflect.TypeOf(tc.obj).Elem()
+			decode := func(docs ...[]byte) string {
+				v := reflect.New(typ).Interface()
+				for _, d := range docs {
+					if err := json.Unmarshal(d, v); err != nil {
+						t.Fatalf("decode %s: %v", d, err)
+					}
+				}
+				out, err := json.Marshal(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(out)
+			}
+			want := decode(edited)
+			if got := decode(tc.request, a); got != want {
+				t.Errorf("decoded into the request's object:\n got  %s\n want %s\nanswer %s", got, want, a)
+			}
+			if got := decode(a); got != want {
+				t.Errorf("decoded fresh:\n got  %s\n want %s\nanswer %s", got, want, a)
+			}
+		})
 	}
 }

@@ -275,6 +275,11 @@ func TestSpliceAnswersAsOfDoesForAnyPatch(t *testing.T) {
 		}},
 		{"a map removed", []patch.Operation{{Operation: "remove", Path: "/spec/nodeSelector"}}},
 		{"an array removed", []patch.Operation{{Operation: "remove", Path: "/spec/containers"}}},
+		{"a member added and removed again", []patch.Operation{ // a write's undo restored, taken off again
+			{Operation: "add", Path: "/spec/affinity", Value: json.RawMessage(`{"nodeAffinity":{}}`)},
+			{Operation: "remove", Path: "/spec/affinity"},
+		}},
+		{"the whole document replaced", []patch.Operation{{Operation: "replace", Path: "", Value: json.RawMessage(`{"kind":"Pod","spec":{"xUnknown":2}}`)}}},
 	} {
 		t.Run(tc.name+" gets Of's object", func(t *testing.T) {
 			doc := jsondoc.New(raw)

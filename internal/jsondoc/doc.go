@@ -38,7 +38,8 @@ type Node struct {
 	// added (package answer decodes it to zero or reset what a merging decoder keeps).
 	Orig []byte
 	// Members of a split object, in order; Removed are members of the original object that
-	// edits removed (their Orig kept).
+	// edits removed (their Orig kept, never nil): a member that an edit added and another
+	// removed again is in neither.
 	Members []Member
 	Removed []Member
 	// Elements of a split array, in order.
@@ -331,7 +332,9 @@ func (d *Doc) edit(tokens []string, v any, remove bool) (bool, error) {
 		at := slices.IndexFunc(parent.Members, func(m Member) bool { return m.Key == last })
 		switch {
 		case remove:
-			parent.Removed = append(parent.Removed, parent.Members[at])
+			if parent.Members[at].Node.Orig != nil { // a member an edit added was never the original's
+				parent.Removed = append(parent.Removed, parent.Members[at])
+			}
 			parent.Members = slices.Delete(parent.Members, at, at+1)
 		case at >= 0:
 			old := parent.Members[at].Node

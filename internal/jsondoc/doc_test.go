@@ -3,6 +3,7 @@ package jsondoc_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
@@ -92,4 +93,41 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 func isObject(b []byte) bool {
 	b = bytes.TrimSpace(b)
 	return len(b) > 0 && b[0] == '{'
+}
+
+// TestRemovedHoldsOnlyTheOriginalsMembers: Removed lists the members of the original object
+// that edits removed, with their original bytes (package answer zeroes what they held); a
+// member an edit added and another removed again was never there.
+func TestRemovedHoldsOnlyTheOriginalsMembers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ops  string
+		want map[string]string // key → Orig
+	}{
+		{"a member added and removed again is not in it", `[{"op":"add","path":"/n","value":{"k":1}},{"op":"remove","path":"/n"}]`, map[string]string{}},
+		{"an original member removed is in it with its bytes", `[{"op":"remove","path":"/a"}]`, map[string]string{"a": `{"x" : 1}`}},
+		{"an original member replaced and removed is in it with its original bytes", `[{"op":"replace","path":"/a","value":2},{"op":"remove","path":"/a"}]`, map[string]string{"a": `{"x" : 1}`}},
+		{"an original member removed, added and removed again is in it once", `[{"op":"remove","path":"/a"},{"op":"add","path":"/a","value":3},{"op":"remove","path":"/a"}]`, map[string]string{"a": `{"x" : 1}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ops []patch.Operation
+			if err := json.Unmarshal([]byte(tc.ops), &ops); err != nil {
+				t.Fatal(err)
+			}
+			doc := jsondoc.New([]byte(`{"a":{"x" : 1},"b":true}`))
+			if err := doc.ApplyOps(ops); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, r := range doc.Root().Removed {
+				if _, twice := got[r.Key]; twice {
+					t.Errorf("%q is in Removed twice", r.Key)
+				}
+				got[r.Key] = string(r.Node.Orig)
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("Removed = %q, want %q", got, tc.want)
+			}
+		})
+	}
 }
