@@ -17,6 +17,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/internal/namespaces"
@@ -79,7 +80,7 @@ func (h *mutateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(runErr, hooks.ErrMalformedOldObject) {
 		runErr = fmt.Errorf("request.oldObject: %w", runErr)
 	}
-	if errors.Is(runErr, engine.ErrOverloaded) {
+	if errors.Is(runErr, failure.ErrOverloaded) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, runErr.Error(), http.StatusTooManyRequests)
 		h.s.opts.Log.Info("overloaded", "uid", req.UID, "hookType", hookType, "gvk", gvk.String())

@@ -20,6 +20,7 @@ import (
 	"github.com/synchook/synchook/internal/canary"
 	"github.com/synchook/synchook/internal/capture"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/webhook"
 )
@@ -58,7 +59,7 @@ func TestASecretCanaryLeavesTheAdmissionEndpointInNoForm(t *testing.T) {
 	captured := 0 // requests capture writes: not those that failed on a deadline
 	for i, leak := range canary.Leaks {
 		cause := leak.Cause(canary.Secret(i))
-		want := webhook.StatusCode(&engine.HookError{Err: cause})
+		want := webhook.StatusCode(&failure.HookError{Err: cause})
 		list := fmt.Appendf(nil, `{"apiVersion":"v1","kind":"SecretList","items":[%s]}`, canary.SecretJSON(i))
 		for _, req := range []struct {
 			what, kind string

@@ -3,7 +3,7 @@ package webhook
 import (
 	"net/http"
 
-	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 )
 
 // StatusCode returns the HTTP status code of an AdmissionReview answer (response.status.code)
@@ -19,21 +19,21 @@ import (
 //
 // A hook that returns a Kubernetes API status error gets that error's code.
 func StatusCode(err error) int32 {
-	failure, apiCode := engine.Classify(err)
-	switch failure {
-	case engine.NoFailure:
+	kind, apiCode := failure.Classify(err)
+	switch kind {
+	case failure.NoFailure:
 		return http.StatusOK
-	case engine.Invalid:
+	case failure.Invalid:
 		return http.StatusBadRequest
-	case engine.Protected:
+	case failure.Protected:
 		return http.StatusUnprocessableEntity
-	case engine.Overloaded:
+	case failure.Overloaded:
 		return http.StatusTooManyRequests
-	case engine.Canceled, engine.Deadline:
+	case failure.Canceled, failure.Deadline:
 		return http.StatusGatewayTimeout
-	case engine.APIStatus:
+	case failure.APIStatus:
 		return apiCode
-	case engine.Refused:
+	case failure.Refused:
 		return http.StatusForbidden
 	default: // Crashed, Internal
 		return http.StatusInternalServerError

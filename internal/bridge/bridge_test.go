@@ -21,6 +21,7 @@ import (
 	"github.com/synchook/synchook/internal/bridge"
 	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/testenv"
 	"github.com/synchook/synchook/internal/vclusterstub"
 	"github.com/synchook/synchook/patch"
@@ -309,7 +310,7 @@ func TestRunFailsOnABusyAddress(t *testing.T) {
 func TestStatusCode(t *testing.T) {
 	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
 	hookErr := func(err error) error {
-		return &engine.HookError{Hook: "h", Type: hooks.CreatePhysical, GVK: gvk, Err: err}
+		return &failure.HookError{Hook: "h", Type: hooks.CreatePhysical, GVK: gvk, Err: err}
 	}
 	cases := []struct {
 		name string
@@ -317,16 +318,16 @@ func TestStatusCode(t *testing.T) {
 		want codes.Code
 	}{
 		{"no error is OK", nil, codes.OK},
-		{"a decode error is InvalidArgument", &engine.DecodeError{GVK: gvk, Err: errors.New("bad")}, codes.InvalidArgument},
+		{"a decode error is InvalidArgument", &failure.DecodeError{GVK: gvk, Err: errors.New("bad")}, codes.InvalidArgument},
 		{"a refusal is PermissionDenied", hookErr(errors.New("no")), codes.PermissionDenied},
 		{"a protected field is FailedPrecondition", hookErr(&patch.ForbiddenPathError{Path: "/kind", Field: "/kind"}), codes.FailedPrecondition},
-		{"a panic is Internal", hookErr(&engine.PanicError{Value: "x"}), codes.Internal},
+		{"a panic is Internal", hookErr(&failure.PanicError{Value: "x"}), codes.Internal},
 		{"a deadline is DeadlineExceeded", hookErr(context.DeadlineExceeded), codes.DeadlineExceeded},
 		{"a cancelled caller is Canceled", hookErr(context.Canceled), codes.Canceled},
 		{"a Kubernetes Conflict is Aborted", hookErr(apierrors.NewConflict(schema.GroupResource{}, "x", errors.New("c"))), codes.Aborted},
 		{"a Kubernetes TooManyRequests is ResourceExhausted", hookErr(apierrors.NewTooManyRequests("slow down", 1)), codes.ResourceExhausted},
 		{"a Kubernetes ServiceUnavailable is Unavailable", hookErr(apierrors.NewServiceUnavailable("later")), codes.Unavailable},
-		{"too many running chains is ResourceExhausted", fmt.Errorf("v1 Pod CreatePhysical: %w", engine.ErrOverloaded), codes.ResourceExhausted},
+		{"too many running chains is ResourceExhausted", fmt.Errorf("v1 Pod CreatePhysical: %w", failure.ErrOverloaded), codes.ResourceExhausted},
 		{"an error that is not a hook's is Internal", errors.New("encode"), codes.Internal},
 	}
 	for _, tc := range cases {

@@ -15,6 +15,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/metrics"
 )
 
@@ -171,7 +172,7 @@ func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, ob
 
 // StatusCode returns the gRPC code Mutate answers for an error of engine.Runner.Mutate:
 //
-//	InvalidArgument     400  the object is not valid JSON for its kind (engine.DecodeError), or
+//	InvalidArgument     400  the object is not valid JSON for its kind (failure.DecodeError), or
 //	                         is of another kind or has repeated or case-variant keys
 //	                         (engine.InputError inside the DecodeError)
 //	PermissionDenied    403  a hook refused the object (returned an error)
@@ -179,30 +180,30 @@ func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, ob
 //	Internal            500  a hook panicked or returned another kind of object
 //	DeadlineExceeded    504  a hook was still running at the deadline
 //	Canceled                 the caller went away while a hook was running
-//	ResourceExhausted   429  too many chains running (engine.ErrOverloaded); no hook ran
+//	ResourceExhausted   429  too many chains running (failure.ErrOverloaded); no hook ran
 //
 // A hook that returns a Kubernetes API status error gets the code of its HTTP status
 // (401 Unauthenticated, 404 NotFound, 409 Aborted, 429 ResourceExhausted, 503 Unavailable,
 // other 4xx FailedPrecondition, other 5xx Internal). Errors that are none of these are
 // Internal.
 func StatusCode(err error) codes.Code {
-	failure, apiCode := engine.Classify(err)
-	switch failure {
-	case engine.NoFailure:
+	kind, apiCode := failure.Classify(err)
+	switch kind {
+	case failure.NoFailure:
 		return codes.OK
-	case engine.Invalid:
+	case failure.Invalid:
 		return codes.InvalidArgument
-	case engine.Protected:
+	case failure.Protected:
 		return codes.FailedPrecondition
-	case engine.Overloaded:
+	case failure.Overloaded:
 		return codes.ResourceExhausted
-	case engine.Canceled:
+	case failure.Canceled:
 		return codes.Canceled
-	case engine.Deadline:
+	case failure.Deadline:
 		return codes.DeadlineExceeded
-	case engine.Refused:
+	case failure.Refused:
 		return codes.PermissionDenied
-	case engine.APIStatus:
+	case failure.APIStatus:
 		return apiStatusCode(apiCode)
 	default: // Crashed, Internal
 		return codes.Internal

@@ -12,6 +12,7 @@ import (
 	"github.com/synchook/synchook/internal/bridge/remote"
 	"github.com/synchook/synchook/internal/canary"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/metrics"
 	"github.com/synchook/synchook/internal/vclusterstub"
 )
@@ -34,7 +35,7 @@ func TestASecretCanaryLeavesTheV1BridgeInNoForm(t *testing.T) {
 	_, p := startBridge(t, reg, bridge.Options{Log: log})
 
 	for i, leak := range canary.Leaks {
-		want := bridge.StatusCode(&engine.HookError{Err: leak.Cause(canary.Secret(i))})
+		want := bridge.StatusCode(&failure.HookError{Err: leak.Cause(canary.Secret(i))})
 		t.Run(leak.Name, func(t *testing.T) {
 			mr := &remote.MutateRequest{ApiVersion: "v1", Kind: "Secret", Type: "UpdatePhysical", Object: string(canary.SecretJSON(i))}
 			_, direct := b.Mutate(t.Context(), mr)

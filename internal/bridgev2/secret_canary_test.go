@@ -13,6 +13,7 @@ import (
 	"github.com/synchook/synchook/internal/bridgev2/pluginv2"
 	"github.com/synchook/synchook/internal/canary"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/metrics"
 )
 
@@ -33,7 +34,7 @@ func TestASecretCanaryLeavesPluginV2InNoForm(t *testing.T) {
 	pc := dispenseServer(t, srv, &stderr)
 
 	for i, leak := range canary.Leaks {
-		want := bridge.StatusCode(&engine.HookError{Err: leak.Cause(canary.Secret(i))})
+		want := bridge.StatusCode(&failure.HookError{Err: leak.Cause(canary.Secret(i))})
 		t.Run(leak.Name, func(t *testing.T) {
 			_, err := pc.Mutate(t.Context(), &pluginv2.Mutate_Request{ApiVersion: "v1", Kind: "Secret", Type: "UpdatePhysical", Object: string(canary.SecretJSON(i))})
 			if err == nil {

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -88,21 +88,21 @@ var Leaks = []Leak{
 		return fmt.Errorf("lookup of %q: %w", password(s), context.DeadlineExceeded)
 	}},
 	{"an error wraps ErrWrongKind and quotes the value", func(s *corev1.Secret) error {
-		return fmt.Errorf("%w: %q", engine.ErrWrongKind, password(s))
+		return fmt.Errorf("%w: %q", failure.ErrWrongKind, password(s))
 	}},
 	{"an error is a protected-path error whose path holds the value", func(s *corev1.Secret) error {
 		return &patch.ForbiddenPathError{Hook: "leaky", Op: "replace", Path: "/metadata/name/" + string(password(s)), Field: "/metadata/name"}
 	}},
 }
 
-// Cause returns the cause that the hook's failure on s would have in a *engine.HookError if
-// nothing were withheld: Fail's error, or a *engine.PanicError of its panic. Tests give it to
+// Cause returns the cause that the hook's failure on s would have in a *failure.HookError if
+// nothing were withheld: Fail's error, or a *failure.PanicError of its panic. Tests give it to
 // webhook.StatusCode (or a transport's own mapping) to know which status the withheld error
 // must still give.
 func (l Leak) Cause(s *corev1.Secret) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &engine.PanicError{Value: fmt.Sprint(v)}
+			err = &failure.PanicError{Value: fmt.Sprint(v)}
 		}
 	}()
 	return l.Fail(s.DeepCopy())
@@ -110,7 +110,7 @@ func (l Leak) Cause(s *corev1.Secret) (err error) {
 
 // Panics reports whether the leak is a panic.
 func (l Leak) Panics(s *corev1.Secret) bool {
-	var pe *engine.PanicError
+	var pe *failure.PanicError
 	return errors.As(l.Cause(s), &pe)
 }
 

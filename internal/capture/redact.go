@@ -426,7 +426,7 @@ func secretTexts(gvk schema.GroupVersionKind, obj []byte) []string {
 
 // scrub replaces every text in texts in s by redactedText, also in its Go-quoted form (as %q
 // prints it). It is a second line only: the hooks' messages on Secrets never reach capture
-// (engine.WithheldError), and the rest of an error's text is synchook's own.
+// (failure.WithheldError), and the rest of an error's text is synchook's own.
 func scrub(s string, texts []string) string {
 	for _, t := range texts {
 		s = strings.ReplaceAll(s, t, redactedText)

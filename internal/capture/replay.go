@@ -74,7 +74,7 @@ type Outcome struct {
 // no more); a hook whose result depends on a Secret value, or that writes a new Secret value,
 // is reported different (a value is keyed by the process that redacts it, so the capturing
 // and the replaying process never give one value the same text). A hook's failure on a Secret
-// is compared without its detail (engine.WithheldError), which is keyed per process too. An
+// is compared without its detail (failure.WithheldError), which is keyed per process too. An
 // error is returned when the record cannot be replayed: its patch does not apply to its
 // object.
 func (p *Replayer) Replay(ctx context.Context, rec *Record) (*Outcome, error) {
@@ -249,7 +249,7 @@ func maskSeals(v any) {
 // one may have been scrubbed only in part ("[redacted]-token").
 var redactedRun = regexp.MustCompile(regexp.QuoteMeta(redactedText) + `[A-Za-z0-9+/=_.-]*`)
 
-// withheldDetail is the detail of a engine.WithheldError in a message: keyed per process.
+// withheldDetail is the detail of a failure.WithheldError in a message: keyed per process.
 var withheldDetail = regexp.MustCompile(`\(detail [0-9a-z]+\)`)
 
 // sameError compares two error messages, scrubbed Secret values alike whatever their length

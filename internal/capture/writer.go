@@ -20,6 +20,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 )
 
 // Defaults of Options.
@@ -149,7 +150,7 @@ func (w *Writer) Capture(t hooks.HookType, gvk schema.GroupVersionKind, raw []by
 	if w.opts.Sample < 1 && rand.Float64() >= w.opts.Sample {
 		return
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, engine.ErrOverloaded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, failure.ErrOverloaded) {
 		return
 	}
 	s := sample{time: time.Now(), hookType: t, gvk: gvk, raw: bytes.Clone(raw), hooksRun: res.Hooks}

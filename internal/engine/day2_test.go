@@ -17,6 +17,7 @@ import (
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/undo"
 )
 
@@ -257,7 +258,7 @@ func TestASecretStripStoresNoFormOfTheValue(t *testing.T) {
 		if !errors.Is(err, undo.ErrNeedsKey) || !strings.Contains(err.Error(), "undo key") {
 			t.Fatalf("error %v, want undo.ErrNeedsKey naming the undo key", err)
 		}
-		if f, _ := engine.Classify(err); f != engine.Protected {
+		if f, _ := failure.Classify(err); f != failure.Protected {
 			t.Errorf("failure %v, want Protected (422)", f)
 		}
 		if strings.Contains(err.Error(), value) || strings.Contains(err.Error(), base64.StdEncoding.EncodeToString([]byte(value))) {
@@ -435,7 +436,7 @@ func TestAnAnswerPastTheDeadlineIsNotGiven(t *testing.T) {
 		ctx, expire := expireOnSignal(t.Context())
 		expireWhenEntered(t.Context(), entered, expire)
 		_, err := r.Mutate(ctx, podGVK, typ, podJSON(t, nil))
-		if f, _ := engine.Classify(err); !errors.Is(err, context.DeadlineExceeded) || f != engine.Deadline {
+		if f, _ := failure.Classify(err); !errors.Is(err, context.DeadlineExceeded) || f != failure.Deadline {
 			t.Errorf("%s: %v (failure %v), want DeadlineExceeded", typ, err, f)
 		}
 	}

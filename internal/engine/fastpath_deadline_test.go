@@ -15,6 +15,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 )
 
 // Regressions (issue 20): the label/annotation fast path applied no per-hook deadline, never
@@ -66,7 +67,7 @@ func TestTheFastPathAppliesTheHookDeadlineAbandonsBlockedHooksAndKeepsPanicStack
 		cancel()
 		select {
 		case err := <-done:
-			var he *engine.HookError
+			var he *failure.HookError
 			if !errors.As(err, &he) || he.Hook != "meta" || !strings.Contains(err.Error(), "abandoned") {
 				t.Errorf("error %v, want the hook abandoned, named", err)
 			}
@@ -78,7 +79,7 @@ func TestTheFastPathAppliesTheHookDeadlineAbandonsBlockedHooksAndKeepsPanicStack
 	t.Run("a MetadataFunc's panic keeps its stack for the log", func(t *testing.T) {
 		reg := register(func(context.Context, *hooks.Metadata) error { panic("boom") })
 		_, err := reg.Mutate(t.Context(), gvk, hooks.CreatePhysical, pod)
-		var pe *engine.PanicError
+		var pe *failure.PanicError
 		if !errors.As(err, &pe) || len(pe.Stack) == 0 {
 			t.Errorf("error %v, want a *PanicError with its stack", err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/patch"
 )
@@ -50,7 +51,7 @@ func FuzzRun(f *testing.F) {
 			key.Group = gvk.group
 			res, err := reg.Mutate(context.Background(), key, hooks.CreatePhysical, raw)
 			if err != nil {
-				var de *engine.DecodeError
+				var de *failure.DecodeError
 				if !errors.As(err, &de) {
 					t.Fatalf("%s: error %v is not a DecodeError", gvk.kind, err)
 				}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/patch"
 	"github.com/synchook/synchook/webhook"
 )
@@ -321,10 +322,10 @@ func TestRunReportsHookFailures(t *testing.T) {
 		}, `hook "bad" CreatePhysical Pod: panic: boom`, 500, nil},
 		{"a different kind is an error", func(context.Context, client.Object) (client.Object, error) {
 			return &corev1.Service{}, nil
-		}, "different kind of object: got *v1.Service", 500, engine.ErrWrongKind},
+		}, "different kind of object: got *v1.Service", 500, failure.ErrWrongKind},
 		{"a nil object is an error", func(context.Context, client.Object) (client.Object, error) {
 			return nil, nil
-		}, "returned nil", 500, engine.ErrWrongKind},
+		}, "returned nil", 500, failure.ErrWrongKind},
 		{"a renamed object is rejected by the guard", func(_ context.Context, o client.Object) (client.Object, error) {
 			o.SetName("other")
 			return o, nil
@@ -339,7 +340,7 @@ func TestRunReportsHookFailures(t *testing.T) {
 			reg := engine.NewRegistry(nil)
 			reg.MustRegister(labelHook{"ok", "a", "b"}, podHook("bad", tc.fn))
 			_, err := reg.Mutate(t.Context(), podGVK, hooks.CreatePhysical, raw)
-			var hookErr *engine.HookError
+			var hookErr *failure.HookError
 			if !errors.As(err, &hookErr) || hookErr.Hook != "bad" || hookErr.Type != hooks.CreatePhysical {
 				t.Fatalf("error = %v, want a HookError for hook bad", err)
 			}
@@ -384,7 +385,7 @@ func TestRunRejectsMalformedObjects(t *testing.T) {
 	reg.MustRegister(labelHook{"l", "a", "b"})
 	for _, raw := range []string{`{`, `[]`, `{"metadata":{"labels":"notamap"}}`} {
 		_, err := reg.Mutate(t.Context(), podGVK, hooks.CreatePhysical, []byte(raw))
-		var decodeErr *engine.DecodeError
+		var decodeErr *failure.DecodeError
 		if !errors.As(err, &decodeErr) || webhook.StatusCode(err) != 400 {
 			t.Errorf("Run(%s) error = %v, want a DecodeError (400)", raw, err)
 		}
@@ -447,7 +448,7 @@ func TestStuckHooksHoldTheirSlotsAndNewWorkIsRefusedNotQueued(t *testing.T) {
 		}
 	}
 	_, err := runner.Mutate(t.Context(), podGVK, hooks.CreatePhysical, raw)
-	if !errors.Is(err, engine.ErrOverloaded) || webhook.StatusCode(err) != 429 {
+	if !errors.Is(err, failure.ErrOverloaded) || webhook.StatusCode(err) != 429 {
 		t.Fatalf("third run with two stuck hooks: %v, want ErrOverloaded (429)", err)
 	}
 	close(release)

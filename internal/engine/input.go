@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/jsonfield"
 )
 
@@ -57,12 +58,12 @@ func (e *InputError) Error() string { return e.Reason }
 func (r *Registry) withOldObject(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, old []byte, valid bool) (context.Context, error) {
 	if r.chains[Key{GVK: gvk, Type: t}] == nil {
 		if r.listChain(gvk, t) != nil {
-			return nil, &DecodeError{GVK: gvk, Old: true, Err: &InputError{Reason: "an old object is for one object, not a list"}}
+			return nil, &failure.DecodeError{GVK: gvk, Old: true, Err: &InputError{Reason: "an old object is for one object, not a list"}}
 		}
 		return ctx, nil
 	}
 	if err := (&record{raw: old}).checkJSON(gvk, valid); err != nil {
-		err.(*DecodeError).Old = true //nolint:errorlint // checkJSON's own
+		err.(*failure.DecodeError).Old = true //nolint:errorlint // checkJSON's own
 		return nil, err
 	}
 	var rec record
@@ -71,7 +72,7 @@ func (r *Registry) withOldObject(ctx context.Context, gvk schema.GroupVersionKin
 		err = errors.New("not a JSON object")
 	}
 	if err != nil {
-		return nil, &DecodeError{GVK: gvk, Old: true, Err: err}
+		return nil, &failure.DecodeError{GVK: gvk, Old: true, Err: err}
 	}
 	return hooks.WithOldObject(ctx, old), nil
 }
@@ -80,7 +81,7 @@ func (r *Registry) withOldObject(ctx context.Context, gvk schema.GroupVersionKin
 func (r *Registry) checkItem(gvk schema.GroupVersionKind, item []byte) error {
 	var rec record
 	if err := shapeOf(r.scheme, gvk, false).check(item, gvk, "item", "the list is of", &rec); err != nil {
-		return &DecodeError{GVK: gvk, Err: err}
+		return &failure.DecodeError{GVK: gvk, Err: err}
 	}
 	return nil
 }

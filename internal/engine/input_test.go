@@ -15,6 +15,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/patch"
 	"github.com/synchook/synchook/webhook"
 )
@@ -249,7 +250,7 @@ func TestTenantInputThatReadsAlikeIsAccepted(t *testing.T) {
 	t.Run("invalid JSON is still a plain decode error naming the syntax", func(t *testing.T) {
 		var calls atomic.Int32
 		_, err := inputRegistry(t, &calls).Mutate(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"kind":"Secret","kind":`))
-		var decodeErr *engine.DecodeError
+		var decodeErr *failure.DecodeError
 		if !errors.As(err, &decodeErr) || errors.As(err, new(*engine.InputError)) {
 			t.Errorf("error %v; want a DecodeError without an InputError", err)
 		}

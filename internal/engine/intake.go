@@ -15,6 +15,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
 )
@@ -169,7 +170,7 @@ func (r *Registry) checkInput(gvk schema.GroupVersionKind, t hooks.HookType, raw
 		return nil, nil // the scan's answer on invalid JSON means nothing
 	}
 	if err != nil {
-		return nil, &DecodeError{GVK: gvk, Err: err}
+		return nil, &failure.DecodeError{GVK: gvk, Err: err}
 	}
 	if into.raw == nil {
 		return nil, nil
@@ -186,7 +187,7 @@ func (rec *record) checkJSON(gvk schema.GroupVersionKind, valid bool) error {
 		return nil
 	}
 	var v any
-	return &DecodeError{GVK: gvk, Err: json.Unmarshal(rec.raw, &v)}
+	return &failure.DecodeError{GVK: gvk, Err: json.Unmarshal(rec.raw, &v)}
 }
 
 // check returns an *InputError when raw is an object InputError describes (nil for no JSON

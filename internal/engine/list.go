@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/parallel"
 	"github.com/synchook/synchook/patch"
 )
@@ -77,7 +78,7 @@ func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	itemGVK, _ := ListItemGVK(gvk)
 	items, err := listItems(raw, rn.validJSON)
 	if err != nil {
-		return Result{}, &DecodeError{GVK: gvk, Err: err}
+		return Result{}, &failure.DecodeError{GVK: gvk, Err: err}
 	}
 	type itemResult struct {
 		ops   []patch.Operation
@@ -85,7 +86,7 @@ func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	}
 	itemCall, done, ok := rn.hold()
 	if !ok {
-		return Result{}, fmt.Errorf("%s: %w", gvk.Kind, ErrOverloaded)
+		return Result{}, fmt.Errorf("%s: %w", gvk.Kind, failure.ErrOverloaded)
 	}
 	defer done()
 	if !itemCall.validJSON {
@@ -109,7 +110,7 @@ func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hook
 		if err != nil {
 			return &ItemError{
 				List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name,
-				Err: &DecodeError{GVK: itemGVK, Err: err},
+				Err: &failure.DecodeError{GVK: itemGVK, Err: err},
 			}
 		}
 		item = id.withTypeMeta(item, itemGVK)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/patch"
 	"github.com/synchook/synchook/webhook"
 )
@@ -218,7 +219,7 @@ func TestRunOnAListFailsTheWholeBatchNamingTheItem(t *testing.T) {
 			if got := webhook.StatusCode(err); got != tc.code {
 				t.Errorf("StatusCode = %d, want %d", got, tc.code)
 			}
-			var hookErr *engine.HookError
+			var hookErr *failure.HookError
 			if errors.As(err, &hookErr) != tc.hookIs {
 				t.Errorf("errors.As(HookError) = %v, want %v", !tc.hookIs, tc.hookIs)
 			}
@@ -395,7 +396,7 @@ func TestABatchedListTakesOneConcurrencySlot(t *testing.T) {
 	}()
 	<-entered // the list holds the one slot, its items running
 	_, err := runner.Mutate(t.Context(), podGVK, hooks.GetPhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`))
-	if !errors.Is(err, engine.ErrOverloaded) {
+	if !errors.Is(err, failure.ErrOverloaded) {
 		t.Errorf("a single pod while the list runs: %v, want ErrOverloaded", err)
 	}
 	close(release)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
@@ -96,7 +97,7 @@ func (c *chain) metadataDoc(rec *record) (*metadataDoc, error) {
 
 // decodeErrorf returns a *DecodeError for c's kind with the message format makes of a.
 func (c *chain) decodeErrorf(format string, a ...any) error {
-	return &DecodeError{GVK: c.key.GVK, Err: fmt.Errorf(format, a...)}
+	return &failure.DecodeError{GVK: c.key.GVK, Err: fmt.Errorf(format, a...)}
 }
 
 // offset returns where sub starts in doc; sub must be a sub-slice of doc.
@@ -120,7 +121,7 @@ func (c *chain) runMetadata(ctx context.Context, rn *call, rec *record, undo boo
 	}
 	if undo {
 		if err := rn.reg.recordMetadataUndo(c, doc, m, rn.carry); err != nil {
-			return nil, &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+			return nil, &failure.HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 		}
 	}
 	return doc.answer([2]map[string]string{m.Labels, m.Annotations})
@@ -142,7 +143,7 @@ func (c *chain) metadataHooked(ctx context.Context, rn *call, namespace string, 
 				err = rn.callOne(ctx, c, i, func(ctx context.Context) error { return h.meta(ctx, m) })
 			}
 			if err != nil {
-				return &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+				return &failure.HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
 			}
 		}
 		return nil

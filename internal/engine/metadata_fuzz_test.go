@@ -14,6 +14,7 @@ import (
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/patch"
 )
@@ -84,7 +85,7 @@ func FuzzMetadataPath(f *testing.F) {
 			want, werr := typed.Mutate(context.Background(), gvk, ht, raw)
 			got, gerr := fast.Mutate(context.Background(), gvk, ht, raw)
 			if gerr != nil {
-				var de *engine.DecodeError
+				var de *failure.DecodeError
 				if !errors.As(gerr, &de) || werr == nil {
 					t.Fatalf("%s: fast path error %v, typed path %v", ht, gerr, werr)
 				}

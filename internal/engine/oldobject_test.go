@@ -13,6 +13,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 )
 
 // oldLabelHook is an Update hook on kind that labels the object old=<the old object's label v>
@@ -148,9 +149,9 @@ func TestOldObjectRefused(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q does not contain %q", err, tc.want)
 			}
-			failure, _ := engine.Classify(err)
-			if got := errors.Is(err, hooks.ErrMalformedOldObject); got != tc.malfed || (failure == engine.Invalid) != tc.malfed {
-				t.Errorf("errors.Is(ErrMalformedOldObject) = %v, Classify = %v; want malformed %v", got, failure, tc.malfed)
+			kind, _ := failure.Classify(err)
+			if got := errors.Is(err, hooks.ErrMalformedOldObject); got != tc.malfed || (kind == failure.Invalid) != tc.malfed {
+				t.Errorf("errors.Is(ErrMalformedOldObject) = %v, Classify = %v; want malformed %v", got, kind, tc.malfed)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/failure"
 )
 
 // path is the way one chain runs on one object (plan.path).
@@ -185,7 +186,7 @@ func (r *Runner) Explain(gvk schema.GroupVersionKind, t hooks.HookType, raw []by
 		p := Plan{Key: key, Path: "list", Why: "a list of a hooked kind is one request: every item runs the item chain, one patch under /items/N"}
 		items, err := listItems(raw, false)
 		if err != nil {
-			return Plan{}, &DecodeError{GVK: gvk, Err: err}
+			return Plan{}, &failure.DecodeError{GVK: gvk, Err: err}
 		}
 		if len(items) > 0 {
 			item, err := rn.explain(c, items[0])

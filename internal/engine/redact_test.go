@@ -18,6 +18,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/canary"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/webhook"
 )
 
@@ -58,7 +59,7 @@ func errorTexts(err error) string {
 			return
 		}
 		fmt.Fprintf(&b, "%s\n%v\n%+v\n%#v\n", e.Error(), e, e, e)
-		if pe, ok := e.(*engine.PanicError); ok { //nolint:errorlint // the walk visits every layer itself
+		if pe, ok := e.(*failure.PanicError); ok { //nolint:errorlint // the walk visits every layer itself
 			b.WriteString(pe.Value + "\n")
 			b.Write(pe.Stack)
 		}
@@ -92,7 +93,7 @@ func TestAHookFailingOnASecretLeavesNoValueInAnyEncoding(t *testing.T) {
 			canary.Check(t, "the error of Runner.Mutate", errorTexts(err), canary.Value)
 			for _, seen := range obs.take() {
 				canary.Check(t, "the error given to the Observer", errorTexts(seen), canary.Value)
-				var w *engine.WithheldError
+				var w *failure.WithheldError
 				if !errors.As(seen, &w) {
 					t.Errorf("the Observer was given %T, not the withheld error", seen)
 				}
@@ -105,21 +106,21 @@ func TestAHookFailingOnASecretLeavesNoValueInAnyEncoding(t *testing.T) {
 			if !detailText.MatchString(msg) || !strings.Contains(msg, "is withheld") {
 				t.Errorf("message %q lacks the withheld detail", msg)
 			}
-			var he *engine.HookError
+			var he *failure.HookError
 			if !errors.As(err, &he) || he.Hook != "leaky" || he.Type != hooks.UpdatePhysical || he.GVK != secretGVK {
 				t.Errorf("errors.As(*HookError) = %+v", he)
 			}
-			var w *engine.WithheldError
-			if !errors.As(err, &w) || w.Panicked != leak.Panics(s) || len(w.Detail) != engine.DetailDigits {
+			var w *failure.WithheldError
+			if !errors.As(err, &w) || w.Panicked != leak.Panics(s) || len(w.Detail) != failure.DetailDigits {
 				t.Errorf("errors.As(*WithheldError) = %+v; the leak panics: %v", w, leak.Panics(s))
 			}
-			var pe *engine.PanicError
+			var pe *failure.PanicError
 			if errors.As(err, &pe) != leak.Panics(s) {
 				t.Errorf("errors.As(*PanicError) = %v, want %v", pe != nil, leak.Panics(s))
 			} else if pe != nil && (pe.Stack != nil || pe.Value != "withheld") {
 				t.Errorf("the panic keeps value %q and a stack of %d bytes", pe.Value, len(pe.Stack))
 			}
-			want := webhook.StatusCode(&engine.HookError{Hook: "leaky", Type: hooks.UpdatePhysical, GVK: secretGVK, Err: leak.Cause(s)})
+			want := webhook.StatusCode(&failure.HookError{Hook: "leaky", Type: hooks.UpdatePhysical, GVK: secretGVK, Err: leak.Cause(s)})
 			if got := webhook.StatusCode(err); got != want {
 				t.Errorf("StatusCode = %d, want %d as for the hook's own error", got, want)
 			}
@@ -133,7 +134,7 @@ func TestTheDetailOfAWithheldMessageTellsRepeatsFromOtherFailures(t *testing.T) 
 	r := engine.NewRunner(reg, engine.RunnerOptions{})
 	detail := func(leak int) string {
 		_, err := r.Mutate(t.Context(), secretGVK, hooks.UpdatePhysical, canary.SecretJSON(leak))
-		var w *engine.WithheldError
+		var w *failure.WithheldError
 		if !errors.As(err, &w) {
 			t.Fatalf("leak %d: %v is not withheld", leak, err)
 		}
@@ -171,7 +172,7 @@ func TestAFailingItemOfASecretListLeavesNoValue(t *testing.T) {
 				t.Fatalf("error %v, want item 1's", err)
 			}
 			canary.Check(t, "the error of a SecretList", errorTexts(err), canary.Value)
-			want := webhook.StatusCode(&engine.HookError{Err: leak.Cause(canary.Secret(i))})
+			want := webhook.StatusCode(&failure.HookError{Err: leak.Cause(canary.Secret(i))})
 			if got := webhook.StatusCode(err); got != want {
 				t.Errorf("StatusCode = %d, want %d", got, want)
 			}

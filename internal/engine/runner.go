@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/undo"
 )
 
@@ -26,11 +27,6 @@ import (
 type Observer interface {
 	ObserveHook(hook string, t hooks.HookType, gvk schema.GroupVersionKind, d time.Duration, err error)
 }
-
-// ErrOverloaded is returned by Runner.Mutate when RunnerOptions.MaxConcurrent chains are
-// already running; transports answer it with 429 (HTTP) or ResourceExhausted (gRPC). The
-// request did not run any hook.
-var ErrOverloaded = errors.New("too many hook chains running; retry later")
 
 // RunnerOptions configures a Runner. The zero value runs every chain at once, without a
 // per-hook deadline and without an observer.
@@ -201,7 +197,7 @@ func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	if err == nil && r.loops != nil && res.Patch != nil && t.Op() == hooks.OpUpdate {
 		r.loops.observe(r.reg, gvk, t, res.rec, res.Patch)
 	}
-	if r.capture != nil && !errors.Is(err, ErrOverloaded) && !errors.As(err, new(*InputError)) {
+	if r.capture != nil && !errors.Is(err, failure.ErrOverloaded) && !errors.As(err, new(*InputError)) {
 		r.capture(t, gvk, raw, res, err)
 	}
 	return res, err
@@ -220,7 +216,7 @@ func (r *call) runWhole(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	if r.slots != nil && (r.reg.chains[key] != nil || r.reg.listChain(gvk, t) != nil) {
 		inner, done, ok := r.hold()
 		if !ok {
-			return Result{}, fmt.Errorf("%s: %w", key, ErrOverloaded)
+			return Result{}, fmt.Errorf("%s: %w", key, failure.ErrOverloaded)
 		}
 		r, release = inner, done
 	}
@@ -250,7 +246,7 @@ func (r *call) runWhole(ctx context.Context, gvk schema.GroupVersionKind, t hook
 			defer release() // before the answer is sent: a caller that has it may send the next request
 			defer func() {
 				if p := recover(); p != nil { // on this goroutine net/http's recovery would not catch it
-					a = answer{err: fmt.Errorf("%s: %w", key, &PanicError{Value: "the request's work panicked", Stack: debug.Stack()})}
+					a = answer{err: fmt.Errorf("%s: %w", key, &failure.PanicError{Value: "the request's work panicked", Stack: debug.Stack()})}
 				}
 			}()
 			a.res, a.err = r.run(ctx, gvk, t, raw)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 )
 
 // blockingHooks make hooks that ignore their context: each call announces the object's name on
@@ -113,7 +114,7 @@ func TestStuckSlotsAreCountedNamedAndFreedWhenTheHookReturns(t *testing.T) {
 			if str := s.String(); !strings.Contains(str, "2 of 2 hook slots held longer than 10s") || !strings.Contains(str, "2025-03-01T12:00:00Z") || !strings.Contains(str, "ignores-context") {
 				t.Errorf("String() = %q, want the count, the threshold, since when and the hook", str)
 			}
-			if _, err := runner.Mutate(t.Context(), podGVK, hooks.CreatePhysical, podNamed("third")); !errors.Is(err, engine.ErrOverloaded) {
+			if _, err := runner.Mutate(t.Context(), podGVK, hooks.CreatePhysical, podNamed("third")); !errors.Is(err, failure.ErrOverloaded) {
 				t.Fatalf("a request while every slot is stuck: %v, want ErrOverloaded", err)
 			}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/synchook/synchook/builtin"
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/internal/hoststore"
 	"github.com/synchook/synchook/internal/undo"
@@ -151,7 +152,7 @@ func TestTheDocumentPathLeavesAMalformedParentToTheTypedDecode(t *testing.T) {
 	}
 	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
 	_, err = reg.Mutate(t.Context(), gvk, hooks.GetPhysical, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":"not-an-object"}`))
-	var de *engine.DecodeError
+	var de *failure.DecodeError
 	if !errors.As(err, &de) {
 		t.Fatalf("error %v, want a DecodeError", err)
 	}

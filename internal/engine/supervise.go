@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/metamap"
 	"github.com/synchook/synchook/patch"
 )
@@ -72,7 +73,7 @@ func (c *chain) exec(ctx context.Context, rn *call, obj client.Object) (client.O
 func (c *chain) supervise(ctx context.Context, rn *call, work func(running *atomic.Int32) error) error {
 	release, ok := rn.acquire()
 	if !ok {
-		return fmt.Errorf("%s: %w", c.key, ErrOverloaded)
+		return fmt.Errorf("%s: %w", c.key, failure.ErrOverloaded)
 	}
 	run := &hookRun{}
 	if ctx.Done() == nil || c.inline() {
@@ -93,7 +94,7 @@ func (c *chain) supervise(ctx context.Context, rn *call, work func(running *atom
 	case <-ctx.Done():
 		run.abandon(rn.slots, c) // Runner.Stuck names the hook until it returns
 		h := c.hooks[run.running.Load()]
-		return &HookError{
+		return &failure.HookError{
 			Hook: h.name, Type: c.key.Type, GVK: c.key.GVK,
 			Err: fmt.Errorf("abandoned, still running when the request ended: %w", ctx.Err()),
 		}
@@ -127,7 +128,7 @@ func (c *chain) runHooks(ctx context.Context, rn *call, obj client.Object, runni
 			err = checkSameObject(h.name, out, goType, id)
 		}
 		if err != nil {
-			return nil, &HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
+			return nil, &failure.HookError{Hook: h.name, Type: c.key.Type, GVK: c.key.GVK, Err: err}
 		}
 		obj = out
 	}
@@ -146,7 +147,7 @@ func (rn *call) callOne(ctx context.Context, c *chain, i int, fn func(context.Co
 		start = time.Now()
 	}
 	hctx, timeout := rn.hookCall(ctx, c, i)
-	err := hookFailure(c.key.GVK, guardedCall(hctx, timeout, fn))
+	err := failure.FromHook(c.key.GVK, guardedCall(hctx, timeout, fn))
 	if rn.observer != nil {
 		rn.observer.ObserveHook(c.hooks[i].name, c.key.Type, c.key.GVK, time.Since(start), err)
 	}
@@ -163,7 +164,7 @@ func guardedCall(ctx context.Context, d time.Duration, call func(context.Context
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Value: fmt.Sprint(v), Stack: debug.Stack()}
+			err = &failure.PanicError{Value: fmt.Sprint(v), Stack: debug.Stack()}
 		}
 	}()
 	return call(ctx)
@@ -182,10 +183,10 @@ func identityOf(obj client.Object) identity {
 
 func checkSameObject(hook string, out client.Object, goType reflect.Type, before identity) error {
 	if out == nil || reflect.ValueOf(out).IsNil() {
-		return fmt.Errorf("%w: returned nil", ErrWrongKind)
+		return fmt.Errorf("%w: returned nil", failure.ErrWrongKind)
 	}
 	if reflect.TypeOf(out) != goType {
-		return fmt.Errorf("%w: got %T, want %s", ErrWrongKind, out, goType)
+		return fmt.Errorf("%w: got %T, want %s", failure.ErrWrongKind, out, goType)
 	}
 	after := identityOf(out)
 	for _, f := range []struct{ path, was, is string }{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/tenanttest"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
@@ -90,7 +91,7 @@ func TestWithoutAKeyAHookedWriteIsRefusedAndAReadAppliesNothing(t *testing.T) {
 		if !errors.Is(err, undo.ErrNeedsKey) || res.Patch != nil {
 			t.Errorf("%s without a key: %v, patch %s; want undo.ErrNeedsKey and nothing written", typ, err, res.Patch)
 		}
-		if f, _ := engine.Classify(err); f != engine.Protected {
+		if f, _ := failure.Classify(err); f != failure.Protected {
 			t.Errorf("%s: failure %v, want Protected (a failed precondition: the caller retries)", typ, f)
 		}
 	}

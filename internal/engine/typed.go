@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/synchook/synchook/internal/decode"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
@@ -22,7 +23,7 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 	gvk := c.key.GVK
 	obj := c.newObject()
 	if err := decode.Object(raw, obj); err != nil {
-		return outcome{}, &DecodeError{GVK: gvk, Err: err}
+		return outcome{}, &failure.DecodeError{GVK: gvk, Err: err}
 	}
 	if err := stepBoundary(ctx, c); err != nil {
 		return outcome{}, err
@@ -72,7 +73,7 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 		return outcome{hooks: len(c.hooks)}, nil
 	}
 	if err := patch.Guard(c.names(), ops); err != nil {
-		return outcome{}, &HookError{Hook: c.names(), Type: c.key.Type, GVK: gvk, Err: err}
+		return outcome{}, &failure.HookError{Hook: c.names(), Type: c.key.Type, GVK: gvk, Err: err}
 	}
 	if err := stepBoundary(ctx, c); err != nil {
 		return outcome{}, err
@@ -152,7 +153,7 @@ func runUnstructured(ctx context.Context, rn *call, c *chain, raw []byte, obj cl
 		return outcome{hooks: len(c.hooks)}, nil
 	}
 	if err := patch.GuardDocuments(c.names(), ops, before, after); err != nil {
-		return outcome{}, &HookError{Hook: c.names(), Type: c.key.Type, GVK: gvk, Err: err}
+		return outcome{}, &failure.HookError{Hook: c.names(), Type: c.key.Type, GVK: gvk, Err: err}
 	}
 	if err := stepBoundary(ctx, c); err != nil {
 		return outcome{}, err

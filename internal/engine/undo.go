@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
@@ -37,7 +38,7 @@ func (r *Registry) seal(c *chain, id undo.Identity, entries, carry []undo.Entry)
 	side := c.key.Type.Side()
 	value, err := undo.Rule{Ring: r.opts.Keys.Ring(), MaxBytes: r.opts.MaxUndoBytes}.Seal(id, side, c.writers, entries, carry)
 	if err != nil {
-		return "", &HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
+		return "", &failure.HookError{Hook: c.names(), Type: c.key.Type, GVK: c.key.GVK, Err: err}
 	}
 	r.opts.Keys.NoteSealed(c.key.GVK, side)
 	return value, nil
@@ -72,7 +73,7 @@ func (r *call) record(c *chain, raw []byte, ops []patch.Operation, whole bool) (
 		return r.reg.seal(c, r.identityOf(c.key, raw), entries, r.carry)
 	})
 	if err != nil {
-		if hookErr := (*HookError)(nil); !errors.As(err, &hookErr) { // the patch did not apply
+		if hookErr := (*failure.HookError)(nil); !errors.As(err, &hookErr) { // the patch did not apply
 			err = fmt.Errorf("%s: %w", c.key, err)
 		}
 	}

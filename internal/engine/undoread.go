@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
@@ -74,7 +75,7 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 	}
 	inner, done, ok := rn.hold()
 	if !ok {
-		return outcome{}, fmt.Errorf("%s: %w", c.key, ErrOverloaded)
+		return outcome{}, fmt.Errorf("%s: %w", c.key, failure.ErrOverloaded)
 	}
 	defer done()
 	rec := rn.recordOf(raw)

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 )
 
 // errCounter is a context whose Err is nil for its first n calls and DeadlineExceeded from
@@ -78,8 +78,8 @@ func TestAWildcardStripLooksAtTheRequestsContextPerFewHundredElements(t *testing
 			// done once the small request's looks are over: in the big one's strip
 			ctx := &errCounter{Context: context.Background(), n: small.calls.Load()}
 			_, err := mutate(ctx, n)
-			if failure, _ := engine.Classify(err); failure != engine.Deadline {
-				t.Fatalf("a deadline that passes inside the wildcard: error %v (%v), want a deadline error", err, failure)
+			if kind, _ := failure.Classify(err); kind != failure.Deadline {
+				t.Fatalf("a deadline that passes inside the wildcard: error %v (%v), want a deadline error", err, kind)
 			}
 			if calls := ctx.calls.Load(); calls != small.calls.Load()+1 {
 				t.Fatalf("the request looked at its context %d times after it found it done, want it to stop at once", calls-small.calls.Load()-1)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
@@ -171,7 +172,7 @@ func (r *Recorder) ObserveHook(hook string, t hooks.HookType, _ schema.GroupVers
 	n := r.failing[hook]
 	r.mu.Unlock()
 	reason := "error"
-	var pe *engine.PanicError
+	var pe *failure.PanicError
 	if errors.As(err, &pe) {
 		reason = "panic"
 	}
@@ -229,17 +230,17 @@ func (r *Recorder) Start(transport string, t hooks.HookType, gvk schema.GroupVer
 // Result classifies a chain outcome for the result label: patched, unchanged, refused (the hook
 // said no), invalid (bad input), overloaded, or failed (panic, deadline, wrong kind, guard).
 func Result(res engine.Result, err error) string {
-	failure, apiCode := engine.Classify(err)
+	kind, apiCode := failure.Classify(err)
 	switch {
 	case err == nil && res.Patch != nil:
 		return "patched"
 	case err == nil:
 		return "unchanged"
-	case failure == engine.Refused || failure == engine.APIStatus && apiCode == http.StatusForbidden:
+	case kind == failure.Refused || kind == failure.APIStatus && apiCode == http.StatusForbidden:
 		return "refused"
-	case failure == engine.Invalid || failure == engine.APIStatus && apiCode == http.StatusBadRequest:
+	case kind == failure.Invalid || kind == failure.APIStatus && apiCode == http.StatusBadRequest:
 		return "invalid"
-	case failure == engine.Overloaded || failure == engine.APIStatus && apiCode == http.StatusTooManyRequests:
+	case kind == failure.Overloaded || kind == failure.APIStatus && apiCode == http.StatusTooManyRequests:
 		return "overloaded"
 	default:
 		return "failed"

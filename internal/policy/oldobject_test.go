@@ -12,6 +12,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/policy"
 )
 
@@ -124,7 +125,7 @@ func TestMalformedOldObject(t *testing.T) {
 		if !errors.Is(err, hooks.ErrMalformedOldObject) || !strings.Contains(err.Error(), "oldObject: malformed old object: json: cannot unmarshal number") {
 			t.Errorf("failurePolicy %s: error %v, want a malformed oldObject", fp, err)
 		}
-		if f, _ := engine.Classify(err); f != engine.Invalid {
+		if f, _ := failure.Classify(err); f != failure.Invalid {
 			t.Errorf("failurePolicy %s: Classify = %v, want Invalid", fp, f)
 		}
 	}

@@ -1,4 +1,4 @@
-package engine
+package failure
 
 import (
 	"context"
@@ -98,11 +98,11 @@ func (e *WithheldError) Unwrap() []error { return e.causes }
 // withheldValue is PanicError.Value of a panic on a Secret.
 const withheldValue = "withheld"
 
-// hookFailure returns the error of a hook call on an object of kind gvk as it may leave
+// FromHook returns the error of a hook call on an object of kind gvk as it may leave
 // synchook: err itself, or for a Secret or SecretList a *WithheldError made from it (nil stays
 // nil). Every error or panic that comes from a hook's code passes through it, before anything
 // else sees it.
-func hookFailure(gvk schema.GroupVersionKind, err error) error {
+func FromHook(gvk schema.GroupVersionKind, err error) error {
 	if err == nil || !isSecret(gvk) {
 		return err
 	}
