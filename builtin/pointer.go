@@ -59,25 +59,16 @@ const Wildcard = "*"
 // hasWildcard reports whether tokens has a Wildcard step.
 func hasWildcard(tokens []string) bool { return slices.Contains(tokens, Wildcard) }
 
-// ExpandPath returns the concrete paths that tokens addresses in a document whose arrays have
+// ConcretePaths yields the concrete paths that tokens addresses in a document whose arrays have
 // the lengths lenAt gives (lenAt(prefix): the length of the array at prefix, false where the
 // value there is not an array): each Wildcard step where an array is becomes each of its
 // indexes, the last first, so that removing the paths in the order given never shifts an index
 // still to come. A Wildcard step where no array is stays the literal key "*". A path without a
-// Wildcard step is returned as it is; an empty array gives no path.
-func ExpandPath(tokens []string, lenAt func(prefix []string) (int, bool)) [][]string {
-	var out [][]string
-	for concrete := range ConcretePaths(tokens, lenAt) {
-		out = append(out, slices.Clone(concrete))
-	}
-	return out
-}
-
-// ConcretePaths yields the paths ExpandPath returns, in its order, one at a time: it asks
-// lenAt for the length of an array only when it gets there, so the loop may remove each path
-// before the next is made (what it removes is inside an element whose paths are all done, or
-// is that element, after every index still to come). The slice yielded is reused for the next
-// path: copy it to keep it.
+// Wildcard step is yielded as it is; an empty array gives no path. It asks lenAt for the length
+// of an array only when it gets there, so the loop may remove each path before the next is
+// made (what it removes is inside an element whose paths are all done, or is that element,
+// after every index still to come). The slice yielded is reused for the next path: copy it to
+// keep it.
 func ConcretePaths(tokens []string, lenAt func(prefix []string) (int, bool)) iter.Seq[[]string] {
 	return func(yield func([]string) bool) {
 		if !hasWildcard(tokens) {

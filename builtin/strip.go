@@ -210,7 +210,7 @@ func stripValue(st *stepper, v reflect.Value, tokens []string) (typed bool, err 
 
 // stripElements is stripValue's Wildcard step on the slice v: without rest every element goes
 // (v becomes a new empty slice, once; an empty v is left as it is), else rest is stripped from
-// each element, the last first, as the paths ExpandPath gives are.
+// each element, the last first, as the paths ConcretePaths yields are.
 func stripElements(st *stepper, v reflect.Value, rest []string) (typed bool, err error) {
 	if len(rest) == 0 {
 		if v.Len() > 0 {
@@ -247,11 +247,6 @@ func selfEncoding(t reflect.Type) bool {
 	self := t.Implements(jsonMarshaler) || pt.Implements(jsonMarshaler) || t.Implements(jsonUnmarshaler) || pt.Implements(jsonUnmarshaler)
 	selfEncodingOf.Store(t, self)
 	return self
-}
-
-// stripTyped is stripThrough without step boundaries: FuzzStripTyped's oracle.
-func stripTyped(obj client.Object, paths [][]string) (client.Object, error) {
-	return stripThrough(nil, obj, paths)
 }
 
 // stripThrough removes paths from a typed object through its unstructured form: it returns a
@@ -347,7 +342,7 @@ func remove(st *stepper, node any, tokens []string) (_ any, removed bool, err er
 
 // removeElements is remove's Wildcard step on the array n: without rest every element goes (a
 // new empty array, once; an empty n is left as it is), else rest is removed from each element,
-// the last first, as the paths ExpandPath gives are.
+// the last first, as the paths ConcretePaths yields are.
 func removeElements(st *stepper, n []any, rest []string) (_ any, removed bool, err error) {
 	if len(rest) == 0 {
 		if len(n) == 0 {

@@ -107,17 +107,6 @@ func (a *Authority) caKeyFile() string { return filepath.Join(a.opts.Dir, CAKeyF
 // Ensure and when the last Ensure failed before it could tell.
 func (a *Authority) UserSupplied() bool { return a.userSupplied.Load() }
 
-// NotAfter returns the expiry time of the certificate currently in tls.crt (the first
-// certificate of the file), e.g. for a metric. Errors wrap the read error (e.g.
-// fs.ErrNotExist), ErrInvalidPEM or ErrNoCertificates.
-func (a *Authority) NotAfter() (time.Time, error) {
-	c, err := readCertificate(a.CertFile())
-	if err != nil {
-		return time.Time{}, err
-	}
-	return c.NotAfter, nil
-}
-
 // Ensure makes sure Dir holds a usable certificate set, at the time given by Options.Now.
 //
 // If tls.crt and tls.key exist and ca.key does not, the files are user-supplied: Ensure writes

@@ -541,11 +541,11 @@ func TestEnsureFailsWhenDirCannotBeCreated(t *testing.T) {
 
 func TestNotAfterReportsTheServingCertificateExpiry(t *testing.T) {
 	a := newAuthority(t, Options{Dir: t.TempDir(), Now: newFakeClock().Now})
-	if _, err := a.NotAfter(); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := NotAfter(a.CertFile()); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("NotAfter before Ensure: error = %v, want fs.ErrNotExist", err)
 	}
 	mustEnsure(t, a)
-	got, err := a.NotAfter()
+	got, err := NotAfter(a.CertFile())
 	if err != nil {
 		t.Fatal(err)
 	}

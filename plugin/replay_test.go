@@ -151,7 +151,11 @@ func TestReplayNamesACorruptFileAndGoesOn(t *testing.T) {
 	if err := os.WriteFile(corrupt, []byte(`{"format":1,"hookType":"CreatePhys`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := capture.ReadFile(files[len(files)-1])
+	b, err := os.ReadFile(files[len(files)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := capture.ParseRecord(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,11 +130,6 @@ func (c Cell) rounds() []Round {
 // Throughput is requests per second.
 func (c Cell) Throughput() float64 { return float64(c.Requests) / c.Elapsed.Seconds() }
 
-// PerOp is the mean wall time per request at this concurrency (Elapsed × concurrency / n).
-func (c Cell) PerOp() time.Duration {
-	return time.Duration(float64(c.Elapsed) * float64(c.Concurrency) / float64(max(c.Requests, 1)))
-}
-
 // Report is the result of Run.
 type Report struct {
 	Cells                  []Cell

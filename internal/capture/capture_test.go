@@ -371,3 +371,12 @@ func TestCaptureSamplesAndNeverBlocks(t *testing.T) {
 		t.Errorf("%d of 2000 captured at sample 0.25", n)
 	}
 }
+
+// ReadFile reads and checks one capture file.
+func ReadFile(path string) (*Record, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecord(b)
+}

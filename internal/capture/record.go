@@ -102,15 +102,6 @@ func Files(dir string) ([]string, error) {
 	return out, nil
 }
 
-// ReadFile reads and checks one capture file.
-func ReadFile(path string) (*Record, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return ParseRecord(b)
-}
-
 // ParseRecord decodes and checks the content of one capture file: format, hook type, GVK, an
 // object and a patch that is null or an array.
 func ParseRecord(b []byte) (*Record, error) {

@@ -136,14 +136,6 @@ func New(opts Options) *Host {
 	return &Host{opts: opts, caches: map[cacheKey]*paramCache{}, stop: make(chan struct{})}
 }
 
-// NewFor returns a Host over client, whose own host namespace (the vcluster's, never read) is
-// hostNamespace ("" for none).
-func NewFor(client Client, hostNamespace string, opts Options) *Host {
-	h := New(opts)
-	h.client, h.hostNamespace = &client, hostNamespace
-	return h
-}
-
 // Configure gives h its cluster, from config, and the vcluster's host namespace (the one
 // synced tenant objects land in; never read; "" when unknown). Only the first call that
 // succeeds counts. Its error (a config a client cannot be built from) leaves h without a host.
