@@ -1,6 +1,7 @@
 package certs
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net"
@@ -86,18 +87,10 @@ func (o *Options) setDefaults() error {
 	if strings.TrimSpace(o.Dir) == "" {
 		return fmt.Errorf("certs: %w: Dir is required", ErrInvalidOptions)
 	}
-	if o.CAValidity == 0 {
-		o.CAValidity = DefaultCAValidity
-	}
-	if o.Validity == 0 {
-		o.Validity = DefaultValidity
-	}
-	if o.RenewAt == 0 {
-		o.RenewAt = DefaultRenewAt
-	}
-	if o.CheckInterval == 0 {
-		o.CheckInterval = DefaultCheckInterval
-	}
+	o.CAValidity = cmp.Or(o.CAValidity, DefaultCAValidity)
+	o.Validity = cmp.Or(o.Validity, DefaultValidity)
+	o.RenewAt = cmp.Or(o.RenewAt, DefaultRenewAt)
+	o.CheckInterval = cmp.Or(o.CheckInterval, DefaultCheckInterval)
 	if o.Now == nil {
 		o.Now = time.Now
 	}

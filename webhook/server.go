@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -85,21 +86,15 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	if o.BindAddress == "" {
-		o.BindAddress = DefaultBindAddress
-	}
-	if o.ProbeBindAddress == "" {
-		o.ProbeBindAddress = DefaultProbeBindAddress
-	}
+	o.BindAddress = cmp.Or(o.BindAddress, DefaultBindAddress)
+	o.ProbeBindAddress = cmp.Or(o.ProbeBindAddress, DefaultProbeBindAddress)
 	if o.MaxRequestBytes <= 0 {
 		o.MaxRequestBytes = DefaultMaxRequestBytes
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
 	}
-	if o.StuckSlotsFactor == 0 {
-		o.StuckSlotsFactor = metrics.DefaultStuckSlotsFactor
-	}
+	o.StuckSlotsFactor = cmp.Or(o.StuckSlotsFactor, metrics.DefaultStuckSlotsFactor)
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
 	}

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,12 +76,8 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	if o.Name == "" {
-		o.Name = DefaultName
-	}
-	if o.VClusterAddress == "" {
-		o.VClusterAddress = DefaultVClusterAddress
-	}
+	o.Name = cmp.Or(o.Name, DefaultName)
+	o.VClusterAddress = cmp.Or(o.VClusterAddress, DefaultVClusterAddress)
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
 	}

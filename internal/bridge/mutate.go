@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -68,9 +69,7 @@ func NewMutator(runner *engine.Runner, opts MutatorOptions) (*Mutator, error) {
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
 	}
-	if opts.Transport == "" {
-		opts.Transport = metrics.TransportGRPC
-	}
+	opts.Transport = cmp.Or(opts.Transport, metrics.TransportGRPC)
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}

@@ -1,6 +1,7 @@
 package bridgev2
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -162,12 +163,8 @@ func New(runner *engine.Runner, opts Options) (*Server, error) {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
-	if opts.StuckSlotsFactor == 0 {
-		opts.StuckSlotsFactor = metrics.DefaultStuckSlotsFactor
-	}
-	if opts.KeySecretName == "" {
-		opts.KeySecretName = undokey.DefaultSecretName
-	}
+	opts.StuckSlotsFactor = cmp.Or(opts.StuckSlotsFactor, metrics.DefaultStuckSlotsFactor)
+	opts.KeySecretName = cmp.Or(opts.KeySecretName, undokey.DefaultSecretName)
 	if opts.KeyTimeout <= 0 {
 		opts.KeyTimeout = DefaultKeyTimeout
 	}

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -94,15 +95,11 @@ func New(o Options) (*Writer, error) {
 	if o.Dir == "" {
 		return nil, errors.New("capture: no directory")
 	}
-	if o.Sample == 0 {
-		o.Sample = DefaultSample
-	}
+	o.Sample = cmp.Or(o.Sample, DefaultSample)
 	if !(o.Sample > 0 && o.Sample <= 1) {
 		return nil, fmt.Errorf("capture: sample %v: want a fraction in (0, 1]", o.Sample)
 	}
-	if o.MaxBytes == 0 {
-		o.MaxBytes = DefaultMaxBytes
-	}
+	o.MaxBytes = cmp.Or(o.MaxBytes, DefaultMaxBytes)
 	if o.MaxBytes < 0 {
 		return nil, fmt.Errorf("capture: max bytes %d: want > 0", o.MaxBytes)
 	}

@@ -1,6 +1,7 @@
 package cleanup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -502,10 +503,7 @@ func describeError(err error) string {
 		return escapeControls(err.Error())
 	}
 	st := status.Status()
-	reason := string(st.Reason)
-	if reason == "" {
-		reason = "error"
-	}
+	reason := cmp.Or(string(st.Reason), "error")
 	out := fmt.Sprintf("%s (%d)", plainName(reason), st.Code)
 	if st.Details != nil {
 		var causes []string

@@ -1,6 +1,7 @@
 package hooktest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,9 +27,7 @@ var ErrOutside = errors.New("outside the root")
 
 // openRoot opens dir (default ".") as the root.
 func openRoot(dir string) (*fileRoot, error) {
-	if dir == "" {
-		dir = "."
-	}
+	dir = cmp.Or(dir, ".")
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package hooktest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,10 +71,7 @@ func RunFile(ctx context.Context, f *File, opts Options) ([]Result, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	name := f.Name
-	if name == "" {
-		name = f.path
-	}
+	name := cmp.Or(f.Name, f.path)
 	start := time.Now()
 	reg, err := f.registry(ctx, opts)
 	if f.ConfigError != "" {

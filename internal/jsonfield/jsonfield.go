@@ -5,6 +5,7 @@
 package jsonfield
 
 import (
+	"cmp"
 	"reflect"
 	"strings"
 	"sync"
@@ -118,9 +119,7 @@ func collect(t reflect.Type, prefix []int, fs *[]Field) {
 			collect(ft, index, fs)
 			continue
 		}
-		if name == "" {
-			name = sf.Name
-		}
+		name = cmp.Or(name, sf.Name)
 		f := Field{Name: name, Type: sf.Type, Index: index}
 		for opt := range strings.SplitSeq(opts, ",") {
 			switch opt {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -52,10 +53,7 @@ func (p *Policy) paramsOf(ctx context.Context, b *binding, namespace string) ([]
 			return nil, "", fail("paramRef.namespace must not be provided for a cluster-scoped paramKind %s", gvk)
 		}
 	} else {
-		ns = b.ref.Namespace
-		if ns == "" {
-			ns = namespace
-		}
+		ns = cmp.Or(b.ref.Namespace, namespace)
 		if ns == "" {
 			return nil, "", fail("paramRef.namespace is empty and the request is cluster-scoped: cannot use a namespaced paramRef for a cluster-scoped object")
 		}

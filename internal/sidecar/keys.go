@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,9 +96,7 @@ func secretKeys(ctx context.Context, opts *Options, namespace, from string) (*un
 	}
 	rc = rest.CopyConfig(rc)
 	rc.Timeout = keySecretTimeout
-	if rc.UserAgent == "" {
-		rc.UserAgent = "synchook-serve"
-	}
+	rc.UserAgent = cmp.Or(rc.UserAgent, "synchook-serve")
 	// Only Secrets are read and written: a fixed mapping, no discovery round trip.
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)

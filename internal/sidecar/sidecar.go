@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -163,24 +164,16 @@ func (o *Options) setDefaults() {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
-	if o.CertDir == "" {
-		o.CertDir = DefaultCertDir
-	}
+	o.CertDir = cmp.Or(o.CertDir, DefaultCertDir)
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
 	}
-	if o.MetricsBindAddress == "" {
-		o.MetricsBindAddress = DefaultMetricsBindAddress
-	}
+	o.MetricsBindAddress = cmp.Or(o.MetricsBindAddress, DefaultMetricsBindAddress)
 	if o.MaxConcurrentHooks <= 0 {
 		o.MaxConcurrentHooks = DefaultMaxConcurrentHooks
 	}
-	if o.UndoKeySecretName == "" {
-		o.UndoKeySecretName = undokey.DefaultSecretName
-	}
-	if o.ServiceAccountNamespaceFile == "" {
-		o.ServiceAccountNamespaceFile = DefaultServiceAccountNamespaceFile
-	}
+	o.UndoKeySecretName = cmp.Or(o.UndoKeySecretName, undokey.DefaultSecretName)
+	o.ServiceAccountNamespaceFile = cmp.Or(o.ServiceAccountNamespaceFile, DefaultServiceAccountNamespaceFile)
 	if o.RESTConfig == nil {
 		getenv := o.Getenv
 		o.RESTConfig = func() (*rest.Config, error) { return ClusterConfig(getenv) }
@@ -493,10 +486,7 @@ func startCapture(opts *Options, reg *engine.Registry, ro *engine.RunnerOptions)
 	}
 	ro.Capture = cw.Capture
 	go cw.Run(context.Background())
-	sample := opts.CaptureSample
-	if sample == 0 {
-		sample = capture.DefaultSample
-	}
+	sample := cmp.Or(opts.CaptureSample, capture.DefaultSample)
 	opts.Log.Info("capturing a sample of the requests", "dir", opts.CaptureDir, "sample", sample)
 	return cw, nil
 }

@@ -6,6 +6,7 @@
 package strictjson
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -195,9 +196,7 @@ func Fields(t reflect.Type) map[string]reflect.Type {
 		if !f.IsExported() {
 			continue
 		}
-		if name == "" {
-			name = f.Name
-		}
+		name = cmp.Or(name, f.Name)
 		fields[name] = f.Type
 	}
 	return fields
