@@ -14,7 +14,7 @@ import (
 // Mutate runs the chain of (gvk, t) on the JSON object raw and returns the JSON Patch from raw to
 // the hooked object.
 //
-// raw is read once at intake into its record (intake.go), which every later stage reads; the
+// raw is read once at intake into its record (package intake), which every later stage reads; the
 // plan (plan.go) is chosen from the chain's capabilities and the record before any hook runs: a
 // chain of label/annotation hooks works on the two maps alone, a chain of strip hooks on raw;
 // any other decodes raw once (the scheme's type, or Unstructured), runs every hook in

@@ -16,6 +16,7 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
 	"github.com/synchook/synchook/internal/failure"
+	"github.com/synchook/synchook/internal/intake"
 	"github.com/synchook/synchook/patch"
 	"github.com/synchook/synchook/webhook"
 )
@@ -182,7 +183,7 @@ func TestTenantInputIsRefused(t *testing.T) {
 				fn   func(context.Context, schema.GroupVersionKind, hooks.HookType, []byte) (engine.Result, error)
 			}{{"Mutate", runner.Mutate}, {"MutateValidJSON", runner.MutateValidJSON}, {"Registry.Mutate", runner.Registry().Mutate}} {
 				res, err := mutate.fn(t.Context(), tc.gvk, tc.typ, []byte(tc.raw))
-				var inputErr *engine.InputError
+				var inputErr *intake.InputError
 				if !errors.As(err, &inputErr) || res.Patch != nil {
 					t.Fatalf("%s: %s, %v; want an InputError", mutate.name, res.Patch, err)
 				}
@@ -251,7 +252,7 @@ func TestTenantInputThatReadsAlikeIsAccepted(t *testing.T) {
 		var calls atomic.Int32
 		_, err := inputRegistry(t, &calls).Mutate(t.Context(), podGVK, hooks.CreatePhysical, []byte(`{"kind":"Secret","kind":`))
 		var decodeErr *failure.DecodeError
-		if !errors.As(err, &decodeErr) || errors.As(err, new(*engine.InputError)) {
+		if !errors.As(err, &decodeErr) || errors.As(err, new(*intake.InputError)) {
 			t.Errorf("error %v; want a DecodeError without an InputError", err)
 		}
 	})
@@ -274,7 +275,7 @@ func TestCaseVariantsAreWhatEncodingJSONReads(t *testing.T) {
 			t.Fatalf("encoding/json read %s as labels %v: the premise changed", raw, pod.Labels)
 		}
 		var calls atomic.Int32
-		if _, err := inputRegistry(t, &calls).Mutate(t.Context(), podGVK, hooks.UpdatePhysical, []byte(raw)); !errors.As(err, new(*engine.InputError)) {
+		if _, err := inputRegistry(t, &calls).Mutate(t.Context(), podGVK, hooks.UpdatePhysical, []byte(raw)); !errors.As(err, new(*intake.InputError)) {
 			t.Errorf("%s: error %v, want an InputError", raw, err)
 		}
 	}

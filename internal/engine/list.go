@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/failure"
+	"github.com/synchook/synchook/internal/intake"
 	"github.com/synchook/synchook/internal/parallel"
 	"github.com/synchook/synchook/patch"
 )
@@ -76,7 +76,7 @@ func (e *ItemError) Unwrap() error { return e.Err }
 // Result.Hooks counts hook calls (chain length × items).
 func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
 	itemGVK, _ := ListItemGVK(gvk)
-	items, err := listItems(raw, rn.validJSON)
+	items, err := intake.ListItems(raw, rn.validJSON)
 	if err != nil {
 		return Result{}, &failure.DecodeError{GVK: gvk, Err: err}
 	}
@@ -97,8 +97,8 @@ func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	results := make([]itemResult, len(items))
 	err = parallel.For(len(items), func(i int) error {
 		item := items[i]
-		id, err := itemIdentity(item, itemGVK) // item is valid JSON: raw was validated
-		// The input check (checkItem) before itemIdentity's own kind check; id names the item.
+		id, err := intake.ItemIdentity(item, itemGVK) // item is valid JSON: raw was validated
+		// The input check (checkItem) before intake.ItemIdentity's own kind check; id names the item.
 		if inputErr := rn.reg.checkItem(itemGVK, item); inputErr != nil {
 			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: inputErr}
 		}
@@ -113,9 +113,9 @@ func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hook
 				Err: &failure.DecodeError{GVK: itemGVK, Err: err},
 			}
 		}
-		item = id.withTypeMeta(item, itemGVK)
+		item = id.WithTypeMeta(item, itemGVK)
 		one := *itemCall
-		one.rec = &record{raw: item} // the item's one record (derived: read on demand)
+		one.rec = &intake.Record{Raw: item} // the item's one record (derived: read on demand)
 		o, err := one.runOps(ctx, itemGVK, t, item)
 		if err != nil {
 			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: err}
@@ -141,18 +141,4 @@ func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	}
 	res.Operations, res.ops = len(ops), ops
 	return res, nil
-}
-
-// withTypeMeta returns item with apiVersion and kind of gvk added in front when it has
-// neither, else item itself. item must be a JSON object.
-func (id itemID) withTypeMeta(item []byte, gvk schema.GroupVersionKind) []byte {
-	if id.APIVersion != "" || id.Kind != "" {
-		return item
-	}
-	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	head := `{"apiVersion":` + string(jsonString(apiVersion)) + `,"kind":` + string(jsonString(kind))
-	if body := bytes.TrimSpace(bytes.TrimSpace(item)[1:]); len(body) == 0 || body[0] != '}' { // after the opening brace
-		return append([]byte(head+","), body...)
-	}
-	return []byte(head + "}")
 }

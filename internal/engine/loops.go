@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/synchook/synchook/hooks"
+	"github.com/synchook/synchook/internal/intake"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
@@ -39,9 +40,9 @@ type loopDetector struct {
 	seen map[loopKey]*loopState
 }
 
-func (d *loopDetector) observe(reg *Registry, gvk schema.GroupVersionKind, t hooks.HookType, rec *record, p []byte) {
-	uid := rec.uidOf()
-	if uid == "" || undo.OnlyReserved(p, rec.metadata) {
+func (d *loopDetector) observe(reg *Registry, gvk schema.GroupVersionKind, t hooks.HookType, rec *intake.Record, p []byte) {
+	uid := rec.UID()
+	if uid == "" || undo.OnlyReserved(p, rec.Metadata) {
 		return
 	}
 	now := time.Now()

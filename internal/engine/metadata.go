@@ -11,6 +11,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/failure"
+	"github.com/synchook/synchook/internal/intake"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
@@ -39,31 +40,31 @@ type mapField struct {
 // record, and decodes them the way the typed decoder would: *DecodeError for a value it would
 // refuse (the first in raw, as a decode meets them). The chain's kind is checked against
 // apiVersion and kind when it is unstructured. rec must be valid JSON and must not repeat what
-// it reads (metaFacts.repeats: the plan takes another path then).
-func (c *chain) metadataDoc(rec *record) (*metadataDoc, error) {
-	raw, f := rec.raw, rec.metaFacts()
-	if !f.object {
+// it reads (intake.Facts.Repeats: the plan takes another path then).
+func (c *chain) metadataDoc(rec *intake.Record) (*metadataDoc, error) {
+	raw, f := rec.Raw, rec.Facts()
+	if !f.Object {
 		return nil, c.decodeErrorf("the object is not a JSON object")
 	}
 	doc := &metadataDoc{}
 	doc.maps[0].name, doc.maps[1].name = "labels", "annotations"
 	if c.unstructured {
 		var av, k string
-		if rec.apiVersion == nil || rec.kind == nil || json.Unmarshal(rec.apiVersion, &av) != nil || json.Unmarshal(rec.kind, &k) != nil {
+		if rec.APIVersion == nil || rec.Kind == nil || json.Unmarshal(rec.APIVersion, &av) != nil || json.Unmarshal(rec.Kind, &k) != nil {
 			return nil, c.decodeErrorf("apiVersion and kind must be strings")
 		}
 		if want := c.key.GVK; want.GroupVersion().String() != av || want.Kind != k {
 			return nil, c.decodeErrorf("object is %s %s, want %s", av, k, want)
 		}
 	}
-	if rec.metadata == nil || string(rec.metadata) == "null" {
+	if rec.Metadata == nil || string(rec.Metadata) == "null" {
 		return doc, nil
 	}
-	if rec.metadata[0] != '{' {
+	if rec.Metadata[0] != '{' {
 		return nil, c.decodeErrorf("metadata is not an object")
 	}
-	doc.name, _ = stringOf(f.name) // checkInput refused a repeated name; the last one counts, as in undo.IdentityIn
-	doc.generateName, doc.uid = f.generateName, f.uid
+	doc.name, _ = intake.String(f.Name) // checkInput refused a repeated name; the last one counts, as in undo.IdentityIn
+	doc.generateName, doc.uid = f.GenerateName, f.UID
 	var first error // the first refused value in raw
 	at := len(raw)
 	refuse := func(v []byte, err error) {
@@ -71,20 +72,20 @@ func (c *chain) metadataDoc(rec *record) (*metadataDoc, error) {
 			first, at = err, o
 		}
 	}
-	if v := f.namespace; v != nil {
+	if v := f.Namespace; v != nil {
 		var ok bool
-		if doc.namespace, ok = stringOf(v); !ok && string(v) != "null" {
+		if doc.namespace, ok = intake.String(v); !ok && string(v) != "null" {
 			refuse(v, c.decodeErrorf("metadata.namespace is not a string"))
 		}
 	}
-	for i, v := range [2][]byte{f.labels, f.annotations} {
+	for i, v := range [2][]byte{f.Labels, f.Annotations} {
 		if v == nil {
 			continue
 		}
 		m := &doc.maps[i]
 		m.present = true
 		var err error
-		if m.value, m.dups, err = decodeStringMap(v); err != nil {
+		if m.value, m.dups, err = intake.DecodeStringMap(v); err != nil {
 			refuse(v, c.decodeErrorf("metadata.%s: %v", m.name, err))
 		}
 	}
@@ -110,7 +111,7 @@ func offset(doc, sub []byte) int {
 
 // runMetadata is runOps for a chain of MetadataHooks: no typed decode. It returns the patch's
 // operations on raw.
-func (c *chain) runMetadata(ctx context.Context, rn *call, rec *record, undo bool) ([]patch.Operation, error) {
+func (c *chain) runMetadata(ctx context.Context, rn *call, rec *intake.Record, undo bool) ([]patch.Operation, error) {
 	doc, err := c.metadataDoc(rec)
 	if err != nil {
 		return nil, err
@@ -231,8 +232,8 @@ func (r *Registry) recordMetadataUndo(c *chain, doc *metadataDoc, m *hooks.Metad
 // identity returns the identity a seal on doc's object for key is bound to (undo.Meta), from
 // doc, for sealing only (no creation time, which only opening reads).
 func (doc *metadataDoc) identity(key Key) undo.Identity {
-	generateName, _ := stringOf(doc.generateName)
-	uid, _ := stringOf(doc.uid)
+	generateName, _ := intake.String(doc.generateName)
+	uid, _ := intake.String(doc.uid)
 	m := undo.Meta{Namespace: doc.namespace, Name: doc.name, GenerateName: generateName, UID: uid, ObjectUID: doc.maps[1].value[undo.ObjectUIDAnnotation]}
 	return m.Identity(key.GVK, key.Type.Side())
 }

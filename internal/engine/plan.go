@@ -9,6 +9,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/failure"
+	"github.com/synchook/synchook/internal/intake"
 )
 
 // path is the way one chain runs on one object (plan.path).
@@ -47,7 +48,7 @@ const (
 type plan struct {
 	path path
 	why  string
-	rec  *record
+	rec  *intake.Record
 	// records: the chain records an undo; restore: the object may bring synchook's own undo
 	// (runRestored).
 	records, restore bool
@@ -61,7 +62,7 @@ func (rn *call) planOf(c *chain, raw []byte) (plan, error) {
 		p.path, p.why = pathUnstructured, whyUnstructured
 	}
 	_, write := c.key.Type.ReadOf()
-	p.restore = write && rn.reg.opts.Undo && !rn.keepOwnUndo && p.rec.mayCarryUndo()
+	p.restore = write && rn.reg.opts.Undo && !rn.keepOwnUndo && p.rec.MayCarryUndo()
 	meta, strip := c.metadataOnly(), c.stripOnly()
 	if !meta && !strip {
 		return p, nil
@@ -70,11 +71,11 @@ func (rn *call) planOf(c *chain, raw []byte) (plan, error) {
 		p.why = whyProvenance
 		return p, nil
 	}
-	if err := p.rec.checkJSON(c.key.GVK, rn.validJSON); err != nil { // the two read raw themselves
+	if err := p.rec.CheckJSON(c.key.GVK, rn.validJSON); err != nil { // the two read raw themselves
 		return p, err
 	}
-	switch own := p.rec.own && p.rec.metadata != nil && p.rec.metadata[0] == '{'; {
-	case meta && !p.rec.metaFacts().repeats:
+	switch own := p.rec.Own() && p.rec.Metadata != nil && p.rec.Metadata[0] == '{'; {
+	case meta && !p.rec.Facts().Repeats:
 		p.path, p.why = pathMetadata, whyMetadata
 	case strip && own:
 		p.path, p.why = pathDocument, whyDocument
@@ -184,7 +185,7 @@ func (r *Runner) Explain(gvk schema.GroupVersionKind, t hooks.HookType, raw []by
 	key := Key{GVK: gvk, Type: t}
 	if c := r.reg.listChain(gvk, t); c != nil {
 		p := Plan{Key: key, Path: "list", Why: "a list of a hooked kind is one request: every item runs the item chain, one patch under /items/N"}
-		items, err := listItems(raw, false)
+		items, err := intake.ListItems(raw, false)
 		if err != nil {
 			return Plan{}, &failure.DecodeError{GVK: gvk, Err: err}
 		}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/synchook/synchook/internal/answer"
+	"github.com/synchook/synchook/internal/intake"
 	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/patch"
 )
@@ -25,8 +26,8 @@ type Result struct {
 	// goType the Go type of the kind, which answer.Of encodes along.
 	doc    *jsondoc.Doc
 	goType reflect.Type
-	// rec is the request object's record (intake.go; nil: none), for the loop detector.
-	rec *record
+	// rec is the request object's record (package intake; nil: none), for the loop detector.
+	rec *intake.Record
 }
 
 // Answer returns the JSON that answers a vcluster plugin's Mutate: decoded with encoding/json's
@@ -42,7 +43,7 @@ func (r Result) Answer() ([]byte, error) {
 	if r.doc != nil {
 		return answer.Of(r.goType, r.doc)
 	}
-	return answer.Splice(r.goType, r.raw, r.rec.topLevel(), r.ops)
+	return answer.Splice(r.goType, r.raw, r.rec.TopLevel(), r.ops)
 }
 
 // Object returns the request object with Patch applied: the request bytes themselves when

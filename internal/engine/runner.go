@@ -16,6 +16,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/failure"
+	"github.com/synchook/synchook/internal/intake"
 	"github.com/synchook/synchook/internal/undo"
 )
 
@@ -112,8 +113,8 @@ type call struct {
 	keepOwnUndo bool
 	carry       []undo.Entry // undoPlan.carry
 	// rec is the record of the object the call runs on (recordOf); own holds the request's.
-	rec *record
-	own record
+	rec *intake.Record
+	own intake.Record
 }
 
 func (r *Runner) newCall(validJSON bool) *call {
@@ -147,8 +148,8 @@ func (r *Runner) Registry() *Registry { return r.reg }
 
 // Mutate runs the chain of (gvk, t) on the JSON object raw for one request and returns the JSON
 // Patch from raw to the hooked object (see Registry.Mutate for what it does; a list kind of a
-// hooked item kind is a batch). Errors: *DecodeError for malformed input (with an *InputError
-// for an object of another kind or with ambiguous keys: intake.go), *HookError naming
+// hooked item kind is a batch). Errors (package failure): *DecodeError for malformed input (with an *InputError
+// for an object of another kind or with ambiguous keys: package intake), *HookError naming
 // the hook when one fails, *ItemError for a list item, ErrOverloaded when every slot is busy.
 func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
 	return r.mutate(ctx, gvk, t, raw, MutateOptions{})
@@ -197,7 +198,7 @@ func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hook
 	if err == nil && r.loops != nil && res.Patch != nil && t.Op() == hooks.OpUpdate {
 		r.loops.observe(r.reg, gvk, t, res.rec, res.Patch)
 	}
-	if r.capture != nil && !errors.Is(err, failure.ErrOverloaded) && !errors.As(err, new(*InputError)) {
+	if r.capture != nil && !errors.Is(err, failure.ErrOverloaded) && !errors.As(err, new(*intake.InputError)) {
 		r.capture(t, gvk, raw, res, err)
 	}
 	return res, err

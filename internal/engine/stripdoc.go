@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/synchook/synchook/builtin"
+	"github.com/synchook/synchook/internal/intake"
 	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/undo"
 )
@@ -19,8 +20,8 @@ const stripStepEvery = 256
 // removals are the patch. Each hook's filter is judged on the namespace and labels as they are
 // when it runs. done is false, nothing done, for the plan's fallbacks (fallbackScalar,
 // fallbackWhole): the typed path runs instead.
-func (rn *call) runStripDoc(ctx context.Context, c *chain, rec *record, records bool) (o outcome, done bool, err error) {
-	raw := rec.raw
+func (rn *call) runStripDoc(ctx context.Context, c *chain, rec *intake.Record, records bool) (o outcome, done bool, err error) {
+	raw := rec.Raw
 	doc := jsondoc.New(raw)
 	if _, write := c.key.Type.ReadOf(); write { // the reserved annotations are synchook's (undo.DropReserved)
 		for _, k := range undo.Reserved {

@@ -140,7 +140,7 @@ func (c *chain) runHooks(ctx context.Context, rn *call, obj client.Object, runni
 
 // callOne calls hook i of c through fn with the hook's own context and deadline
 // (call.hookCall), a panic turned into a *PanicError and a Secret's hook text withheld
-// (hookFailure) before anything sees it, and tells the observer.
+// (failure.FromHook) before anything sees it, and tells the observer.
 func (rn *call) callOne(ctx context.Context, c *chain, i int, fn func(context.Context) error) error {
 	var start time.Time
 	if rn.observer != nil {

@@ -46,7 +46,7 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 			obj.SetAnnotations(ann)
 		}
 	}
-	out, err := c.exec(ctx, rn, obj) // a hook's error on a Secret is withheld already (hookFailure)
+	out, err := c.exec(ctx, rn, obj) // a hook's error on a Secret is withheld already (failure.FromHook)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -78,7 +78,7 @@ func runTyped(ctx context.Context, rn *call, c *chain, raw []byte, records bool)
 	if err := stepBoundary(ctx, c); err != nil {
 		return outcome{}, err
 	}
-	if ops, err = patch.RebaseVia(raw, rn.recordOf(raw).indexed().LookupUnique, ops); err != nil {
+	if ops, err = patch.RebaseVia(raw, rn.recordOf(raw).Indexed().LookupUnique, ops); err != nil {
 		return outcome{}, fmt.Errorf("%s: %w", c.key, err)
 	}
 	o := outcome{ops: ops, hooks: len(c.hooks)}

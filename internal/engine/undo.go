@@ -15,6 +15,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/failure"
+	"github.com/synchook/synchook/internal/intake"
 	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
@@ -47,14 +48,14 @@ func (r *Registry) seal(c *chain, id undo.Identity, entries, carry []undo.Entry)
 // subjectOf is undo.SubjectIn for the object raw of the call, read from what checkInput found
 // when raw is the request's object (no scan of the whole object), with doc as its Doc.
 func (r *call) subjectOf(key Key, raw []byte, doc *jsondoc.Doc) undo.Subject {
-	immutable, _ := r.recordOf(raw).indexed().Lookup("/immutable")
+	immutable, _ := r.recordOf(raw).Indexed().Lookup("/immutable")
 	return undo.SubjectIn(r.identityOf(key, raw), key.GVK, key.Type.Side(), string(immutable), doc)
 }
 
 // undoAnnotationOf is undo.AnnotationIn for the object raw of the call, read in its metadata
 // (its record's).
 func (r *call) undoAnnotationOf(raw []byte) (string, bool) {
-	meta, ok := r.recordOf(raw).meta()
+	meta, ok := r.recordOf(raw).Meta()
 	if !ok {
 		return "", false
 	}
@@ -68,8 +69,8 @@ func (r *call) undoAnnotationOf(raw []byte) (string, bool) {
 // Errors: a *HookError of c (undo.ErrNeedsKey, undo.ErrTooLarge); ops that do not apply to raw.
 func (r *call) record(c *chain, raw []byte, ops []patch.Operation, whole bool) ([]patch.Operation, string, bool, error) {
 	rec := r.recordOf(raw)
-	meta, hasMeta := rec.meta()
-	out, value, ok, err := undo.RecordOps(raw, rec.indexed(), meta, hasMeta, ops, whole, func(entries []undo.Entry) (string, error) {
+	meta, hasMeta := rec.Meta()
+	out, value, ok, err := undo.RecordOps(raw, rec.Indexed(), meta, hasMeta, ops, whole, func(entries []undo.Entry) (string, error) {
 		return r.reg.seal(c, r.identityOf(c.key, raw), entries, r.carry)
 	})
 	if err != nil {
@@ -83,7 +84,7 @@ func (r *call) record(c *chain, raw []byte, ops []patch.Operation, whole bool) (
 // identityOf is undo.IdentityIn for the object raw of the call, of key's kind and side, read in
 // its metadata (its record's).
 func (r *call) identityOf(key Key, raw []byte) undo.Identity {
-	meta, _ := r.recordOf(raw).meta()
+	meta, _ := r.recordOf(raw).Meta()
 	return undo.IdentityIn(key.GVK, key.Type.Side(), meta)
 }
 
@@ -104,8 +105,8 @@ func (rn *call) resealer(c *chain, raw []byte) func([]undo.Entry) (string, error
 // MetadataHooks: undo.Plan.ViewMaps, no decode of the object, no JSON Patch apply; res is the
 // undo's. done is false, nothing done, for a request the maps alone do not give exactly (the
 // opened undo touches more, a repeated key, a null map): the caller reads the whole document.
-func (rn *call) undoMetadata(ctx context.Context, c *chain, rec *record, p undo.Plan) (o outcome, res undo.Result, done bool, err error) {
-	if len(c.hooks) > 0 && !c.metadataOnly() || !p.OnMetadataMaps() || rec.metaFacts().repeats {
+func (rn *call) undoMetadata(ctx context.Context, c *chain, rec *intake.Record, p undo.Plan) (o outcome, res undo.Result, done bool, err error) {
+	if len(c.hooks) > 0 && !c.metadataOnly() || !p.OnMetadataMaps() || rec.Facts().Repeats {
 		return outcome{}, res, false, nil
 	}
 	doc, err := c.metadataDoc(rec)

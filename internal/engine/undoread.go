@@ -7,6 +7,7 @@ import (
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/failure"
+	"github.com/synchook/synchook/internal/intake"
 	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
@@ -17,11 +18,11 @@ import (
 // that undo applied, recording only the new change. own is false when raw brings no such undo
 // (on a Create, always): whatever is there is the tenant's, and runChain goes on.
 func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte) (o outcome, own bool, err error) {
-	value, had := rn.undoAnnotationOf(raw) // the plan (record.mayCarryUndo) looked for the marker
+	value, had := rn.undoAnnotationOf(raw) // the plan (intake.Record.MayCarryUndo) looked for the marker
 	if !had {
 		return outcome{}, false, nil
 	}
-	if err := rn.recordOf(raw).checkJSON(c.key.GVK, rn.validJSON); err != nil { // the Doc splits only what it reads
+	if err := rn.recordOf(raw).CheckJSON(c.key.GVK, rn.validJSON); err != nil { // the Doc splits only what it reads
 		return outcome{}, true, err
 	}
 	doc := jsondoc.New(raw)
@@ -31,7 +32,7 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte) (o outcom
 	run := func(restored []byte, carry []undo.Entry) ([]patch.Operation, error) {
 		in := *rn // the chain records the carried entries before its own
 		in.carry = carry
-		in.own, in.rec = record{raw: restored}, &in.own // the restored object's one record (derived)
+		in.own, in.rec = intake.Record{Raw: restored}, &in.own // the restored object's one record (derived)
 		o, theirs = in.runChain(ctx, c, restored)
 		return o.ops, theirs
 	}
@@ -69,7 +70,7 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 	value, had := rn.undoAnnotationOf(raw)
 	if !had {
 		if len(c.hooks) == 0 {
-			return outcome{}, rn.recordOf(raw).checkJSON(c.key.GVK, rn.validJSON)
+			return outcome{}, rn.recordOf(raw).CheckJSON(c.key.GVK, rn.validJSON)
 		}
 		return rn.runChain(ctx, c, raw)
 	}
@@ -79,7 +80,7 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 	}
 	defer done()
 	rec := rn.recordOf(raw)
-	if err := rec.checkJSON(c.key.GVK, rn.validJSON); err != nil { // the Doc splits only what it reads
+	if err := rec.CheckJSON(c.key.GVK, rn.validJSON); err != nil { // the Doc splits only what it reads
 		return outcome{}, err
 	}
 	doc := jsondoc.New(raw)

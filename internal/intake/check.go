@@ -1,9 +1,7 @@
-package engine
+package intake
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -17,12 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/synchook/synchook/hooks"
-	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/jsonfield"
 )
 
-// InputError is the cause of a *DecodeError (so: 400, gRPC InvalidArgument, on every
+// InputError is the cause of a *failure.DecodeError (so: 400, gRPC InvalidArgument, on every
 // transport alike) when the request object is valid JSON that synchook and its caller could
 // read as two different objects, so that a patch computed on synchook's reading would not
 // mean what it says on the caller's:
@@ -52,44 +48,10 @@ type InputError struct {
 // Error returns Reason.
 func (e *InputError) Error() string { return e.Reason }
 
-// withOldObject checks old (MutateOptions.OldObject) as checkInput checks the object and
-// returns ctx carrying it for the hooks (hooks.WithOldObject); nothing for a (gvk, t) without a
-// chain, an error for a list. Errors are *DecodeErrors with Old set.
-func (r *Registry) withOldObject(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, old []byte, valid bool) (context.Context, error) {
-	if r.chains[Key{GVK: gvk, Type: t}] == nil {
-		if r.listChain(gvk, t) != nil {
-			return nil, &failure.DecodeError{GVK: gvk, Old: true, Err: &InputError{Reason: "an old object is for one object, not a list"}}
-		}
-		return ctx, nil
-	}
-	if err := (&record{raw: old}).checkJSON(gvk, valid); err != nil {
-		err.(*failure.DecodeError).Old = true //nolint:errorlint // checkJSON's own
-		return nil, err
-	}
-	var rec record
-	err := shapeOf(r.scheme, gvk, false).check(old, gvk, "old object", "the request is for", &rec)
-	if err == nil && rec.raw == nil {
-		err = errors.New("not a JSON object")
-	}
-	if err != nil {
-		return nil, &failure.DecodeError{GVK: gvk, Old: true, Err: err}
-	}
-	return hooks.WithOldObject(ctx, old), nil
-}
-
-// checkItem is checkInput for item, an item (valid JSON) of a list whose items are of kind gvk.
-func (r *Registry) checkItem(gvk schema.GroupVersionKind, item []byte) error {
-	var rec record
-	if err := shapeOf(r.scheme, gvk, false).check(item, gvk, "item", "the list is of", &rec); err != nil {
-		return &failure.DecodeError{GVK: gvk, Err: err}
-	}
-	return nil
-}
-
-// inputShape is what checkInput knows of one kind: the JSON names of its Go type's fields at
+// Shape is what Check knows of one kind: the JSON names of its Go type's fields at
 // the top level and in metadata; maps says metadata has labels and annotations (ObjectMeta),
 // whose keys are checked for repeats.
-type inputShape struct {
+type Shape struct {
 	top, meta fieldSet
 	maps      bool
 }
@@ -122,21 +84,21 @@ type shapeKey struct {
 	list   bool
 }
 
-// shapes caches inputShapes: one per scheme and hooked kind (or list of one).
-var shapes sync.Map // shapeKey → *inputShape
+// shapes caches Shapes: one per scheme and hooked kind (or list of one).
+var shapes sync.Map // shapeKey → *Shape
 
-// shapeOf returns the inputShape of gvk in scheme; list says the request is a list of a hooked
+// ShapeOf returns the Shape of gvk in scheme; list says the request is a list of a hooked
 // kind (for a kind the scheme does not know: items at the top, ListMeta as metadata).
-func shapeOf(scheme *runtime.Scheme, gvk schema.GroupVersionKind, list bool) *inputShape {
+func ShapeOf(scheme *runtime.Scheme, gvk schema.GroupVersionKind, list bool) *Shape {
 	key := shapeKey{scheme, gvk, list}
 	if s, ok := shapes.Load(key); ok {
-		return s.(*inputShape)
+		return s.(*Shape)
 	}
 	s, _ := shapes.LoadOrStore(key, newShape(scheme, gvk, list))
-	return s.(*inputShape)
+	return s.(*Shape)
 }
 
-func newShape(scheme *runtime.Scheme, gvk schema.GroupVersionKind, list bool) *inputShape {
+func newShape(scheme *runtime.Scheme, gvk schema.GroupVersionKind, list bool) *Shape {
 	top := []string{"apiVersion", "kind", "metadata"}
 	meta := reflect.TypeFor[metav1.ObjectMeta]()
 	if list {
@@ -162,7 +124,7 @@ func newShape(scheme *runtime.Scheme, gvk schema.GroupVersionKind, list bool) *i
 	slices.Sort(names)
 	_, labels := metaFields["labels"]
 	_, annotations := metaFields["annotations"]
-	return &inputShape{top: newFieldSet(top), meta: newFieldSet(names), maps: labels && annotations}
+	return &Shape{top: newFieldSet(top), meta: newFieldSet(names), maps: labels && annotations}
 }
 
 // jsonFields returns the JSON names of struct type t's fields (pointers followed), with their
