@@ -1,6 +1,7 @@
 package hookclient
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -142,9 +143,7 @@ func (o *Options) setDefaults() error {
 	if o.CAReloadInterval <= 0 {
 		o.CAReloadInterval = DefaultCAReloadInterval
 	}
-	if o.Scheme == nil {
-		o.Scheme = clientgoscheme.Scheme
-	}
+	o.Scheme = cmp.Or(o.Scheme, clientgoscheme.Scheme)
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
@@ -22,9 +23,7 @@ type clusterFlags struct {
 // bind adds --kubeconfig, --context and -n/--namespace to fs; -n sets *namespace (nil: the
 // overrides' namespace), and namespaceUsage says what the namespace is to this command.
 func (c *clusterFlags) bind(fs *pflag.FlagSet, namespace *string, namespaceUsage string) {
-	if namespace == nil {
-		namespace = &c.overrides.Context.Namespace
-	}
+	namespace = cmp.Or(namespace, &c.overrides.Context.Namespace)
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "path of the kubeconfig file; empty: the KUBECONFIG env var, else ~/.kube/config, else the in-cluster config of a pod")
 	fs.StringVar(&c.overrides.CurrentContext, "context", "", "name of the kubeconfig context to use; empty: the kubeconfig's current-context")
 	fs.StringVarP(namespace, "namespace", "n", "", namespaceUsage)

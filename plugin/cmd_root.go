@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -59,9 +60,7 @@ func (p *Plugin) run(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 	}
 	// Every other error is the command line's: cobra's (unknown command, wrong arguments) or
 	// pflag's (unknown flag, bad value) or a *usageError of a command.
-	if cmd == nil {
-		cmd = root
-	}
+	cmd = cmp.Or(cmd, root)
 	fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", cmd.CommandPath(), err, cmd.CommandPath())
 	return exitUsage
 }

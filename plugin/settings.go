@@ -68,33 +68,28 @@ func (p *Plugin) configSource() (path string, envVars []string, ok bool) {
 		return "", nil, false
 	}
 	var (
-		fs  *pflag.FlagSet
-		err error
+		fs   *pflag.FlagSet
+		file *string // the flag's value, set by fs.Parse
 	)
-	switch args := p.Args[1:]; p.Args[0] {
+	switch p.Args[0] {
 	case "serve":
 		var opts *sidecar.Options
 		fs, opts, _ = serveFlags(p.getenv)
-		fs.SetOutput(io.Discard)
-		err = fs.Parse(args)
-		path = opts.ConfigFile
+		file = &opts.ConfigFile
 	case "mutate":
 		var o *mutateOptions
 		fs, o = mutateFlags()
-		fs.SetOutput(io.Discard)
-		err = fs.Parse(args)
-		path = o.configFile
+		file = &o.configFile
 	case "replay":
 		var o *replayOptions
 		fs, o = replayFlags()
-		fs.SetOutput(io.Discard)
-		err = fs.Parse(args)
-		path = o.configFile
+		file = &o.configFile
 	default:
 		return "", nil, false
 	}
-	if err != nil {
+	fs.SetOutput(io.Discard)
+	if fs.Parse(p.Args[1:]) != nil {
 		return "", nil, false
 	}
-	return path, []string{config.EnvVar}, true
+	return *file, []string{config.EnvVar}, true
 }

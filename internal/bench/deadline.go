@@ -76,9 +76,7 @@ func Deadline(ctx context.Context, opts DeadlineOptions) ([]DeadlineRound, error
 	if len(opts.RequestTimeouts) == 0 {
 		opts.RequestTimeouts = []time.Duration{2 * time.Second, 300 * time.Millisecond}
 	}
-	if opts.Out == nil {
-		opts.Out = io.Discard
-	}
+	opts.Out = cmp.Or(opts.Out, io.Discard)
 	pod := fixtures.Pod("ns", "web")
 	for i := range opts.Tolerations {
 		pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{Key: fmt.Sprintf("key-%d", i), Operator: corev1.TolerationOpExists})

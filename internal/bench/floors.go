@@ -123,14 +123,17 @@ func startFloors(ctx context.Context, binary string) (*floorProcess, error) {
 	return fp, nil
 }
 
-func (fp *floorProcess) stop() {
-	_ = fp.cmd.Process.Signal(syscall.SIGTERM)
+func (fp *floorProcess) stop() { terminate(fp.cmd, 5*time.Second) }
+
+// terminate sends cmd's process SIGTERM and waits for it to end, killing it after grace.
+func terminate(cmd *exec.Cmd, grace time.Duration) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
-	go func() { _ = fp.cmd.Wait(); close(done) }()
+	go func() { _ = cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = fp.cmd.Process.Kill()
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/synchook/synchook/certs"
@@ -91,14 +90,7 @@ func startSidecar(ctx context.Context, binary, config string, serveFlags ...stri
 
 func (sc *sidecar) stop() {
 	if sc.cmd.Process != nil {
-		_ = sc.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = sc.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = sc.cmd.Process.Kill()
-		}
+		terminate(sc.cmd, 10*time.Second)
 	}
 	_ = os.RemoveAll(sc.dir)
 }

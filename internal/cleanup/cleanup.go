@@ -61,9 +61,7 @@ type Options struct {
 
 // setDefaults fills in the zero fields that have a default.
 func (o *Options) setDefaults() {
-	if o.Progress == nil {
-		o.Progress = io.Discard
-	}
+	o.Progress = cmp.Or(o.Progress, io.Discard)
 	if o.Attempts <= 0 {
 		o.Attempts = DefaultAttempts
 	}

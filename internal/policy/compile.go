@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
@@ -139,9 +140,7 @@ func CompileWithOptions(p *admissionregistrationv1.MutatingAdmissionPolicy, opts
 		return nil, invalidf("nil policy")
 	}
 	scheme := opts.Scheme
-	if scheme == nil {
-		scheme = clientgoscheme.Scheme
-	}
+	scheme = cmp.Or(scheme, clientgoscheme.Scheme)
 	out := &Policy{
 		name:          p.Name,
 		failurePolicy: admissionregistrationv1.Fail,
