@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/synchook/synchook/internal/jsonfield"
 	"github.com/synchook/synchook/internal/jsonscan"
@@ -56,8 +57,15 @@ func (d *typedDiffer) structs(a, b reflect.Value) error {
 	var added []int // fields only b encodes, emitted after the rest as DiffMarshaled does
 	fields := planOf(a.Type())
 	at := len(d.path)
+	var pa, pb unsafe.Pointer // the two structs in memory, where they are addressable
+	if a.CanAddr() && b.CanAddr() {
+		pa, pb = a.Addr().UnsafePointer(), b.Addr().UnsafePointer()
+	}
 	for i := range fields {
 		f := &fields[i]
+		if f.quick != nil && pa != nil && f.quick(unsafe.Add(pa, f.offset), unsafe.Add(pb, f.offset)) {
+			continue // alike: encoded alike or left out alike, as the steps below would find
+		}
 		av, bv := f.Value(a), f.Value(b)
 		inA, inB := f.Encoded(av), f.Encoded(bv)
 		switch {
@@ -180,6 +188,14 @@ type planField struct {
 	*jsonfield.Field
 	descent descent
 	token   []byte // the name as a reference token (escaped)
+	// quick, where not nil, is the quick equality of the field's type (equalFuncOf), read at
+	// offset in the struct: when it finds the two fields alike, structs skips the field, which
+	// its steps would leave with no operation. Set for the fields whose steps compare with that
+	// same equality (leaves and slices, never a struct it walks) and whose leaving out follows
+	// from it: not omitzero (a type's IsZero may read what the equality skips), not through an
+	// embedded pointer.
+	quick  eqFunc
+	offset uintptr
 }
 
 var plans sync.Map // reflect.Type → []planField
@@ -194,9 +210,18 @@ func planOf(t reflect.Type) []planField {
 	p := make([]planField, len(fs))
 	for i := range fs {
 		p[i] = planField{Field: &fs[i], descent: descentOf(fs[i].Type), token: jsonscan.AppendToken(nil, fs[i].Name)}
+		if off, ok := offsetOf(t, fs[i].Index); ok && quickSkips(&fs[i], p[i].descent) {
+			p[i].quick, p[i].offset = equalFuncOf(fs[i].Type), off
+		}
 	}
 	plans.Store(t, p)
 	return p
+}
+
+// quickSkips reports whether structs may skip the field f of descent desc where its quick
+// equality finds the two values alike (planField.quick).
+func quickSkips(f *jsonfield.Field, desc descent) bool {
+	return desc >= descendSlice && !f.OmitZero
 }
 
 // descent is how DiffTyped goes into two unequal values of a type.

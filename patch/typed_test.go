@@ -3,6 +3,7 @@ package patch_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 
@@ -170,4 +171,70 @@ func BenchmarkDiffTyped(b *testing.B) {
 			}
 		}
 	})
+}
+
+// quirks is a struct with fields that are alike by DiffTyped's quick equality (the members
+// encoding/json writes) where encoding/json may yet write one and leave out the other: omitzero
+// fields whose IsZero reads a field it does not write, a float's 0 and -0 under omitempty.
+// Its embedded pointer's field has no fixed offset.
+type quirks struct {
+	F float64        `json:"f,omitempty"`
+	Z zeroish        `json:"z,omitzero"`
+	L marks          `json:"l,omitzero"`
+	S []string       `json:"s,omitempty"`
+	M map[string]int `json:"m,omitempty"`
+	*Inner
+}
+
+// zeroish is zero only when its unencoded field is.
+type zeroish struct {
+	A      string `json:"a"`
+	hidden int
+}
+
+func (z zeroish) IsZero() bool { return z.A == "" && z.hidden == 0 }
+
+// marks is zero when each of its elements is (zeroish.IsZero).
+type marks []zeroish
+
+func (m marks) IsZero() bool {
+	for _, z := range m {
+		if !z.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// Inner is embedded through a pointer in quirks.
+type Inner struct {
+	N string `json:"n,omitempty"`
+}
+
+func TestDiffTypedSkipsOnlyFieldsItsQuickEqualitySpeaksFor(t *testing.T) {
+	for name, pair := range map[string][2]quirks{
+		"0 and -0 under omitempty":                                    {{F: 0}, {F: math.Copysign(0, -1)}},
+		"an omitzero struct whose IsZero reads a field never written": {{Z: zeroish{hidden: 1}}, {}},
+		"an omitzero slice whose IsZero reads a field never written":  {{L: marks{{hidden: 1}}}, {L: marks{{}}}},
+		"an empty slice and none":                                     {{S: []string{}}, {}},
+		"an empty map and none":                                       {{M: map[string]int{}}, {M: map[string]int{"a": 0}}},
+		"the embedded pointer's field":                                {{Inner: &Inner{N: "x"}}, {Inner: &Inner{N: "y"}}},
+		"the embedded pointer set":                                    {{}, {Inner: &Inner{N: "y"}}},
+		"alike":                                                       {{F: 1, S: []string{"a"}, Inner: &Inner{}}, {F: 1, S: []string{"a"}, Inner: &Inner{}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, p := range [][2]*quirks{{&pair[0], &pair[1]}, {&pair[1], &pair[0]}} {
+				ea, _ := json.Marshal(p[0])
+				eb, _ := json.Marshal(p[1])
+				want, _ := patch.Marshal(patch.DiffMarshaled(ea, eb))
+				ops, err := patch.DiffTyped(p[0], p[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := patch.Marshal(ops); string(got) != string(want) {
+					t.Errorf("%s -> %s: DiffTyped gives %s, encode + DiffMarshaled gives %s", ea, eb, got, want)
+				}
+			}
+		})
+	}
 }
