@@ -32,5 +32,5 @@ func TakesAsOwnUndo(reg *Registry, gvk schema.GroupVersionKind, t hooks.HookType
 // List's items are run): the label/annotation fast path and the List split do not check it
 // again.
 func (r *Runner) MutateValidJSON(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
-	return r.mutate(ctx, gvk, t, raw, MutateOptions{ValidJSON: true})
+	return r.MutateWithOptions(ctx, gvk, t, raw, MutateOptions{ValidJSON: true})
 }

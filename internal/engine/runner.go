@@ -148,11 +148,12 @@ func (r *Runner) Registry() *Registry { return r.reg }
 
 // Mutate runs the chain of (gvk, t) on the JSON object raw for one request and returns the JSON
 // Patch from raw to the hooked object (see Registry.Mutate for what it does; a list kind of a
-// hooked item kind is a batch). Errors (package failure): *DecodeError for malformed input (with an *InputError
-// for an object of another kind or with ambiguous keys: package intake), *HookError naming
-// the hook when one fails, *ItemError for a list item, ErrOverloaded when every slot is busy.
+// hooked item kind is a batch). Errors (package failure): *DecodeError for malformed input
+// (with an *intake.InputError for an object of another kind or with ambiguous keys), *HookError
+// naming the hook when one fails, *ItemError for a list item, ErrOverloaded when every slot is
+// busy.
 func (r *Runner) Mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte) (Result, error) {
-	return r.mutate(ctx, gvk, t, raw, MutateOptions{})
+	return r.MutateWithOptions(ctx, gvk, t, raw, MutateOptions{})
 }
 
 // MutateOptions are the optional parts of one request of Runner.MutateWithOptions and
@@ -183,10 +184,6 @@ type MutateOptions struct {
 // A non-empty opts.OldObject with a hook type other than Update* is an error, before any hook
 // runs.
 func (r *Runner) MutateWithOptions(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, opts MutateOptions) (Result, error) {
-	return r.mutate(ctx, gvk, t, raw, opts)
-}
-
-func (r *Runner) mutate(ctx context.Context, gvk schema.GroupVersionKind, t hooks.HookType, raw []byte, opts MutateOptions) (Result, error) {
 	c := r.newCall(opts.ValidJSON)
 	if len(opts.OldObject) > 0 {
 		if t.Op() != hooks.OpUpdate {
