@@ -31,7 +31,9 @@ import (
 // matches keys as written: a key that differs from another only in case (which the engine's
 // intake refuses) is another member. top (may be nil) are raw's top-level members as a scan
 // read them, each key once, values sub-slices of raw: Splice does not read raw's top level
-// again. Errors: an operation that does not apply to raw, or a value that does not encode.
+// again (members that are no sub-slices of raw it does not trust, and reads raw). Each object on
+// the way to the operations' parents is read once per call, however many operations go under
+// it. Errors: an operation that does not apply to raw, or a value that does not encode.
 func Splice(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.Operation) ([]byte, error) {
 	if len(ops) == 0 {
 		return raw, nil
@@ -60,6 +62,9 @@ type spliceEdit struct {
 func spliceInto(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.Operation) (out []byte, ok bool) {
 	whole := structType(t) == nil // the answer decodes itself: any object is reset like a map
 	resets := resetMaps(t, whole, ops)
+	var objectsBuf [8]scannedObject // most patches: metadata and a map or two, on the stack
+	var membersBuf [48]scannedMember
+	sc := scans{source: &source{raw: raw, top: top}, objects: objectsBuf[:0], members: membersBuf[:0]}
 	edits := make([]spliceEdit, 0, len(ops))
 	grow := 0
 	for i := range ops {
@@ -67,14 +72,20 @@ func spliceInto(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.O
 		if p := parentPath(ops[i].Path); slices.ContainsFunc(resets, func(r reset) bool { return r.path == p }) {
 			continue
 		}
-		if e, ok = spliceOf(t, whole, raw, top, &ops[i]); !ok {
+		tokens, ok := pointerTokens(ops[i].Path)
+		if !ok || len(tokens) == 0 {
+			return nil, false
+		}
+		sc = sc.scan(tokens[:len(tokens)-1])
+		if e, ok = spliceOf(t, whole, &sc, &ops[i], tokens); !ok {
 			return nil, false
 		}
 		grow += len(e.text) + 1
 		edits = append(edits, e)
 	}
 	for _, r := range resets {
-		e, ok := resetOf(raw, top, r, ops)
+		sc = sc.scan(r.tokens)
+		e, ok := resetOf(&sc, r, ops)
 		if !ok {
 			return nil, false
 		}
@@ -160,23 +171,25 @@ type keyEdit struct {
 	gone bool
 }
 
-// resetOf returns the edit that gives the map r (a member of an object in raw) the result of
-// ops' operations on its keys, reset: null, then the map whole under its key (its other
-// members as raw's bytes), or null alone when no key is left.
-func resetOf(raw []byte, top []jsonscan.Member, r reset, ops []patch.Operation) (spliceEdit, bool) {
-	s, e, ok := locate(raw, top, r.tokens[:len(r.tokens)-1])
+// resetOf returns the edit that gives the map r (a member of an object in raw, read by sc) the
+// result of ops' operations on its keys, reset: null, then the map whole under its key (its
+// other members as raw's bytes), or null alone when no key is left.
+func resetOf(sc *scans, r reset, ops []patch.Operation) (spliceEdit, bool) {
+	raw := sc.raw
+	s, _, ok := sc.value(r.tokens[:len(r.tokens)-1])
 	if !ok || raw[s] != '{' {
 		return spliceEdit{}, false // an array's element has no key to give the map under
 	}
-	m, count, found := jsonscan.Find(raw[s:e], r.tokens[len(r.tokens)-1])
-	start := s + m.End - len(m.Value)
-	end := start + len(m.Value)
-	if !found || count > 1 || raw[start] != '{' {
+	start, end, ok := sc.value(r.tokens)
+	if !ok || raw[start] != '{' {
 		return spliceEdit{}, false
 	}
-	object := raw[start:end]
+	object, seen := sc.object(start)
+	if !seen {
+		return spliceEdit{}, false
+	}
 	var keys []keyEdit
-	size := len(object) + len(r.path) + 8
+	size := end - start + len(r.path) + 8
 	for i := range ops {
 		op := &ops[i]
 		if parentPath(op.Path) != r.path {
@@ -188,11 +201,11 @@ func resetOf(raw []byte, top []jsonscan.Member, r reset, ops []patch.Operation) 
 		}
 		at := slices.IndexFunc(keys, func(k keyEdit) bool { return k.key == key })
 		if at < 0 {
-			_, count, found := jsonscan.Find(object, key)
+			_, count := sc.member(object, key)
 			if count > 1 {
 				return spliceEdit{}, false // a repeated key: the Doc says what an operation does
 			}
-			keys, at = append(keys, keyEdit{key: key, gone: !found}), len(keys)
+			keys, at = append(keys, keyEdit{key: key, gone: count == 0}), len(keys)
 		}
 		k := &keys[at]
 		switch {
@@ -217,16 +230,15 @@ func resetOf(raw []byte, top []jsonscan.Member, r reset, ops []patch.Operation) 
 		}
 		text = append(append(append(text, key...), ':'), value...)
 	}
-	jsonscan.EachMember(object, func(key, value []byte) bool {
-		name := jsonscan.MemberName(key)
-		if at := slices.IndexFunc(keys, func(k keyEdit) bool { return k.key == string(name) }); at < 0 {
-			member(key, value)
+	for i := object.from; i < object.to; i++ {
+		m := &sc.members[i]
+		if at := slices.IndexFunc(keys, func(k keyEdit) bool { return sc.is(m, k.key) }); at < 0 {
+			member(sc.key(m), raw[m.start:m.end])
 		} else if k := &keys[at]; !k.gone && k.text != nil {
-			member(key, k.text)
+			member(sc.key(m), k.text)
 			k.text = nil // given
 		}
-		return true
-	})
+	}
 	for _, k := range keys {
 		if !k.gone && k.text != nil { // a key raw's map lacks
 			member(jsonscan.AppendString(nil, k.key), k.text)
@@ -238,20 +250,21 @@ func resetOf(raw []byte, top []jsonscan.Member, r reset, ops []patch.Operation) 
 	return spliceEdit{start: start, end: end, text: text, parent: -1}, true
 }
 
-// spliceOf returns the edit of raw that op makes, when it is one Splice makes by hand, for an
-// object of Go type t (whole: one that decodes itself).
-func spliceOf(t reflect.Type, whole bool, raw []byte, top []jsonscan.Member, op *patch.Operation) (spliceEdit, bool) {
-	tokens, ok := pointerTokens(op.Path)
-	if !ok || len(tokens) == 0 {
-		return spliceEdit{}, false
-	}
+// spliceOf returns the edit of raw that op (at the reference tokens, one or more) makes, when
+// it is one Splice makes by hand, for an object of Go type t (whole: one that decodes itself);
+// sc has read the objects on the way to op's parent.
+func spliceOf(t reflect.Type, whole bool, sc *scans, op *patch.Operation, tokens []string) (spliceEdit, bool) {
 	last := tokens[len(tokens)-1]
-	start, end, ok := locate(raw, top, tokens[:len(tokens)-1])
-	if !ok || raw[start] != '{' {
+	start, end, ok := sc.value(tokens[:len(tokens)-1])
+	if !ok || sc.raw[start] != '{' {
 		return spliceEdit{}, false // a parent that is no object (an array index: not by hand)
 	}
-	parent := raw[start:end]
-	m, count, found := jsonscan.Find(parent, last)
+	parent, seen := sc.object(start)
+	if !seen {
+		return spliceEdit{}, false
+	}
+	m, count := sc.member(parent, last)
+	found := count == 1
 	if count > 1 {
 		return spliceEdit{}, false
 	}
@@ -260,8 +273,7 @@ func spliceOf(t reflect.Type, whole bool, raw []byte, top []jsonscan.Member, op 
 		if whole || !found || ft == nil || ft.Kind() != reflect.Pointer && (!slices.Contains(nullKinds, ft.Kind()) || decodesItself(ft)) {
 			return spliceEdit{}, false
 		}
-		vStart := start + m.End - len(m.Value)
-		return spliceEdit{start: vStart, end: vStart + len(m.Value), text: null, parent: -1}, true
+		return spliceEdit{start: m.start, end: m.end, text: null, parent: -1}, true
 	}
 	var text []byte // the member to insert (absent), or the value in place of m's
 	if !found {
@@ -270,25 +282,24 @@ func spliceOf(t reflect.Type, whole bool, raw []byte, top []jsonscan.Member, op 
 	if text, ok = appendOpValue(text, op.Value); !ok {
 		return spliceEdit{}, false
 	}
+	value := sc.raw[m.start:m.end]
 	switch op.Operation {
 	case "replace":
-		if !found || !scalar(m.Value) || !scalar(text) {
+		if !found || !scalar(value) || !scalar(text) {
 			return spliceEdit{}, false
 		}
 	case "add":
-		if found && !scalar(m.Value) {
+		if found && !scalar(value) {
 			return spliceEdit{}, false // a merging decoder would merge into what is there
 		}
 	default:
 		return spliceEdit{}, false
 	}
 	if found {
-		vStart := start + m.End - len(m.Value)
-		return spliceEdit{start: vStart, end: vStart + len(m.Value), text: text, parent: -1}, true
+		return spliceEdit{start: m.start, end: m.end, text: text, parent: -1}, true
 	}
-	closing := end - 1 // parent is trimmed: its last byte is '}'
-	hasMembers := len(bytes.TrimSpace(parent[1:len(parent)-1])) > 0
-	return spliceEdit{start: closing, end: closing, text: text, parent: start, comma: hasMembers}, true
+	closing := end - 1 // the object is trimmed: its last byte is '}'
+	return spliceEdit{start: closing, end: closing, text: text, parent: start, comma: parent.to > parent.from}, true
 }
 
 // nullKinds are the kinds besides a pointer that null zeroes, as a fresh decode leaves them.
@@ -330,45 +341,167 @@ func scalar(v []byte) bool {
 	return len(v) > 0 && v[0] != '{' && v[0] != '['
 }
 
-// locate returns the offsets in raw of the trimmed value at the reference tokens, through
-// objects (each key present once: a repeated key gives ok false) and arrays (a decimal index);
-// the first through top when it has it (see Splice).
-func locate(raw []byte, top []jsonscan.Member, tokens []string) (start, end int, ok bool) {
-	start = jsonscan.SkipSpace(raw, 0)
-	end = len(bytes.TrimRight(raw, " \t\r\n"))
-	for i, tok := range tokens {
-		if s, e, ok := topMember(raw, top, tok); i == 0 && ok {
-			start, end = s, e
-			continue
+// scans holds the objects of raw that a call's operations go through, each read once (scan):
+// their members as offsets into raw, for every operation under them, so that k operations on
+// one map cost one read of the map and of the objects above it, not k.
+type scans struct {
+	*source
+	objects []scannedObject
+	members []scannedMember // the members of objects, each object's in one run
+}
+
+// source is what scans reads: raw, and top (may be nil), raw's top-level members as a scan read
+// them (see Splice). (One pointer away from the buffers of scans, so that what reads raw lets
+// them stay on the caller's stack.)
+type source struct {
+	raw []byte
+	top []jsonscan.Member
+}
+
+// scannedObject is an object of raw (at start) whose members are members[from:to].
+type scannedObject struct {
+	start, from, to int
+}
+
+// scannedMember is a member of a scanned object: its key literal as written at
+// raw[keyStart:keyEnd] (keyEnd 0: the member top[keyStart]) and its trimmed value at
+// raw[start:end]. It holds offsets only, no pointers: scans' buffers can stay on the stack.
+type scannedMember struct {
+	keyStart, keyEnd, start, end int
+}
+
+// key returns the member's key literal as written (quotes and escapes included).
+func (sc *scans) key(m *scannedMember) []byte {
+	if m.keyEnd == 0 {
+		return jsonscan.AppendString(nil, sc.top[m.keyStart].Key)
+	}
+	return sc.raw[m.keyStart:m.keyEnd]
+}
+
+// is reports whether the member m's key is name, matching keys as written (as jsonscan.Find).
+func (sc *scans) is(m *scannedMember, name string) bool {
+	if m.keyEnd == 0 {
+		return sc.top[m.keyStart].Key == name
+	}
+	lit := sc.raw[m.keyStart:m.keyEnd]
+	if text, plain := jsonscan.PlainText(lit); plain {
+		return string(text) == name
+	}
+	s, _ := jsonscan.String(lit)
+	return s == name
+}
+
+// scan returns sc with every object on the way to the value at the reference tokens, and that
+// value when it is one, read (value then finds them). sc is a value, and so are its slices'
+// headers: a caller's buffers for them stay on its stack.
+func (sc scans) scan(tokens []string) scans {
+	start, end, ok := sc.root()
+	for i := 0; ok; i++ {
+		if sc.raw[start] == '{' {
+			if _, seen := sc.object(start); !seen {
+				sc = sc.read(start, end)
+			}
 		}
-		switch {
-		case start < end && raw[start] == '{':
-			m, count, found := jsonscan.Find(raw[start:end], tok)
-			if !found || count > 1 {
-				return 0, 0, false
+		if i == len(tokens) {
+			break
+		}
+		start, end, ok = sc.step(start, end, tokens[i])
+	}
+	return sc
+}
+
+// read returns sc with the members of the object raw[start:end] added: top's when it is raw's
+// top level and every member of top is a sub-slice of raw, else as a scan reads them.
+func (sc scans) read(start, end int) scans {
+	o := scannedObject{start: start, from: len(sc.members)}
+	raw := sc.raw
+	fromTop := start == jsonscan.SkipSpace(raw, 0) && sc.top != nil
+	for i, m := range sc.top {
+		at := cap(raw) - cap(m.Value)
+		if !fromTop || len(m.Value) == 0 || at < 0 || at+len(m.Value) > len(raw) || &raw[at] != &m.Value[0] {
+			fromTop = false
+			break
+		}
+		sc.members = append(sc.members, scannedMember{keyStart: i, start: at, end: at + len(m.Value)})
+	}
+	if !fromTop {
+		sc.members = sc.members[:o.from]
+		object := raw[:end]
+		i := jsonscan.SkipSpace(object, start+1)
+		for i < end && object[i] == '"' {
+			keyEnd := jsonscan.SkipValue(object, i)
+			v := jsonscan.SkipSpace(object, jsonscan.SkipSpace(object, keyEnd)+1) // past the colon
+			if v >= end {
+				break
 			}
-			vStart := start + m.End - len(m.Value)
-			start, end = vStart, vStart+len(m.Value)
-		case start < end && raw[start] == '[':
-			if start, end, ok = element(raw, start, end, tok); !ok {
-				return 0, 0, false
+			vEnd := jsonscan.SkipValue(object, v)
+			sc.members = append(sc.members, scannedMember{keyStart: i, keyEnd: keyEnd, start: v, end: vEnd})
+			if i = jsonscan.SkipSpace(object, vEnd); i >= end || object[i] != ',' {
+				break
 			}
-		default:
-			return 0, 0, false
+			i = jsonscan.SkipSpace(object, i+1)
 		}
 	}
+	o.to = len(sc.members)
+	sc.objects = append(sc.objects, o)
+	return sc
+}
+
+// root returns the offsets in raw of its trimmed value.
+func (sc *scans) root() (start, end int, ok bool) {
+	start = jsonscan.SkipSpace(sc.raw, 0)
+	end = len(bytes.TrimRight(sc.raw, " \t\r\n"))
 	return start, end, start < end
 }
 
-// topMember returns the offsets in raw of the value of top's member key, when top has it and
-// it is a sub-slice of raw.
-func topMember(raw []byte, top []jsonscan.Member, key string) (start, end int, ok bool) {
-	for _, m := range top {
-		if start = cap(raw) - cap(m.Value); m.Key == key && len(m.Value) > 0 && start >= 0 && start+len(m.Value) <= len(raw) {
-			return start, start + len(m.Value), &raw[start] == &m.Value[0]
+// step returns the offsets in raw of the value at tok in the value raw[start:end]: the member
+// of a scanned object (present once: a repeated key gives ok false) or an array's element (a
+// decimal index).
+func (sc *scans) step(start, end int, tok string) (int, int, bool) {
+	switch sc.raw[start] {
+	case '{':
+		o, seen := sc.object(start)
+		if m, count := sc.member(o, tok); seen && count == 1 {
+			return m.start, m.end, true
 		}
+	case '[':
+		return element(sc.raw, start, end, tok)
 	}
 	return 0, 0, false
+}
+
+// value returns the offsets in raw of the trimmed value at the reference tokens, through the
+// objects scan read (ok false where it read none) and arrays.
+func (sc *scans) value(tokens []string) (start, end int, ok bool) {
+	start, end, ok = sc.root()
+	for _, tok := range tokens {
+		if !ok {
+			break
+		}
+		start, end, ok = sc.step(start, end, tok)
+	}
+	return start, end, ok
+}
+
+// object returns the object at start, when scan read it.
+func (sc *scans) object(start int) (scannedObject, bool) {
+	for _, o := range sc.objects {
+		if o.start == start {
+			return o, true
+		}
+	}
+	return scannedObject{}, false
+}
+
+// member returns the last member of o named key (the one encoding/json's Unmarshal uses) and
+// how many members have that name.
+func (sc *scans) member(o scannedObject, key string) (m scannedMember, count int) {
+	for i := o.from; i < o.to; i++ {
+		if sc.is(&sc.members[i], key) {
+			m, count = sc.members[i], count+1
+		}
+	}
+	return m, count
 }
 
 // element returns the offsets in raw of the element tok (a decimal index) of the array

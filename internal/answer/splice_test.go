@@ -15,6 +15,7 @@ import (
 	"github.com/synchook/synchook/internal/answer"
 	"github.com/synchook/synchook/internal/fixtures"
 	"github.com/synchook/synchook/internal/jsondoc"
+	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
@@ -126,6 +127,18 @@ func checkAnswers(t *testing.T, raw []byte, hooked *corev1.Pod, ops []patch.Oper
 	spliced, err := answer.Splice(podType, raw, nil, ops)
 	if err != nil {
 		t.Fatalf("Splice: %v", err)
+	}
+	// given raw's top-level members (as the engine's intake gives them), or members of a copy
+	// of raw (which it must not take for raw's: here their offsets from the end of their
+	// array's capacity, which is all Splice can read of them, are raw's shifted), Splice
+	// answers the same bytes
+	spare := append(make([]byte, 0, len(raw)+1), raw...)
+	top, _ := jsonscan.Members(spare)
+	elsewhere, _ := jsonscan.Members(slices.Clip(slices.Clone(raw)))
+	for name, top := range map[string][]jsonscan.Member{"raw's": top, "a copy's": elsewhere} {
+		if a, err := answer.Splice(podType, spare, top, ops); err != nil || string(a) != string(spliced) {
+			t.Fatalf("Splice given %s top-level members: %s, %v; want %s", name, a, err, spliced)
+		}
 	}
 	today := []byte(nil) // runTyped's answer before Splice: the hooked Pod's encoding where
 	if mergeSafe(ops) {  // mergeSafe, else Result.Answer's Of on the request's Doc
@@ -306,6 +319,52 @@ func TestSpliceAnswersAsOfDoesForAnyPatch(t *testing.T) {
 			var m map[string]any
 			if err := json.Unmarshal(got, &m); err != nil || m["spec"].(map[string]any)["xUnknown"] == nil {
 				t.Errorf("spec.xUnknown lost: %s", got)
+			}
+		})
+	}
+}
+
+func TestSpliceOfARequestWithARepeatedKeyAnswersAsOfDoes(t *testing.T) {
+	for _, tc := range []struct {
+		name, raw string
+		ops       []patch.Operation
+	}{
+		{
+			"a label added to a metadata with its labels twice", `{"metadata":{"labels":{"a":"1"},"name":"x","labels":{"b":"2"}}}`,
+			[]patch.Operation{{Operation: "add", Path: "/metadata/labels/c", Value: "3"}},
+		},
+		{
+			"a label added under metadata twice", `{"metadata":{"name":"x"},"kind":"Pod","metadata":{"labels":{}}}`,
+			[]patch.Operation{{Operation: "add", Path: "/metadata/labels/a", Value: "1"}},
+		},
+		{
+			"a label key that is there twice removed", `{"metadata":{"labels":{"a":"1","b":"2","a":"3"}}}`,
+			[]patch.Operation{{Operation: "remove", Path: "/metadata/labels/a"}},
+		},
+		{
+			"a scalar that is there twice replaced", `{"spec":{"nodeName":"a","hostname":"h","nodeName":"b"}}`,
+			[]patch.Operation{{Operation: "replace", Path: "/spec/nodeName", Value: "c"}},
+		},
+	} {
+		t.Run(tc.name+" gets Of's object", func(t *testing.T) {
+			raw := []byte(tc.raw)
+			doc := jsondoc.New(raw)
+			if err := doc.ApplyOps(tc.ops); err != nil {
+				t.Fatal(err)
+			}
+			want, err := answer.Of(podType, doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := answer.Splice(podType, raw, nil, tc.ops)
+			if err != nil {
+				t.Fatalf("Splice: %v", err)
+			}
+			if g, w := decodeFresh(t, got), decodeFresh(t, want); g != w {
+				t.Errorf("decoded fresh:\n%s\nwant\n%s\nanswer %s", g, w, got)
+			}
+			if g, w := decodeInto(t, raw, got), decodeInto(t, raw, want); g != w {
+				t.Errorf("decoded into the request's Pod:\n%s\nwant\n%s\nanswer %s", g, w, got)
 			}
 		})
 	}
