@@ -140,34 +140,22 @@ func (o *Options) setDefaults() error {
 			return fmt.Errorf("hookclient: Options.FailurePolicies[%s] = %q: want %q or %q", t, p, Fail, Ignore)
 		}
 	}
-	if o.CAReloadInterval <= 0 {
-		o.CAReloadInterval = DefaultCAReloadInterval
-	}
+	o.CAReloadInterval = cmp.Or(max(o.CAReloadInterval, 0), DefaultCAReloadInterval)
 	o.Scheme = cmp.Or(o.Scheme, clientgoscheme.Scheme)
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
+	o.Timeout = cmp.Or(max(o.Timeout, 0), DefaultTimeout)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	if o.CapabilitiesInterval <= 0 {
-		o.CapabilitiesInterval = DefaultCapabilitiesInterval
-	}
-	if o.MaxIdleConnsPerHost <= 0 {
-		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
-	}
+	o.CapabilitiesInterval = cmp.Or(max(o.CapabilitiesInterval, 0), DefaultCapabilitiesInterval)
+	o.MaxIdleConnsPerHost = cmp.Or(max(o.MaxIdleConnsPerHost, 0), DefaultMaxIdleConnsPerHost)
 	switch {
 	case o.Retries == 0:
 		o.Retries = DefaultRetries
 	case o.Retries < 0:
 		o.Retries = 0
 	}
-	if o.RetryBackoff <= 0 {
-		o.RetryBackoff = DefaultRetryBackoff
-	}
-	if o.MaxBatchBytes <= 0 {
-		o.MaxBatchBytes = DefaultMaxBatchBytes
-	}
+	o.RetryBackoff = cmp.Or(max(o.RetryBackoff, 0), DefaultRetryBackoff)
+	o.MaxBatchBytes = cmp.Or(max(o.MaxBatchBytes, 0), DefaultMaxBatchBytes)
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
 	}

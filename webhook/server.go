@@ -88,12 +88,8 @@ type Options struct {
 func (o *Options) setDefaults() {
 	o.BindAddress = cmp.Or(o.BindAddress, DefaultBindAddress)
 	o.ProbeBindAddress = cmp.Or(o.ProbeBindAddress, DefaultProbeBindAddress)
-	if o.MaxRequestBytes <= 0 {
-		o.MaxRequestBytes = DefaultMaxRequestBytes
-	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
+	o.MaxRequestBytes = cmp.Or(max(o.MaxRequestBytes, 0), DefaultMaxRequestBytes)
+	o.RequestTimeout = cmp.Or(max(o.RequestTimeout, 0), DefaultRequestTimeout)
 	o.StuckSlotsFactor = cmp.Or(o.StuckSlotsFactor, metrics.DefaultStuckSlotsFactor)
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()

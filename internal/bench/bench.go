@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -64,15 +65,9 @@ func (o *Options) setDefaults() error {
 	if len(o.Concurrency) == 0 {
 		o.Concurrency = []int{1, 16, 64}
 	}
-	if o.MaxRequests <= 0 {
-		o.MaxRequests = 20000
-	}
-	if o.MaxDuration <= 0 {
-		o.MaxDuration = 2 * time.Second
-	}
-	if o.Rounds <= 0 {
-		o.Rounds = 4
-	}
+	o.MaxRequests = cmp.Or(max(o.MaxRequests, 0), 20000)
+	o.MaxDuration = cmp.Or(max(o.MaxDuration, 0), 2*time.Second)
+	o.Rounds = cmp.Or(max(o.Rounds, 0), 4)
 	if o.Out == nil {
 		o.Out = os.Stdout
 	}

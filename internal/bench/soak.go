@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -105,21 +106,13 @@ func soakRegistry() *engine.Registry {
 // an in-process sidecar (HTTPS admission server and gRPC bridge on loopback) whose chaos hook
 // refuses 1% of the objects and panics on 0.1%. It checks every answer and prints a report.
 func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
-	if opts.Mutations <= 0 {
-		opts.Mutations = 100000
-	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 64
-	}
-	if opts.GRPCPercent <= 0 {
-		opts.GRPCPercent = 30
-	}
+	opts.Mutations = cmp.Or(max(opts.Mutations, 0), 100000)
+	opts.Concurrency = cmp.Or(max(opts.Concurrency, 0), 64)
+	opts.GRPCPercent = cmp.Or(max(opts.GRPCPercent, 0), 30)
 	if opts.Out == nil {
 		opts.Out = os.Stdout
 	}
-	if opts.RequestTimeout <= 0 {
-		opts.RequestTimeout = webhook.DefaultRequestTimeout
-	}
+	opts.RequestTimeout = cmp.Or(max(opts.RequestTimeout, 0), webhook.DefaultRequestTimeout)
 	dir, err := os.MkdirTemp("", "synchook-soak-")
 	if err != nil {
 		return nil, err

@@ -2,7 +2,11 @@ package bridge
 
 import (
 	"net"
+	"reflect"
 	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
 )
 
 func TestPluginAddresses(t *testing.T) {
@@ -45,5 +49,38 @@ func TestDialTargetSkipsTheResolverForLocalhost(t *testing.T) {
 		if got := dialTarget(in); got != want {
 			t.Errorf("dialTarget(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestSetDefaultsTakesZeroAndNegativeAsUnset(t *testing.T) {
+	tests := []struct {
+		name string
+		give Options
+		want Options
+	}{
+		{
+			name: "zero fields get their defaults",
+			want: Options{Name: DefaultName, VClusterAddress: DefaultVClusterAddress, RequestTimeout: DefaultRequestTimeout, PollInterval: DefaultPollInterval, MaxBackoff: DefaultMaxBackoff, MaxMessageBytes: DefaultMaxMessageBytes},
+		},
+		{
+			name: "negative durations and sizes get their defaults",
+			give: Options{RequestTimeout: -1, PollInterval: -time.Second, MaxBackoff: -1, MaxMessageBytes: -1},
+			want: Options{Name: DefaultName, VClusterAddress: DefaultVClusterAddress, RequestTimeout: DefaultRequestTimeout, PollInterval: DefaultPollInterval, MaxBackoff: DefaultMaxBackoff, MaxMessageBytes: DefaultMaxMessageBytes},
+		},
+		{
+			name: "set fields are kept",
+			give: Options{Name: "n", VClusterAddress: "a:1", RequestTimeout: 1, PollInterval: 2, MaxBackoff: 3, MaxMessageBytes: 4},
+			want: Options{Name: "n", VClusterAddress: "a:1", RequestTimeout: 1, PollInterval: 2, MaxBackoff: 3, MaxMessageBytes: 4},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.give
+			got.setDefaults()
+			got.Log = logr.Logger{}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("setDefaults() = %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }

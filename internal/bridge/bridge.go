@@ -78,18 +78,10 @@ type Options struct {
 func (o *Options) setDefaults() {
 	o.Name = cmp.Or(o.Name, DefaultName)
 	o.VClusterAddress = cmp.Or(o.VClusterAddress, DefaultVClusterAddress)
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.PollInterval <= 0 {
-		o.PollInterval = DefaultPollInterval
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
-	if o.MaxMessageBytes <= 0 {
-		o.MaxMessageBytes = DefaultMaxMessageBytes
-	}
+	o.RequestTimeout = cmp.Or(max(o.RequestTimeout, 0), DefaultRequestTimeout)
+	o.PollInterval = cmp.Or(max(o.PollInterval, 0), DefaultPollInterval)
+	o.MaxBackoff = cmp.Or(max(o.MaxBackoff, 0), DefaultMaxBackoff)
+	o.MaxMessageBytes = cmp.Or(max(o.MaxMessageBytes, 0), DefaultMaxMessageBytes)
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
 	}
@@ -200,9 +192,7 @@ const WindowBytes = 8 << 20
 // when go-plugin's streams held the only workers). Measured in BENCHMARKS.md (issue 13, "What
 // changed"; issue 27).
 func ServerOptions(maxMessageBytes int) []grpc.ServerOption {
-	if maxMessageBytes <= 0 {
-		maxMessageBytes = DefaultMaxMessageBytes
-	}
+	maxMessageBytes = cmp.Or(max(maxMessageBytes, 0), DefaultMaxMessageBytes)
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMessageBytes),
 		grpc.InitialWindowSize(WindowBytes),

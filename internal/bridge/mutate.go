@@ -66,9 +66,7 @@ type Mutator struct {
 // NewMutator returns a Mutator that runs calls with runner, with opts (defaults applied). It
 // fails when the registry holds an apiVersion that does not parse.
 func NewMutator(runner *engine.Runner, opts MutatorOptions) (*Mutator, error) {
-	if opts.RequestTimeout <= 0 {
-		opts.RequestTimeout = DefaultRequestTimeout
-	}
+	opts.RequestTimeout = cmp.Or(max(opts.RequestTimeout, 0), DefaultRequestTimeout)
 	opts.Transport = cmp.Or(opts.Transport, metrics.TransportGRPC)
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()

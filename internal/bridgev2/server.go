@@ -157,20 +157,14 @@ type pluginConfig struct {
 
 // New returns a Server that runs Mutate calls with runner, with opts (defaults applied).
 func New(runner *engine.Runner, opts Options) (*Server, error) {
-	if opts.MaxMessageBytes <= 0 {
-		opts.MaxMessageBytes = bridge.DefaultMaxMessageBytes
-	}
+	opts.MaxMessageBytes = cmp.Or(max(opts.MaxMessageBytes, 0), bridge.DefaultMaxMessageBytes)
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
 	opts.StuckSlotsFactor = cmp.Or(opts.StuckSlotsFactor, metrics.DefaultStuckSlotsFactor)
 	opts.KeySecretName = cmp.Or(opts.KeySecretName, undokey.DefaultSecretName)
-	if opts.KeyTimeout <= 0 {
-		opts.KeyTimeout = DefaultKeyTimeout
-	}
-	if opts.KeyRetry <= 0 {
-		opts.KeyRetry = DefaultKeyRetry
-	}
+	opts.KeyTimeout = cmp.Or(max(opts.KeyTimeout, 0), DefaultKeyTimeout)
+	opts.KeyRetry = cmp.Or(max(opts.KeyRetry, 0), DefaultKeyRetry)
 	m, err := bridge.NewMutator(runner, bridge.MutatorOptions{
 		RequestTimeout: opts.RequestTimeout, Metrics: opts.Metrics, Transport: metrics.TransportPluginV2,
 		// One line per call would go through vcluster's log (go-plugin re-logs every stderr
@@ -188,9 +182,7 @@ func New(runner *engine.Runner, opts Options) (*Server, error) {
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	if opts.StuckSlotsFactor > 0 {
 		timeout := opts.RequestTimeout
-		if timeout <= 0 {
-			timeout = bridge.DefaultRequestTimeout
-		}
+		timeout = cmp.Or(max(timeout, 0), bridge.DefaultRequestTimeout)
 		s.slots = metrics.NewSlotCheck(runner, time.Duration(opts.StuckSlotsFactor)*timeout, opts.Log)
 	}
 	return s, nil

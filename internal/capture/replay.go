@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,9 +37,7 @@ type Replayer struct {
 
 // NewReplayer returns a Replayer for reg; each request's chain gets timeout (<= 0: 10 s).
 func NewReplayer(reg *engine.Registry, timeout time.Duration) *Replayer {
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
+	timeout = cmp.Or(max(timeout, 0), 10*time.Second)
 	return &Replayer{reg: reg, names: chainNames(reg), timeout: timeout}
 }
 

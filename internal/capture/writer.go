@@ -103,9 +103,7 @@ func New(o Options) (*Writer, error) {
 	if o.MaxBytes < 0 {
 		return nil, fmt.Errorf("capture: max bytes %d: want > 0", o.MaxBytes)
 	}
-	if o.Buffer <= 0 {
-		o.Buffer = DefaultBuffer
-	}
+	o.Buffer = cmp.Or(max(o.Buffer, 0), DefaultBuffer)
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
 	}

@@ -62,12 +62,8 @@ type Options struct {
 // setDefaults fills in the zero fields that have a default.
 func (o *Options) setDefaults() {
 	o.Progress = cmp.Or(o.Progress, io.Discard)
-	if o.Attempts <= 0 {
-		o.Attempts = DefaultAttempts
-	}
-	if o.PageSize <= 0 {
-		o.PageSize = DefaultPageSize
-	}
+	o.Attempts = cmp.Or(max(o.Attempts, 0), DefaultAttempts)
+	o.PageSize = cmp.Or(max(o.PageSize, 0), DefaultPageSize)
 }
 
 // validate returns an error wrapping ErrOptions when a required field is missing.

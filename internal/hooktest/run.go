@@ -68,9 +68,7 @@ func (r Result) Passed() bool { return r.Failure == "" && r.Refused == "" }
 
 // RunFile runs the cases of f. Errors are those of an invalid file or config (not of a case).
 func RunFile(ctx context.Context, f *File, opts Options) ([]Result, error) {
-	if opts.Timeout <= 0 {
-		opts.Timeout = 10 * time.Second
-	}
+	opts.Timeout = cmp.Or(max(opts.Timeout, 0), 10*time.Second)
 	name := cmp.Or(f.Name, f.path)
 	start := time.Now()
 	reg, err := f.registry(ctx, opts)

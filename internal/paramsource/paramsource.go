@@ -17,6 +17,7 @@
 package paramsource
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -124,12 +125,8 @@ func (c *paramCache) err() error {
 
 // New returns a Host without a cluster: its sources fail with ErrNoHost until Configure.
 func New(opts Options) *Host {
-	if opts.SyncTimeout <= 0 {
-		opts.SyncTimeout = DefaultSyncTimeout
-	}
-	if opts.ReadTimeout <= 0 {
-		opts.ReadTimeout = DefaultReadTimeout
-	}
+	opts.SyncTimeout = cmp.Or(max(opts.SyncTimeout, 0), DefaultSyncTimeout)
+	opts.ReadTimeout = cmp.Or(max(opts.ReadTimeout, 0), DefaultReadTimeout)
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}

@@ -1,6 +1,7 @@
 package refsyncer
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -77,9 +78,7 @@ func New(opts Options) (*Syncer, error) {
 	if opts.Name == "" || opts.HostNamespace == "" || opts.Virtual == nil || opts.Host == nil {
 		return nil, errors.New("refsyncer: Name, HostNamespace, Virtual and Host are required")
 	}
-	if opts.Interval <= 0 {
-		opts.Interval = DefaultInterval
-	}
+	opts.Interval = cmp.Or(max(opts.Interval, 0), DefaultInterval)
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}

@@ -169,9 +169,7 @@ func (o *Options) setDefaults() {
 		o.Log = logr.Discard()
 	}
 	o.MetricsBindAddress = cmp.Or(o.MetricsBindAddress, DefaultMetricsBindAddress)
-	if o.MaxConcurrentHooks <= 0 {
-		o.MaxConcurrentHooks = DefaultMaxConcurrentHooks
-	}
+	o.MaxConcurrentHooks = cmp.Or(max(o.MaxConcurrentHooks, 0), DefaultMaxConcurrentHooks)
 	o.UndoKeySecretName = cmp.Or(o.UndoKeySecretName, undokey.DefaultSecretName)
 	o.ServiceAccountNamespaceFile = cmp.Or(o.ServiceAccountNamespaceFile, DefaultServiceAccountNamespaceFile)
 	if o.RESTConfig == nil {
@@ -516,9 +514,7 @@ func captureFromEnv(opts *Options) error {
 // newBridge returns the vcluster plugin bridge for runner, with the request limits of the
 // webhook where bopts leaves them unset.
 func newBridge(runner *engine.Runner, bopts bridge.Options, wopts webhook.Options, log logr.Logger) (*bridge.Bridge, error) {
-	if bopts.RequestTimeout <= 0 {
-		bopts.RequestTimeout = wopts.RequestTimeout
-	}
+	bopts.RequestTimeout = cmp.Or(max(bopts.RequestTimeout, 0), wopts.RequestTimeout)
 	if bopts.MaxMessageBytes <= 0 {
 		bopts.MaxMessageBytes = int(wopts.MaxRequestBytes)
 	}
