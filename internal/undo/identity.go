@@ -59,8 +59,21 @@ func IdentityIn(gvk schema.GroupVersionKind, side Side, meta []byte) Identity {
 		return Identity{APIVersion: apiVersion, Kind: kind}
 	}
 	var m Meta
-	jsonscan.EachMember(meta, func(key, v []byte) bool {
-		switch string(jsonscan.MemberName(key)) {
+	jsonscan.ScanObject(meta, func(key, rest []byte) int {
+		name := jsonscan.MemberName(key)
+		if string(name) == "annotations" { // its members read on the way past it: one pass
+			if n := jsonscan.ScanObject(rest, func(key, rest []byte) int {
+				end := jsonscan.SkipValue(rest, 0)
+				if keyIs(key, ObjectUIDAnnotation) {
+					m.ObjectUID, _ = jsonscan.String(rest[:end])
+				}
+				return end
+			}); n >= 0 {
+				return n
+			}
+		}
+		end := jsonscan.SkipValue(rest, 0)
+		switch v := rest[:end]; string(name) {
 		case "creationTimestamp":
 			if s, ok := jsonscan.String(v); ok {
 				if t, err := time.Parse(time.RFC3339, s); err == nil {
@@ -75,14 +88,19 @@ func IdentityIn(gvk schema.GroupVersionKind, side Side, meta []byte) Identity {
 			m.GenerateName, _ = jsonscan.String(v)
 		case "uid":
 			m.UID, _ = jsonscan.String(v)
-		case "annotations":
-			if a, _, ok := jsonscan.Find(v, ObjectUIDAnnotation); ok {
-				m.ObjectUID, _ = jsonscan.String(a.Value)
-			}
 		}
-		return true
+		return end
 	})
 	return m.Identity(gvk, side)
+}
+
+// keyIs reports whether the member key literal lit denotes name (as jsonscan.Find matches it).
+func keyIs(lit []byte, name string) bool {
+	if text, plain := jsonscan.PlainText(lit); plain {
+		return string(text) == name
+	}
+	s, _ := jsonscan.String(lit)
+	return s == name
 }
 
 // SubjectOf returns the stored JSON object raw of kind gvk on side, read as doc (a
