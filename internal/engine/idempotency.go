@@ -51,7 +51,7 @@ func (r *Registry) CheckIdempotent(ctx context.Context, samples func(schema.Grou
 		}
 		for _, x := range samples(key.GVK) {
 			if path := plain.changesAgain(ctx, c, x); path != "" {
-				return &NotIdempotentError{Hooks: r.culprit(ctx, c, x), Type: key.Type, GVK: key.GVK, Path: path}
+				return &NotIdempotentError{Hooks: plain.culprit(ctx, c, x), Type: key.Type, GVK: key.GVK, Path: path}
 			}
 		}
 	}
@@ -86,14 +86,12 @@ func changedPath(ops []patch.Operation) string {
 
 // culprit names the hook of c that is not idempotent on its own on x, or c's hook names when
 // none is alone.
-func (r *Registry) culprit(ctx context.Context, c *chain, x []byte) string {
-	plain := NewRunner(r, RunnerOptions{}).newCall(false)
-	plain.keepOwnUndo = true
+func (rn *call) culprit(ctx context.Context, c *chain, x []byte) string {
 	if len(c.hooks) == 1 {
 		return c.names()
 	}
 	for _, h := range c.hooks {
-		if plain.changesAgain(ctx, c.of(c.key, []namedFunc{h}), x) != "" {
+		if rn.changesAgain(ctx, c.of(c.key, []namedFunc{h}), x) != "" {
 			return h.name
 		}
 	}

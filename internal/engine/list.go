@@ -99,29 +99,24 @@ func (rn *call) runList(ctx context.Context, gvk schema.GroupVersionKind, t hook
 		item := items[i]
 		id, err := intake.ItemIdentity(item, itemGVK) // item is valid JSON: raw was validated
 		// The input check (checkItem) before intake.ItemIdentity's own kind check; id names the item.
-		if inputErr := rn.reg.checkItem(itemGVK, item); inputErr != nil {
-			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: inputErr}
-		}
-		if err == nil && ctx.Err() != nil {
-			// The deadline passed while the item waited for a worker: fail it without decoding.
+		switch inputErr := rn.reg.checkItem(itemGVK, item); {
+		case inputErr != nil:
+			err = inputErr
+		case err != nil:
+			err = &failure.DecodeError{GVK: itemGVK, Err: err}
+		case ctx.Err() != nil: // the deadline passed while the item waited for a worker: fail it without decoding
 			err = fmt.Errorf("not started before the request ended: %w", ctx.Err())
-			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: err}
-		}
-		if err != nil {
-			return &ItemError{
-				List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name,
-				Err: &failure.DecodeError{GVK: itemGVK, Err: err},
+		default:
+			item = id.WithTypeMeta(item, itemGVK)
+			one := *itemCall
+			one.rec = &intake.Record{Raw: item} // the item's one record (derived: read on demand)
+			var o outcome
+			if o, err = one.runOps(ctx, itemGVK, t, item); err == nil {
+				results[i] = itemResult{ops: o.ops, hooks: o.hooks}
+				return nil
 			}
 		}
-		item = id.WithTypeMeta(item, itemGVK)
-		one := *itemCall
-		one.rec = &intake.Record{Raw: item} // the item's one record (derived: read on demand)
-		o, err := one.runOps(ctx, itemGVK, t, item)
-		if err != nil {
-			return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: err}
-		}
-		results[i] = itemResult{ops: o.ops, hooks: o.hooks}
-		return nil
+		return &ItemError{List: gvk, Index: i, Namespace: id.Namespace, Name: id.Name, Err: err}
 	})
 	if err != nil {
 		return Result{}, err

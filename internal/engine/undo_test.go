@@ -94,6 +94,37 @@ func TestCheckIdempotentNamesTheHookAndThePathThatKeptChanging(t *testing.T) {
 	}
 }
 
+func TestCheckIdempotentNamesTheCulpritAmongTheChainsHooks(t *testing.T) {
+	appendToleration := hooks.NewFunc("append-toleration", &corev1.Pod{}, []hooks.HookType{hooks.UpdatePhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
+		p := o.(*corev1.Pod)
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "tenant", Operator: corev1.TolerationOpExists})
+		return p, nil
+	})
+	setLabel := hooks.NewFunc("label", &corev1.Pod{}, []hooks.HookType{hooks.UpdatePhysical}, func(_ context.Context, o client.Object) (client.Object, error) {
+		o.SetLabels(map[string]string{"tenant": "a"})
+		return o, nil
+	})
+	samples := func(schema.GroupVersionKind) [][]byte {
+		return [][]byte{[]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c"}]}}`)}
+	}
+	for _, tc := range []struct {
+		name  string
+		chain []hooks.ClientHook
+	}{
+		{"the culprit runs last", []hooks.ClientHook{setLabel, appendToleration}},
+		{"the culprit runs first", []hooks.ClientHook{appendToleration, setLabel}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Keys: testKeeper(t), Undo: true})
+			reg.MustRegister(tc.chain...)
+			var ne *engine.NotIdempotentError
+			if err := reg.CheckIdempotent(t.Context(), samples); !errors.As(err, &ne) || ne.Hooks != "append-toleration" {
+				t.Errorf("error %v, want NotIdempotentError naming append-toleration alone", err)
+			}
+		})
+	}
+}
+
 // Regression (issue 20): a chain with a hook that opted out of undo used to run the whole
 // chain and then the opted-out hooks again, twice per request. (Since issue 50 every hook of
 // such a chain opts out: a chain that mixes them is refused, TestHooksOfOneChainMustAgreeOnUndo.)
