@@ -3,6 +3,7 @@ package plugin
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,10 +90,7 @@ func readMutateDocuments(data []byte, what string) ([]mutateDoc, error) {
 			} `json:"metadata"`
 		}
 		_ = json.Unmarshal(j, &meta) // ObjectGVK read it: an object; a metadata of another shape names nothing
-		name := meta.Metadata.Name
-		if name == "" {
-			name = "(no name)"
-		}
+		name := cmp.Or(meta.Metadata.Name, "(no name)")
 		if meta.Metadata.Namespace != "" {
 			name = meta.Metadata.Namespace + "/" + name
 		}

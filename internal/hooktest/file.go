@@ -6,6 +6,7 @@ package hooktest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -171,9 +172,7 @@ func load(root *fileRoot, path string) (*File, error) {
 			return nil, bad(key+".name", "%q is cases[%d].name already", c.Name, j)
 		}
 		seen[c.Name] = i
-		if c.Type == "" {
-			c.Type = string(hooks.CreatePhysical)
-		}
+		c.Type = cmp.Or(c.Type, string(hooks.CreatePhysical))
 		if _, err := hooks.ParseHookType(c.Type); err != nil {
 			return nil, bad(key+".type", "%v", err)
 		}

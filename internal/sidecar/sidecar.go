@@ -491,9 +491,7 @@ func startCapture(opts *Options, reg *engine.Registry, ro *engine.RunnerOptions)
 
 // captureFromEnv fills the capture options from the environment where they are unset.
 func captureFromEnv(opts *Options) error {
-	if opts.CaptureDir == "" {
-		opts.CaptureDir = opts.Getenv(CaptureDirEnvVar)
-	}
+	opts.CaptureDir = cmp.Or(opts.CaptureDir, opts.Getenv(CaptureDirEnvVar))
 	if v := opts.Getenv(CaptureSampleEnvVar); v != "" && opts.CaptureSample == 0 {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
@@ -515,9 +513,7 @@ func captureFromEnv(opts *Options) error {
 // webhook where bopts leaves them unset.
 func newBridge(runner *engine.Runner, bopts bridge.Options, wopts webhook.Options, log logr.Logger) (*bridge.Bridge, error) {
 	bopts.RequestTimeout = cmp.Or(max(bopts.RequestTimeout, 0), wopts.RequestTimeout)
-	if bopts.MaxMessageBytes <= 0 {
-		bopts.MaxMessageBytes = int(wopts.MaxRequestBytes)
-	}
+	bopts.MaxMessageBytes = cmp.Or(max(bopts.MaxMessageBytes, 0), int(wopts.MaxRequestBytes))
 	bopts.Log = log.WithName("bridge")
 	b, err := bridge.New(runner, bopts)
 	if err != nil {
@@ -624,9 +620,7 @@ func LoadKeys(path string) (*undo.Keeper, error) {
 // vcluster's Start then fails; the binary logs the reason as hclog JSON, the only stderr form vcluster shows.
 func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 	opts.setDefaults()
-	if opts.UndoKeyFile == "" {
-		opts.UndoKeyFile = opts.Getenv(UndoKeyFileEnvVar)
-	}
+	opts.UndoKeyFile = cmp.Or(opts.UndoKeyFile, opts.Getenv(UndoKeyFileEnvVar))
 	keys, err := LoadKeys(opts.UndoKeyFile) // none: the key Secret is read at Initialize
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -664,11 +658,8 @@ func ServePluginV2(opts Options, serve bridgev2.ServeOptions) error {
 		defer cw.Close()
 	}
 	runner := engine.NewRunner(reg, ropts)
-	maxBytes := int(opts.Webhook.MaxRequestBytes)
-	if maxBytes <= 0 {
-		maxBytes = webhook.DefaultMaxRequestBytes // as for serve's --max-request-bytes
-	}
-	nsCache := namespaces.NewCache() // watches the virtual cluster's Namespaces once a hook asks
+	maxBytes := cmp.Or(max(int(opts.Webhook.MaxRequestBytes), 0), webhook.DefaultMaxRequestBytes) // as for serve's --max-request-bytes
+	nsCache := namespaces.NewCache()                                                              // watches the virtual cluster's Namespaces once a hook asks
 	defer nsCache.Close()
 	srv, err := bridgev2.New(runner, bridgev2.Options{
 		RequestTimeout:   opts.Webhook.RequestTimeout,
