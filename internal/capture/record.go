@@ -12,7 +12,7 @@
 // same value captured by two processes (or before and after a restart) has two different
 // texts, so replay in another process reports a hook that writes a new Secret value as
 // different. Within one process, equal values have equal texts. A hook's error on a Secret
-// reaches capture already withheld (engine.WithheldError); error messages also have the
+// reaches capture already withheld (failure.WithheldError); error messages also have the
 // values that appear as they are or Go-quoted scrubbed.
 package capture
 
