@@ -94,9 +94,6 @@ func (o *Options) setDefaults() error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Log.GetSink() == nil {
-		o.Log = logr.Discard()
-	}
 	switch {
 	case o.CAValidity < 0:
 		return fmt.Errorf("certs: %w: CAValidity %s is negative", ErrInvalidOptions, o.CAValidity)

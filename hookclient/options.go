@@ -156,8 +156,5 @@ func (o *Options) setDefaults() error {
 	}
 	o.RetryBackoff = cmp.Or(max(o.RetryBackoff, 0), DefaultRetryBackoff)
 	o.MaxBatchBytes = cmp.Or(max(o.MaxBatchBytes, 0), DefaultMaxBatchBytes)
-	if o.Log.GetSink() == nil {
-		o.Log = logr.Discard()
-	}
 	return nil
 }

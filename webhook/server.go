@@ -91,9 +91,6 @@ func (o *Options) setDefaults() {
 	o.MaxRequestBytes = cmp.Or(max(o.MaxRequestBytes, 0), DefaultMaxRequestBytes)
 	o.RequestTimeout = cmp.Or(max(o.RequestTimeout, 0), DefaultRequestTimeout)
 	o.StuckSlotsFactor = cmp.Or(o.StuckSlotsFactor, metrics.DefaultStuckSlotsFactor)
-	if o.Log.GetSink() == nil {
-		o.Log = logr.Discard()
-	}
 }
 
 // Server serves one engine.Registry. Create it with NewServer; the Registry must not change

@@ -84,3 +84,10 @@ func TestSetDefaultsTakesZeroAndNegativeAsUnset(t *testing.T) {
 		})
 	}
 }
+
+// Options of every package leave a zero Log as it is: logr's zero Logger is logr.Discard().
+func TestTheZeroLoggerIsDiscard(t *testing.T) {
+	if (logr.Logger{}) != logr.Discard() || !(logr.Logger{}).IsZero() {
+		t.Fatal("logr.Logger{} is not logr.Discard(): the Options' \"Default logr.Discard()\" needs setting again")
+	}
+}

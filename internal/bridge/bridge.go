@@ -82,9 +82,6 @@ func (o *Options) setDefaults() {
 	o.PollInterval = cmp.Or(max(o.PollInterval, 0), DefaultPollInterval)
 	o.MaxBackoff = cmp.Or(max(o.MaxBackoff, 0), DefaultMaxBackoff)
 	o.MaxMessageBytes = cmp.Or(max(o.MaxMessageBytes, 0), DefaultMaxMessageBytes)
-	if o.Log.GetSink() == nil {
-		o.Log = logr.Discard()
-	}
 }
 
 // Bridge serves one engine.Registry as a vcluster plugin v1: the Plugin service's Mutate, and

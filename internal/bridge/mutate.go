@@ -68,9 +68,6 @@ type Mutator struct {
 func NewMutator(runner *engine.Runner, opts MutatorOptions) (*Mutator, error) {
 	opts.RequestTimeout = cmp.Or(max(opts.RequestTimeout, 0), DefaultRequestTimeout)
 	opts.Transport = cmp.Or(opts.Transport, metrics.TransportGRPC)
-	if opts.Log.GetSink() == nil {
-		opts.Log = logr.Discard()
-	}
 	m := &Mutator{opts: opts, runner: runner}
 	if err := m.Refresh(); err != nil {
 		return nil, err

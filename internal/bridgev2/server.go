@@ -158,9 +158,6 @@ type pluginConfig struct {
 // New returns a Server that runs Mutate calls with runner, with opts (defaults applied).
 func New(runner *engine.Runner, opts Options) (*Server, error) {
 	opts.MaxMessageBytes = cmp.Or(max(opts.MaxMessageBytes, 0), bridge.DefaultMaxMessageBytes)
-	if opts.Log.GetSink() == nil {
-		opts.Log = logr.Discard()
-	}
 	opts.StuckSlotsFactor = cmp.Or(opts.StuckSlotsFactor, metrics.DefaultStuckSlotsFactor)
 	opts.KeySecretName = cmp.Or(opts.KeySecretName, undokey.DefaultSecretName)
 	opts.KeyTimeout = cmp.Or(max(opts.KeyTimeout, 0), DefaultKeyTimeout)

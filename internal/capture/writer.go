@@ -104,9 +104,6 @@ func New(o Options) (*Writer, error) {
 		return nil, fmt.Errorf("capture: max bytes %d: want > 0", o.MaxBytes)
 	}
 	o.Buffer = cmp.Or(max(o.Buffer, 0), DefaultBuffer)
-	if o.Log.GetSink() == nil {
-		o.Log = logr.Discard()
-	}
 	if err := prepareDir(o.Dir); err != nil {
 		return nil, err
 	}

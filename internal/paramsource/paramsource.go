@@ -127,9 +127,6 @@ func (c *paramCache) err() error {
 func New(opts Options) *Host {
 	opts.SyncTimeout = cmp.Or(max(opts.SyncTimeout, 0), DefaultSyncTimeout)
 	opts.ReadTimeout = cmp.Or(max(opts.ReadTimeout, 0), DefaultReadTimeout)
-	if opts.Log.GetSink() == nil {
-		opts.Log = logr.Discard()
-	}
 	return &Host{opts: opts, caches: map[cacheKey]*paramCache{}, stop: make(chan struct{})}
 }
 

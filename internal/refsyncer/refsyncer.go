@@ -79,9 +79,6 @@ func New(opts Options) (*Syncer, error) {
 		return nil, errors.New("refsyncer: Name, HostNamespace, Virtual and Host are required")
 	}
 	opts.Interval = cmp.Or(max(opts.Interval, 0), DefaultInterval)
-	if opts.Log.GetSink() == nil {
-		opts.Log = logr.Discard()
-	}
 	return &Syncer{opts: opts, counts: map[string]int64{}}, nil
 }
 

@@ -165,9 +165,6 @@ func (o *Options) setDefaults() {
 		o.Getenv = os.Getenv
 	}
 	o.CertDir = cmp.Or(o.CertDir, DefaultCertDir)
-	if o.Log.GetSink() == nil {
-		o.Log = logr.Discard()
-	}
 	o.MetricsBindAddress = cmp.Or(o.MetricsBindAddress, DefaultMetricsBindAddress)
 	o.MaxConcurrentHooks = cmp.Or(max(o.MaxConcurrentHooks, 0), DefaultMaxConcurrentHooks)
 	o.UndoKeySecretName = cmp.Or(o.UndoKeySecretName, undokey.DefaultSecretName)
@@ -227,9 +224,6 @@ func BuildRegistry(ctx context.Context, c RegistryConfig) (*engine.Registry, err
 	if len(c.EnvVars) == 0 {
 		c.EnvVars = []string{config.EnvVar}
 	}
-	if c.Log.GetSink() == nil {
-		c.Log = logr.Discard()
-	}
 	cfg, source, err := config.Load(c.ConfigFile, c.Getenv, c.EnvVars...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -253,9 +247,6 @@ func BuildRegistry(ctx context.Context, c RegistryConfig) (*engine.Registry, err
 // c.SkipIdempotencyCheck). c's config source fields (ConfigFile, EnvVars, Getenv,
 // NoDefaultConfig) and Log are not read. Errors wrap ErrConfig.
 func RegistryOf(ctx context.Context, cfg *config.Config, c RegistryConfig) (*engine.Registry, error) {
-	if c.Log.GetSink() == nil {
-		c.Log = logr.Discard()
-	}
 	// Automatic undo is on: what the hooks add on the way down comes off on the way up, so the
 	// syncer never sees it as a difference (hooks opt out with undo: false / Undo() false).
 	reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Provenance: c.Provenance || cfg.Provenance, Version: c.Version, Keys: c.Keys})
