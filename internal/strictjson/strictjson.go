@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -159,13 +160,7 @@ func KeysAt(t reflect.Type, path string) []string {
 	if at == nil {
 		return nil
 	}
-	fields := Fields(at)
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return slices.Sorted(maps.Keys(Fields(at)))
 }
 
 // Fields maps the JSON keys of the struct type t (behind pointers and slices) to the types
