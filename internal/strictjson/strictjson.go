@@ -6,7 +6,6 @@
 package strictjson
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/synchook/synchook/internal/jsonfield"
 	kjson "sigs.k8s.io/json"
 )
 
@@ -165,7 +165,7 @@ func KeysAt(t reflect.Type, path string) []string {
 
 // Fields maps the JSON keys of the struct type t (behind pointers and slices) to the types
 // of their values; nil when t is no struct. The fields of an embedded struct without a JSON
-// name are its own, as encoding/json has them (a Namespace's TypeMeta).
+// name are its own, as encoding/json has them (a Namespace's TypeMeta): jsonfield.Of's.
 func Fields(t reflect.Type) map[string]reflect.Type {
 	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
 		t = t.Elem()
@@ -174,25 +174,8 @@ func Fields(t reflect.Type) map[string]reflect.Type {
 		return nil
 	}
 	fields := map[string]reflect.Type{}
-	for f := range t.Fields() {
-		tag := f.Tag.Get("json")
-		name, _, _ := strings.Cut(tag, ",")
-		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
-			continue
-		}
-		if inner := Fields(f.Type); f.Anonymous && name == "" && inner != nil {
-			for k, ft := range inner {
-				if _, shadowed := fields[k]; !shadowed {
-					fields[k] = ft
-				}
-			}
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		name = cmp.Or(name, f.Name)
-		fields[name] = f.Type
+	for _, f := range jsonfield.Of(t) {
+		fields[f.Name] = f.Type
 	}
 	return fields
 }
