@@ -19,10 +19,7 @@ import (
 // stream could not be written; 2: bad arguments, stdout a terminal, DIR missing, a symbolic
 // link or writable by group or others.
 func captureExport(dir string, stdout, stderr io.Writer) int {
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "synchook capture: "+format+"\n", a...)
-		return code
-	}
+	fail := failer(stderr, "capture")
 	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		return fail(exitUsage, "export writes a tar stream: redirect stdout to a file (> capture.tar)")
 	}

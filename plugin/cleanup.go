@@ -83,10 +83,7 @@ const (
 // exitUnfinished: something could not be cleaned (interrupted, the key Secret unreadable, a
 // kind or an object failed).
 func (p *Plugin) cleanup(o *cleanupOptions, stdout, stderr io.Writer) int {
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "synchook cleanup: "+format+"\n", a...)
-		return code
-	}
+	fail := failer(stderr, "cleanup")
 	namespace := o.cluster.namespace()
 	if namespace == "" {
 		return fail(exitUsage, "-n/--namespace is required: the vcluster's host namespace (see synchook cleanup --help)")

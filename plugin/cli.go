@@ -63,10 +63,7 @@ type mutateOptions struct {
 
 // mutate is `synchook mutate` with the options o; it returns the exit code.
 func (p *Plugin) mutate(o *mutateOptions, stdin io.Reader, stdout, stderr io.Writer) int {
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "synchook mutate: "+format+"\n", a...)
-		return code
-	}
+	fail := failer(stderr, "mutate")
 	if o.file == "" || o.hookType == "" {
 		return fail(exitUsage, "-f and --type are required")
 	}
@@ -203,10 +200,7 @@ func (s *replayTotals) count(names []string, r replayResult) {
 // skipped, each named on stderr); 2: bad flags, no DIR or capture files, a DIR that is a
 // symbolic link or writable by group or others, an invalid config.
 func (p *Plugin) replay(o *replayOptions, dirs []string, stdout, stderr io.Writer) int {
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "synchook replay: "+format+"\n", a...)
-		return code
-	}
+	fail := failer(stderr, "replay")
 	if len(dirs) != 1 {
 		return fail(exitUsage, "want exactly one argument, the capture directory (serve --capture DIR)")
 	}
@@ -483,4 +477,13 @@ func (p *Plugin) test(o *testOptions, paths []string, stdout, stderr io.Writer) 
 	}
 	return hooktest.Main(context.Background(), paths, hooktest.Options{Register: p.registerHooks, Update: o.update, Timeout: o.timeout, Root: o.root},
 		o.output == "junit", stdout, stderr)
+}
+
+// failer returns a command's way out: it prints "synchook <command>: " and the message to
+// stderr and returns code, the exit code.
+func failer(stderr io.Writer, command string) func(code int, format string, a ...any) int {
+	return func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "synchook "+command+": "+format+"\n", a...)
+		return code
+	}
 }
