@@ -116,7 +116,13 @@ func EntriesOf(ops []patch.Operation, before *jsonscan.Index) ([]Entry, bool) {
 		if !ok || len(parent) == 0 || parent[0] != '{' && parent[0] != '[' {
 			return nil, false // the patch does not apply to before
 		}
-		original, had := before.Lookup(op.Path)
+		var original []byte
+		var had bool
+		if op.Operation == "add" && parent[0] == '{' && fewUnder(ops, op.Path[:cut]) {
+			original, had = member(parent, op.Path[cut+1:])
+		} else {
+			original, had = before.Lookup(op.Path)
+		}
 		switch {
 		case parent[0] == '[' && op.Operation == "add":
 			entries = append(entries, Entry{Op: OpRemove, Path: op.Path, Hooked: value})
@@ -142,6 +148,38 @@ func EntriesOf(ops []patch.Operation, before *jsonscan.Index) ([]Entry, bool) {
 		}
 	}
 	return entries, true
+}
+
+// member is before.Lookup of the member at the escaped reference token tok of the object
+// parent, read by one walk of parent (jsonscan.Find: the last member of that key, as the index
+// finds it) rather than by splitting parent into the index, its members and a map of them,
+// which costs about three walks: for an add (a member that runTyped's compare found missing),
+// whose object no lookup before EntriesOf split and nothing after it reads through the index.
+func member(parent []byte, tok string) ([]byte, bool) {
+	key, ok := jsonscan.UnescapeToken(tok)
+	if !ok {
+		return nil, false
+	}
+	m, _, found := jsonscan.Find(parent, key)
+	return m.Value, found
+}
+
+// fewUnder reports whether at most two operations of ops are on members of the object at
+// parent: where one walk each (member) costs less than splitting it once. A patch of more
+// than 16 operations takes the index (no count per operation: linear in the patch).
+func fewUnder(ops []patch.Operation, parent string) bool {
+	if len(ops) > 16 {
+		return false
+	}
+	n := 0
+	for _, op := range ops {
+		if cut := strings.LastIndexByte(op.Path, '/'); cut >= 0 && op.Path[:cut] == parent {
+			if n++; n > 2 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // hookedLens returns, for each array of before that a diff-shaped patch ops removes elements
