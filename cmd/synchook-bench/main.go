@@ -70,49 +70,37 @@ func flagExit(err error) int {
 	return 2
 }
 
-func benchFlags() (*flag.FlagSet, *bench.Options) {
-	o := &bench.Options{}
+func runBench(args []string, stdout, stderr io.Writer) int {
+	o := bench.Options{Out: stdout}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	fs.IntVar(&o.MaxRequests, "max-requests", 20000, "most requests per workload and concurrency")
 	fs.DurationVar(&o.MaxDuration, "max-duration", 2*time.Second, "longest time per workload and concurrency")
 	fs.IntVar(&o.Rounds, "rounds", 4, "interleaved rounds per concurrency (each one slice of every workload, in turn); ratios are medians and ranges over them, 3 or more for a meaningful range")
-	return fs, o
-}
-
-func runBench(args []string, stdout, stderr io.Writer) int {
-	fs, o := benchFlags()
-	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	o.Out = stdout
-	if _, err := bench.Run(context.Background(), *o); err != nil {
+	if _, err := bench.Run(context.Background(), o); err != nil {
 		fmt.Fprintf(stderr, "synchook-bench bench: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func soakFlags() (*flag.FlagSet, *bench.SoakOptions) {
-	o := &bench.SoakOptions{}
+func runSoak(args []string, stdout, stderr io.Writer) int {
+	o := bench.SoakOptions{Out: stdout}
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	fs.IntVar(&o.Mutations, "mutations", 100000, "requests to send (pods, services, secrets in turn)")
 	fs.IntVar(&o.Concurrency, "concurrency", 64, "concurrent callers")
 	fs.IntVar(&o.GRPCPercent, "grpc-percent", 30, "share of requests sent through the gRPC bridge (new connection per call); the rest use HTTPS")
-	return fs, o
-}
-
-func runSoak(args []string, stdout, stderr io.Writer) int {
-	fs, o := soakFlags()
-	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	o.Out = stdout
 	// The soak's servers run in this process; their expected refusals and panics are counted
 	// in the report, not logged (and controller-runtime warns when no logger is set).
 	ctrl.SetLogger(logr.Discard())
-	rep, err := bench.Soak(context.Background(), *o)
+	rep, err := bench.Soak(context.Background(), o)
 	if err != nil {
 		fmt.Fprintf(stderr, "synchook-bench soak: %v\n", err)
 		return 1
