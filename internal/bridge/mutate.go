@@ -168,7 +168,7 @@ func (m *Mutator) Mutate(ctx context.Context, apiVersion, kind, hookTypeName, ob
 //
 //	InvalidArgument     400  the object is not valid JSON for its kind (failure.DecodeError), or
 //	                         is of another kind or has repeated or case-variant keys
-//	                         (engine.InputError inside the DecodeError)
+//	                         (intake.InputError inside the DecodeError)
 //	PermissionDenied    403  a hook refused the object (returned an error)
 //	FailedPrecondition  422  a hook changed apiVersion, kind, name, namespace or uid
 //	Internal            500  a hook panicked or returned another kind of object
