@@ -24,13 +24,14 @@ import (
 	"github.com/synchook/synchook/patch"
 )
 
-// ErrOverloaded is returned by Runner.Mutate when RunnerOptions.MaxConcurrent chains are
-// already running; transports answer it with 429 (HTTP) or ResourceExhausted (gRPC). The
+// ErrOverloaded is returned by engine.Runner.Mutate when RunnerOptions.MaxConcurrent chains
+// are already running; transports answer it with 429 (HTTP) or ResourceExhausted (gRPC). The
 // request did not run any hook.
 var ErrOverloaded = errors.New("too many hook chains running; retry later")
 
-// HookError is returned by Mutate when a hook fails: it returned an error, panicked, outlived the
-// request deadline, returned an object of another kind, or changed a protected field.
+// HookError is returned by engine.Runner.Mutate when a hook fails: it returned an error,
+// panicked, outlived the request deadline, returned an object of another kind, or changed a
+// protected field.
 type HookError struct {
 	// Hook is the name of the hook, Type its hook type and GVK the kind of the object.
 	Hook string
@@ -61,9 +62,9 @@ func (e *PanicError) Error() string { return "panic: " + e.Value }
 // type or GVK than it was given.
 var ErrWrongKind = errors.New("hook returned a different kind of object")
 
-// DecodeError is returned by Mutate when the request object (or its old object: Old) is not
-// valid JSON for its GVK, or (Err an *InputError) is of another kind or has keys that readers
-// could take differently.
+// DecodeError is returned by engine.Runner.Mutate when the request object (or its old object:
+// Old) is not valid JSON for its GVK, or (Err an *intake.InputError) is of another kind or has
+// keys that readers could take differently.
 type DecodeError struct {
 	GVK schema.GroupVersionKind
 	// Old says the error is about the request's old object (MutateOptions.OldObject), not its
@@ -87,7 +88,7 @@ func (e *DecodeError) Is(target error) bool {
 	return e.Old && target == hooks.ErrMalformedOldObject //nolint:errorlint // a sentinel, compared as errors.Is does
 }
 
-// Failure is what kind of failure an error of Runner.Mutate is, for transports, which each map
+// Failure is what kind of failure an error of engine.Runner.Mutate is, for transports, which each map
 // it to their own codes (webhook: HTTP statuses, internal/bridge: gRPC codes); it carries no
 // code of any protocol.
 type Failure int
@@ -119,7 +120,7 @@ const (
 	Internal
 )
 
-// Classify returns the Failure of an error of Runner.Mutate and, for APIStatus, the HTTP
+// Classify returns the Failure of an error of engine.Runner.Mutate and, for APIStatus, the HTTP
 // status code of the Kubernetes status error a hook returned (0 otherwise).
 func Classify(err error) (Failure, int32) {
 	if err == nil { // before the targets below, which escape to the heap
