@@ -350,13 +350,11 @@ func mapUndo(u string, m mapper) string {
 	if !changed {
 		return u
 	}
-	var buf bytes.Buffer
-	e := json.NewEncoder(&buf)
-	e.SetEscapeHTML(false)
-	if err := e.Encode(entries); err != nil {
+	b, err := encodeJSON(entries)
+	if err != nil {
 		return m.str(u)
 	}
-	return strings.TrimSuffix(buf.String(), "\n")
+	return string(b)
 }
 
 // mapAll maps every string in v as stringData: for a value at a place mapAt cannot read.
