@@ -152,18 +152,16 @@ func (v *validator) policyFiles(p *field.Path, h *Hook, src *policyreg.Source) b
 			ok = false
 			continue
 		}
-		file, err := v.source.resolve(f.name)
-		if err != nil {
-			v.errs = append(v.errs, field.Invalid(where, field.OmitValueType{}, err.Error()))
-			ok = false
-			continue
-		}
 		read := v.readFile
 		if read == nil {
 			read = os.ReadFile
 		}
-		data, err := read(file)
-		if err != nil {
+		var data []byte
+		file, err := v.source.resolve(f.name)
+		if err == nil {
+			data, err = read(file)
+		}
+		if err != nil { // the file cannot be resolved or read
 			v.errs = append(v.errs, field.Invalid(where, field.OmitValueType{}, err.Error()))
 			ok = false
 			continue
