@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/jsonscan"
@@ -62,22 +63,26 @@ type spliceEdit struct {
 func spliceInto(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.Operation) (out []byte, ok bool) {
 	whole := structType(t) == nil // the answer decodes itself: any object is reset like a map
 	resets := resetMaps(t, whole, ops)
-	var objectsBuf [8]scannedObject // most patches: metadata and a map or two, on the stack
+	// most patches: metadata and a map or two, a few operations; on the stack
+	var objectsBuf [8]scannedObject
 	var membersBuf [48]scannedMember
+	var editsBuf [8]spliceEdit
+	var tokensBuf [8]string
 	sc := scans{source: &source{raw: raw, top: top}, objects: objectsBuf[:0], members: membersBuf[:0]}
-	edits := make([]spliceEdit, 0, len(ops))
+	edits := editsBuf[:0]
+	texts := make([]byte, 0, textSize(ops)) // the inserted members and values, one after the other
 	grow := 0
 	for i := range ops {
 		var e spliceEdit
 		if p := parentPath(ops[i].Path); slices.ContainsFunc(resets, func(r reset) bool { return r.path == p }) {
 			continue
 		}
-		tokens, ok := pointerTokens(ops[i].Path)
+		tokens, ok := pointerTokens(ops[i].Path, tokensBuf[:0])
 		if !ok || len(tokens) == 0 {
 			return nil, false
 		}
 		sc = sc.scan(tokens[:len(tokens)-1])
-		if e, ok = spliceOf(t, whole, &sc, &ops[i], tokens); !ok {
+		if e, texts, ok = spliceOf(t, whole, &sc, &ops[i], tokens, texts); !ok {
 			return nil, false
 		}
 		grow += len(e.text) + 1
@@ -113,6 +118,21 @@ func spliceInto(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.O
 	return append(out, raw[at:]...), true
 }
 
+// textSize is about the bytes that spliceOf's texts for ops take: each member's key and value.
+func textSize(ops []patch.Operation) int {
+	n := 0
+	for i := range ops {
+		n += len(ops[i].Path) + 16
+		switch v := ops[i].Value.(type) {
+		case string:
+			n += len(v) + len(v)/8
+		case json.RawMessage:
+			n += len(v)
+		}
+	}
+	return n
+}
+
 // parentPath returns the JSON Pointer of the value that holds the member at path ("": the root).
 func parentPath(path string) string { return path[:max(strings.LastIndexByte(path, '/'), 0)] }
 
@@ -131,7 +151,7 @@ func resetMaps(t reflect.Type, whole bool, ops []patch.Operation) []reset {
 		if ops[i].Operation != "remove" || p == "" || slices.ContainsFunc(resets, func(r reset) bool { return r.path == p }) {
 			continue
 		}
-		tokens, ok := pointerTokens(p)
+		tokens, ok := pointerTokens(p, make([]string, 0, strings.Count(p, "/")))
 		pt := typeAt(t, tokens)
 		for pt != nil && pt.Kind() == reflect.Pointer {
 			pt = pt.Elem()
@@ -166,9 +186,9 @@ func typeAt(t reflect.Type, tokens []string) reflect.Type {
 
 // keyEdit is what the operations on one key of a reset map leave: gone, or the value text.
 type keyEdit struct {
-	key  string
-	text []byte
-	gone bool
+	key         string
+	text        []byte
+	plain, gone bool // plain: plainName(key)
 }
 
 // resetOf returns the edit that gives the map r (a member of an object in raw, read by sc) the
@@ -205,7 +225,7 @@ func resetOf(sc *scans, r reset, ops []patch.Operation) (spliceEdit, bool) {
 			if count > 1 {
 				return spliceEdit{}, false // a repeated key: the Doc says what an operation does
 			}
-			keys, at = append(keys, keyEdit{key: key, gone: count == 0}), len(keys)
+			keys, at = append(keys, keyEdit{key: key, plain: plainName(key), gone: count == 0}), len(keys)
 		}
 		k := &keys[at]
 		switch {
@@ -232,7 +252,7 @@ func resetOf(sc *scans, r reset, ops []patch.Operation) (spliceEdit, bool) {
 	}
 	for i := object.from; i < object.to; i++ {
 		m := &sc.members[i]
-		if at := slices.IndexFunc(keys, func(k keyEdit) bool { return sc.is(m, k.key) }); at < 0 {
+		if at := slices.IndexFunc(keys, func(k keyEdit) bool { return sc.is(m, k.key, k.plain) }); at < 0 {
 			member(sc.key(m), raw[m.start:m.end])
 		} else if k := &keys[at]; !k.gone && k.text != nil {
 			member(sc.key(m), k.text)
@@ -253,53 +273,54 @@ func resetOf(sc *scans, r reset, ops []patch.Operation) (spliceEdit, bool) {
 // spliceOf returns the edit of raw that op (at the reference tokens, one or more) makes, when
 // it is one Splice makes by hand, for an object of Go type t (whole: one that decodes itself);
 // sc has read the objects on the way to op's parent.
-func spliceOf(t reflect.Type, whole bool, sc *scans, op *patch.Operation, tokens []string) (spliceEdit, bool) {
+func spliceOf(t reflect.Type, whole bool, sc *scans, op *patch.Operation, tokens []string, texts []byte) (spliceEdit, []byte, bool) {
 	last := tokens[len(tokens)-1]
 	start, end, ok := sc.value(tokens[:len(tokens)-1])
 	if !ok || sc.raw[start] != '{' {
-		return spliceEdit{}, false // a parent that is no object (an array index: not by hand)
+		return spliceEdit{}, texts, false // a parent that is no object (an array index: not by hand)
 	}
 	parent, seen := sc.object(start)
 	if !seen {
-		return spliceEdit{}, false
+		return spliceEdit{}, texts, false
 	}
 	m, count := sc.member(parent, last)
 	found := count == 1
 	if count > 1 {
-		return spliceEdit{}, false
+		return spliceEdit{}, texts, false
 	}
 	if op.Operation == "remove" { // a member that null zeroes (a removed map key: resetOf)
 		ft := typeAt(t, tokens)
 		if whole || !found || ft == nil || ft.Kind() != reflect.Pointer && (!slices.Contains(nullKinds, ft.Kind()) || decodesItself(ft)) {
-			return spliceEdit{}, false
+			return spliceEdit{}, texts, false
 		}
-		return spliceEdit{start: m.start, end: m.end, text: null, parent: -1}, true
+		return spliceEdit{start: m.start, end: m.end, text: null, parent: -1}, texts, true
 	}
-	var text []byte // the member to insert (absent), or the value in place of m's
+	from := len(texts) // the member to insert (absent), or the value in place of m's
 	if !found {
-		text = append(jsonscan.AppendString(make([]byte, 0, len(last)+32), last), ':')
+		texts = append(jsonscan.AppendString(texts, last), ':')
 	}
-	if text, ok = appendOpValue(text, op.Value); !ok {
-		return spliceEdit{}, false
+	if texts, ok = appendOpValue(texts, op.Value); !ok {
+		return spliceEdit{}, texts, false
 	}
+	text := texts[from:len(texts):len(texts)]
 	value := sc.raw[m.start:m.end]
 	switch op.Operation {
 	case "replace":
 		if !found || !scalar(value) || !scalar(text) {
-			return spliceEdit{}, false
+			return spliceEdit{}, texts, false
 		}
 	case "add":
 		if found && !scalar(value) {
-			return spliceEdit{}, false // a merging decoder would merge into what is there
+			return spliceEdit{}, texts, false // a merging decoder would merge into what is there
 		}
 	default:
-		return spliceEdit{}, false
+		return spliceEdit{}, texts, false
 	}
 	if found {
-		return spliceEdit{start: m.start, end: m.end, text: text, parent: -1}, true
+		return spliceEdit{start: m.start, end: m.end, text: text, parent: -1}, texts, true
 	}
 	closing := end - 1 // the object is trimmed: its last byte is '}'
-	return spliceEdit{start: closing, end: closing, text: text, parent: start, comma: parent.to > parent.from}, true
+	return spliceEdit{start: closing, end: closing, text: text, parent: start, comma: parent.to > parent.from}, texts, true
 }
 
 // nullKinds are the kinds besides a pointer that null zeroes, as a fresh decode leaves them.
@@ -320,12 +341,13 @@ func appendOpValue(b []byte, v any) ([]byte, bool) {
 	}
 }
 
-// pointerTokens is patch.ParsePointer without its error, and without a slice per step.
-func pointerTokens(p string) ([]string, bool) {
+// pointerTokens is patch.ParsePointer without its error, and without a slice per step: the
+// tokens appended to buf[:0].
+func pointerTokens(p string, buf []string) ([]string, bool) {
 	if p == "" || p[0] != '/' {
 		return nil, p == ""
 	}
-	tokens := make([]string, 0, strings.Count(p, "/"))
+	tokens := buf[:0]
 	for tok := range strings.SplitSeq(p[1:], "/") {
 		tok, ok := jsonscan.UnescapeToken(tok)
 		if !ok {
@@ -378,17 +400,39 @@ func (sc *scans) key(m *scannedMember) []byte {
 	return sc.raw[m.keyStart:m.keyEnd]
 }
 
-// is reports whether the member m's key is name, matching keys as written (as jsonscan.Find).
-func (sc *scans) is(m *scannedMember, name string) bool {
+// is reports whether the member m's key is name, matching keys as written (as jsonscan.Find);
+// plain says name is printable ASCII without a quote or backslash (plainName), which it can
+// then tell without reading the key's literal through.
+func (sc *scans) is(m *scannedMember, name string, plain bool) bool {
 	if m.keyEnd == 0 {
 		return sc.top[m.keyStart].Key == name
 	}
 	lit := sc.raw[m.keyStart:m.keyEnd]
-	if text, plain := jsonscan.PlainText(lit); plain {
-		return string(text) == name
+	if inner := lit[1 : len(lit)-1]; plain {
+		// Only an escape changes the length of a literal's text that is such a name (it
+		// shortens it), and the text as written is the name only where it has none.
+		switch {
+		case len(inner) < len(name):
+			return false
+		case len(inner) == len(name):
+			return string(inner) == name
+		case bytes.IndexByte(inner, '\\') < 0:
+			return false
+		}
 	}
 	s, _ := jsonscan.String(lit)
 	return s == name
+}
+
+// plainName reports whether name is printable ASCII without a quote or backslash: the text of
+// a string literal that is exactly the name between quotes.
+func plainName(name string) bool {
+	for i := range len(name) {
+		if c := name[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // scan returns sc with every object on the way to the value at the reference tokens, and that
@@ -496,8 +540,9 @@ func (sc *scans) object(start int) (scannedObject, bool) {
 // member returns the last member of o named key (the one encoding/json's Unmarshal uses) and
 // how many members have that name.
 func (sc *scans) member(o scannedObject, key string) (m scannedMember, count int) {
+	plain := plainName(key)
 	for i := o.from; i < o.to; i++ {
-		if sc.is(&sc.members[i], key) {
+		if sc.is(&sc.members[i], key, plain) {
 			m, count = sc.members[i], count+1
 		}
 	}

@@ -324,7 +324,9 @@ func TestSpliceAnswersAsOfDoesForAnyPatch(t *testing.T) {
 	}
 }
 
-func TestSpliceOfARequestWithARepeatedKeyAnswersAsOfDoes(t *testing.T) {
+// TestSpliceFindsKeysAsOfDoes: a key the request holds twice, or writes with escapes or
+// non-ASCII text, is the member Of's Doc finds (encoding/json's), so Splice answers as Of does.
+func TestSpliceFindsKeysAsOfDoes(t *testing.T) {
 	for _, tc := range []struct {
 		name, raw string
 		ops       []patch.Operation
@@ -344,6 +346,34 @@ func TestSpliceOfARequestWithARepeatedKeyAnswersAsOfDoes(t *testing.T) {
 		{
 			"a scalar that is there twice replaced", `{"spec":{"nodeName":"a","hostname":"h","nodeName":"b"}}`,
 			[]patch.Operation{{Operation: "replace", Path: "/spec/nodeName", Value: "c"}},
+		},
+		{
+			"a label written with an escape removed", `{"metadata":{"labels":{"\u0061pp":"x","b":"y"}}}`,
+			[]patch.Operation{{Operation: "remove", Path: "/metadata/labels/app"}},
+		},
+		{
+			"a label with a slash written escaped removed", `{"metadata":{"labels":{"a\/b":"x","c":"y"}}}`,
+			[]patch.Operation{{Operation: "remove", Path: "/metadata/labels/a~1b"}},
+		},
+		{
+			"a non-ASCII label removed", `{"metadata":{"labels":{"é":"x","c":"y"}}}`,
+			[]patch.Operation{{Operation: "remove", Path: "/metadata/labels/é"}},
+		},
+		{
+			"a label with a longer and a shorter neighbour removed", `{"metadata":{"labels":{"appx":"1","app":"2","ap":"3"}}}`,
+			[]patch.Operation{{Operation: "remove", Path: "/metadata/labels/app"}},
+		},
+		{
+			"a field written with an escape replaced", `{"spec":{"node\u004eame":"a","hostname":"h"}}`,
+			[]patch.Operation{{Operation: "replace", Path: "/spec/nodeName", Value: "b"}},
+		},
+		{
+			"a map written under an escaped key set whole", `{"spec":{"node\u0053elector":{"a":"b"}}}`,
+			[]patch.Operation{{Operation: "add", Path: "/spec/nodeSelector", Value: json.RawMessage(`{"pool":"p"}`)}},
+		},
+		{
+			"a label written with an escape set, another removed", `{"metadata":{"labels":{"te\u0061m":"x","b":"y"}}}`,
+			[]patch.Operation{{Operation: "add", Path: "/metadata/labels/team", Value: "z"}, {Operation: "remove", Path: "/metadata/labels/b"}},
 		},
 	} {
 		t.Run(tc.name+" gets Of's object", func(t *testing.T) {
@@ -442,8 +472,9 @@ func FuzzSplice(f *testing.F) {
 
 // BenchmarkTypedAnswer is the answer of a typed write on the ~5 KiB benchmark Pod whose hook
 // sets spec.nodeSelector's pool, with its sealed undo: json.Marshal of the hooked Pod (what
-// runTyped encodes today), Splice into the request's bytes, and Of on the request's Doc with
-// the patch applied (Result.Answer's way when there is no merge answer).
+// runTyped encodes today), Splice into the request's bytes (without and with the top-level
+// members), and Of on the request's Doc with the patch applied (Result.Answer's way when
+// there is no merge answer).
 func BenchmarkTypedAnswer(b *testing.B) {
 	raw := fixtures.JSON(fixtures.Pod("ns", "web"))
 	hooked, ops, ok := hookedAndPatch(b, raw, spliceChanges[0].change, "tenants")
@@ -462,6 +493,15 @@ func BenchmarkTypedAnswer(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := answer.Splice(podType, raw, nil, ops); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	top, _ := jsonscan.Members(raw)
+	b.Run("Splice given top", func(b *testing.B) { // as the engine calls it: its intake read the top level
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := answer.Splice(podType, raw, top, ops); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -161,6 +161,7 @@ func UnescapeToken(tok string) (string, bool) {
 		return tok, true
 	}
 	var b strings.Builder
+	b.Grow(len(tok) - 1) // one allocation: an escape is two bytes for one
 	for i := 0; i < len(tok); i++ {
 		if tok[i] != '~' {
 			b.WriteByte(tok[i])
