@@ -8,6 +8,7 @@
 // normalised documents onto the raw document a caller sent, so that fields the normalisation
 // dropped (unknown to the compiled types) are never touched.
 //
-// The package exports patches only: it does not know about hooks or Kubernetes types, and its
-// JSON reading is internal/jsonscan's.
+// The package exports patches only: it does not know about hooks or Kubernetes types (but one:
+// DiffTyped compares maps of resource.Quantity, the ResourceLists of every container, without
+// reflection), and its JSON reading is internal/jsonscan's.
 package patch

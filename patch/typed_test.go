@@ -67,7 +67,12 @@ func TestDiffTypedIsDiffMarshaledOfTheEncodings(t *testing.T) {
 		"a quantity written another way": func(p *corev1.Pod) {
 			p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("1000m")
 		},
-		"requests empty":                func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{} },
+		"requests empty":               func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{} },
+		"requests nil":                 func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests = nil },
+		"limits shared with the other": func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits = base.Spec.Containers[0].Resources.Limits },
+		"a quantity's format": func(p *corev1.Pod) {
+			p.Spec.Containers[1].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("134217728")
+		},
 		"a probe port":                  func(p *corev1.Pod) { p.Spec.Containers[0].LivenessProbe.HTTPGet.Port = intstr.FromString("http") },
 		"a probe removed":               func(p *corev1.Pod) { p.Spec.Containers[0].ReadinessProbe = nil },
 		"the creation timestamp":        func(p *corev1.Pod) { p.CreationTimestamp = ts },
@@ -93,7 +98,7 @@ func TestDiffTypedIsDiffMarshaledOfTheEncodings(t *testing.T) {
 func TestDiffTypedComparesLongMapsOfQuantities(t *testing.T) {
 	before := fixtures.Pod("ns", "web")
 	before.Spec.Overhead = corev1.ResourceList{}
-	for i := range 12 { // over the size whose keys are walked: the other map's key is looked up
+	for i := range 12 { // a long ResourceList (quantityMapEqual); TestDiffTypedSkipsOnlyFieldsItsQuickEqualitySpeaksFor has a long map of ints (mapEqual)
 		before.Spec.Overhead[corev1.ResourceName(fmt.Sprintf("example.com/r%d", i))] = resource.MustParse("1")
 	}
 	for name, change := range map[string]func(corev1.ResourceList){
@@ -186,6 +191,19 @@ type quirks struct {
 	*Inner
 }
 
+// longMap returns a map of n keys k0… to their index, key changed's value 100 (-1: none),
+// longer than the maps mapEqual walks to find the other map's key.
+func longMap(n, changed int) map[string]int {
+	m := map[string]int{}
+	for i := range n {
+		m[fmt.Sprintf("k%d", i)] = i
+	}
+	if changed >= 0 {
+		m[fmt.Sprintf("k%d", changed)] = 100
+	}
+	return m
+}
+
 // zeroish is zero only when its unencoded field is.
 type zeroish struct {
 	A      string `json:"a"`
@@ -218,6 +236,8 @@ func TestDiffTypedSkipsOnlyFieldsItsQuickEqualitySpeaksFor(t *testing.T) {
 		"an omitzero slice whose IsZero reads a field never written":  {{L: marks{{hidden: 1}}}, {L: marks{{}}}},
 		"an empty slice and none":                                     {{S: []string{}}, {}},
 		"an empty map and none":                                       {{M: map[string]int{}}, {M: map[string]int{"a": 0}}},
+		"a long map, one value changed":                               {{M: longMap(12, 0)}, {M: longMap(12, 7)}},
+		"a long map, one key changed":                                 {{M: longMap(12, -1)}, {M: func() map[string]int { m := longMap(12, -1); delete(m, "k3"); m["x"] = 3; return m }()}},
 		"the embedded pointer's field":                                {{Inner: &Inner{N: "x"}}, {Inner: &Inner{N: "y"}}},
 		"the embedded pointer set":                                    {{}, {Inner: &Inner{N: "y"}}},
 		"alike":                                                       {{F: 1, S: []string{"a"}, Inner: &Inner{}}, {F: 1, S: []string{"a"}, Inner: &Inner{}}},

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"unsafe"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/synchook/synchook/internal/jsonfield"
 )
 
@@ -128,6 +130,9 @@ func makeEqual(k eqKey, building map[eqKey]*eqEntry) eqFunc {
 				return (ma == nil) == (mb == nil) && maps.Equal(ma, mb)
 			}
 		}
+		if t.Elem() == quantityType { // a ResourceList or another map of quantities
+			return quantityMapEqual(buildEqual(eqKey{t.Elem(), all}, building))
+		}
 		return mapEqual(t, buildEqual(eqKey{t.Elem(), all}, building))
 	case reflect.Struct:
 		type member struct {
@@ -184,6 +189,43 @@ func mapEqual(t reflect.Type, elem eqFunc) eqFunc {
 		defer slots.Put(s)
 		defer s.clear()
 		return s.equal(ma, mb, elem)
+	}
+}
+
+// quantityType is resource.Quantity, the values of a ResourceList: the maps of a Pod's
+// containers (requests, limits), its overhead, a node's capacity.
+var quantityType = reflect.TypeFor[resource.Quantity]()
+
+// quantityPairs hold the two quantities quantityMapEqual compares (pooled: a value compared
+// through an eqFunc would otherwise escape, one allocation per key).
+var quantityPairs = sync.Pool{New: func() any { return new([2]resource.Quantity) }}
+
+// quantityMapEqual is mapEqual for a map of string-kind keys to resource.Quantity, read as the
+// map[string]resource.Quantity it is in memory (as makeEqual reads maps of strings): ranged and
+// looked up directly, without reflect's iterators.
+func quantityMapEqual(elem eqFunc) eqFunc {
+	return func(a, b unsafe.Pointer) bool {
+		ma, mb := *(*map[string]resource.Quantity)(a), *(*map[string]resource.Quantity)(b)
+		if (ma == nil) != (mb == nil) || len(ma) != len(mb) {
+			return false
+		}
+		if len(ma) == 0 || *(*unsafe.Pointer)(a) == *(*unsafe.Pointer)(b) { // one map
+			return true
+		}
+		pair := quantityPairs.Get().(*[2]resource.Quantity)
+		defer quantityPairs.Put(pair)
+		defer clear(pair[:]) // a pooled pair holds nothing of the objects compared
+		for k, va := range ma {
+			vb, ok := mb[k]
+			if !ok {
+				return false
+			}
+			pair[0], pair[1] = va, vb
+			if !elem(unsafe.Pointer(&pair[0]), unsafe.Pointer(&pair[1])) {
+				return false
+			}
+		}
+		return true
 	}
 }
 
