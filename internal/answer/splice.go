@@ -68,7 +68,7 @@ func spliceInto(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.O
 	var membersBuf [48]scannedMember
 	var editsBuf [8]spliceEdit
 	var tokensBuf [8]string
-	sc := scans{source: &source{raw: raw, top: top}, objects: objectsBuf[:0], members: membersBuf[:0]}
+	sc := scans{source: &source{raw: raw, top: top, ops: ops}, objects: objectsBuf[:0], members: membersBuf[:0]}
 	edits := editsBuf[:0]
 	texts := make([]byte, 0, textSize(ops)) // the inserted members and values, one after the other
 	grow := 0
@@ -81,15 +81,16 @@ func spliceInto(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.O
 		if !ok || len(tokens) == 0 {
 			return nil, false
 		}
-		sc = sc.scan(tokens[:len(tokens)-1])
-		if e, texts, ok = spliceOf(t, whole, &sc, &ops[i], tokens, texts); !ok {
+		var parent valueAt
+		sc, parent = sc.scan(tokens[:len(tokens)-1], parentPath(ops[i].Path))
+		if e, texts, ok = spliceOf(t, whole, &sc, &ops[i], tokens, parent, texts); !ok {
 			return nil, false
 		}
 		grow += len(e.text) + 1
 		edits = append(edits, e)
 	}
 	for _, r := range resets {
-		sc = sc.scan(r.tokens)
+		sc, _ = sc.scan(r.tokens, r.path)
 		e, ok := resetOf(&sc, r, ops)
 		if !ok {
 			return nil, false
@@ -250,7 +251,7 @@ func resetOf(sc *scans, r reset, ops []patch.Operation) (spliceEdit, bool) {
 		}
 		text = append(append(append(text, key...), ':'), value...)
 	}
-	for i := object.from; i < object.to; i++ {
+	for i := object.first; i >= 0 && object.n > 0; i = sc.members[i].next {
 		m := &sc.members[i]
 		if at := slices.IndexFunc(keys, func(k keyEdit) bool { return sc.is(m, k.key, k.plain) }); at < 0 {
 			member(sc.key(m), raw[m.start:m.end])
@@ -272,10 +273,10 @@ func resetOf(sc *scans, r reset, ops []patch.Operation) (spliceEdit, bool) {
 
 // spliceOf returns the edit of raw that op (at the reference tokens, one or more) makes, when
 // it is one Splice makes by hand, for an object of Go type t (whole: one that decodes itself);
-// sc has read the objects on the way to op's parent.
-func spliceOf(t reflect.Type, whole bool, sc *scans, op *patch.Operation, tokens []string, texts []byte) (spliceEdit, []byte, bool) {
+// sc has read the objects on the way to op's parent, which is at at.
+func spliceOf(t reflect.Type, whole bool, sc *scans, op *patch.Operation, tokens []string, at valueAt, texts []byte) (spliceEdit, []byte, bool) {
 	last := tokens[len(tokens)-1]
-	start, end, ok := sc.value(tokens[:len(tokens)-1])
+	start, end, ok := at.start, at.end, at.ok
 	if !ok || sc.raw[start] != '{' {
 		return spliceEdit{}, texts, false // a parent that is no object (an array index: not by hand)
 	}
@@ -320,7 +321,7 @@ func spliceOf(t reflect.Type, whole bool, sc *scans, op *patch.Operation, tokens
 		return spliceEdit{start: m.start, end: m.end, text: text, parent: -1}, texts, true
 	}
 	closing := end - 1 // the object is trimmed: its last byte is '}'
-	return spliceEdit{start: closing, end: closing, text: text, parent: start, comma: parent.to > parent.from}, texts, true
+	return spliceEdit{start: closing, end: closing, text: text, parent: start, comma: parent.n > 0}, texts, true
 }
 
 // nullKinds are the kinds besides a pointer that null zeroes, as a fresh decode leaves them.
@@ -365,7 +366,8 @@ func scalar(v []byte) bool {
 
 // scans holds the objects of raw that a call's operations go through, each read once (scan):
 // their members as offsets into raw, for every operation under them, so that k operations on
-// one map cost one read of the map and of the objects above it, not k.
+// one map cost one read of the map and of the objects above it, not k; and a map on the way
+// is read as its parent's scan passes it, not skipped and then read again.
 type scans struct {
 	*source
 	objects []scannedObject
@@ -378,18 +380,22 @@ type scans struct {
 type source struct {
 	raw []byte
 	top []jsonscan.Member
+	ops []patch.Operation // an object on the way to one of them is read with the one it is in
 }
 
-// scannedObject is an object of raw (at start) whose members are members[from:to].
+// scannedObject is an object of raw (at start) with n members: members[first], then each
+// member's next.
 type scannedObject struct {
-	start, from, to int
+	start, first, n int
 }
 
 // scannedMember is a member of a scanned object: its key literal as written at
-// raw[keyStart:keyEnd] (keyEnd 0: the member top[keyStart]) and its trimmed value at
-// raw[start:end]. It holds offsets only, no pointers: scans' buffers can stay on the stack.
+// raw[keyStart:keyEnd] (keyEnd 0: the member top[keyStart]), its trimmed value at
+// raw[start:end], and the index in members of its object's next member (-1: none; an object
+// read inside another puts its members between the other's). It holds offsets only, no
+// pointers: scans' buffers can stay on the stack.
 type scannedMember struct {
-	keyStart, keyEnd, start, end int
+	keyStart, keyEnd, start, end, next int
 }
 
 // key returns the member's key literal as written (quotes and escapes included).
@@ -436,28 +442,44 @@ func plainName(name string) bool {
 }
 
 // scan returns sc with every object on the way to the value at the reference tokens, and that
-// value when it is one, read (value then finds them). sc is a value, and so are its slices'
-// headers: a caller's buffers for them stay on its stack.
-func (sc scans) scan(tokens []string) scans {
+// value when it is one, read (value then finds them), and where that value is; path is the JSON Pointer of tokens, as
+// written in an operation's path. sc is a value, and so are its slices' headers: a caller's
+// buffers for them stay on its stack.
+func (sc scans) scan(tokens []string, path string) (scans, valueAt) {
 	start, end, ok := sc.root()
+	at := 0 // the end of the pointer of the value at start in path
 	for i := 0; ok; i++ {
 		if sc.raw[start] == '{' {
 			if _, seen := sc.object(start); !seen {
-				sc = sc.read(start, end)
+				sc, _ = sc.read(start, end, path[:at])
 			}
 		}
 		if i == len(tokens) {
 			break
 		}
+		if next := strings.IndexByte(path[at+1:], '/'); next >= 0 {
+			at += 1 + next
+		} else {
+			at = len(path)
+		}
 		start, end, ok = sc.step(start, end, tokens[i])
 	}
-	return sc
+	return sc, valueAt{start, end, ok}
 }
 
-// read returns sc with the members of the object raw[start:end] added: top's when it is raw's
-// top level and every member of top is a sub-slice of raw, else as a scan reads them.
-func (sc scans) read(start, end int) scans {
-	o := scannedObject{start: start, from: len(sc.members)}
+// valueAt is where a value is in raw (raw[start:end]), ok false when there is none.
+type valueAt struct {
+	start, end int
+	ok         bool
+}
+
+// read returns sc with the members of the object that starts at raw[start] (and ends by end)
+// added, and the offset just past the object: top's members when it is raw's top level and
+// every member of top is a sub-slice of raw, else as a scan reads them. A member that is an
+// object on the way to an operation (its pointer, prefix and the member's key, begins an
+// operation's path's parent) is read with it, so that its bytes are scanned once.
+func (sc scans) read(start, end int, prefix string) (scans, int) {
+	o := scannedObject{start: start, first: len(sc.members)}
 	raw := sc.raw
 	fromTop := start == jsonscan.SkipSpace(raw, 0) && sc.top != nil
 	for i, m := range sc.top {
@@ -466,29 +488,69 @@ func (sc scans) read(start, end int) scans {
 			fromTop = false
 			break
 		}
-		sc.members = append(sc.members, scannedMember{keyStart: i, start: at, end: at + len(m.Value)})
+		sc.members = append(sc.members, scannedMember{keyStart: i, start: at, end: at + len(m.Value), next: len(sc.members) + 1})
 	}
-	if !fromTop {
-		sc.members = sc.members[:o.from]
-		object := raw[:end]
-		i := jsonscan.SkipSpace(object, start+1)
-		for i < end && object[i] == '"' {
-			keyEnd := jsonscan.SkipValue(object, i)
-			v := jsonscan.SkipSpace(object, jsonscan.SkipSpace(object, keyEnd)+1) // past the colon
-			if v >= end {
-				break
+	if fromTop {
+		if o.n = len(sc.top); o.n > 0 {
+			sc.members[len(sc.members)-1].next = -1
+		}
+		sc.objects = append(sc.objects, o)
+		return sc, end
+	}
+	sc.members = sc.members[:o.first]
+	o.first = -1
+	last := -1
+	object := raw[:end]
+	i := jsonscan.SkipSpace(object, start+1)
+	for i < end && object[i] == '"' {
+		keyEnd := jsonscan.SkipValue(object, i)
+		v := jsonscan.SkipSpace(object, jsonscan.SkipSpace(object, keyEnd)+1) // past the colon
+		if v >= end {
+			break
+		}
+		vEnd := -1
+		if object[v] == '{' {
+			if inner, ok := sc.onTheWay(prefix, object[i:keyEnd]); ok {
+				sc, vEnd = sc.read(v, end, inner)
 			}
-			vEnd := jsonscan.SkipValue(object, v)
-			sc.members = append(sc.members, scannedMember{keyStart: i, keyEnd: keyEnd, start: v, end: vEnd})
-			if i = jsonscan.SkipSpace(object, vEnd); i >= end || object[i] != ',' {
-				break
-			}
-			i = jsonscan.SkipSpace(object, i+1)
+		}
+		if vEnd < 0 {
+			vEnd = jsonscan.SkipValue(object, v)
+		}
+		sc.members = append(sc.members, scannedMember{keyStart: i, keyEnd: keyEnd, start: v, end: vEnd, next: -1})
+		if last >= 0 {
+			sc.members[last].next = len(sc.members) - 1
+		} else {
+			o.first = len(sc.members) - 1
+		}
+		last = len(sc.members) - 1
+		o.n++
+		if i = jsonscan.SkipSpace(object, vEnd); i >= end || object[i] != ',' {
+			break
+		}
+		i = jsonscan.SkipSpace(object, i+1)
+	}
+	if i < end && object[i] == '}' {
+		i++
+	}
+	sc.objects = append(sc.objects, o)
+	return sc, i
+}
+
+// onTheWay returns the pointer of the member whose key literal is key in the object at the
+// pointer prefix, as an operation's path writes it, when the parent of an operation's target
+// is that member or inside it. It only says which objects to read early: a key written with
+// escapes, or whose text an operation's path writes escaped, is never on the way.
+func (sc *scans) onTheWay(prefix string, key []byte) (string, bool) {
+	text := key[1 : len(key)-1]
+	n := len(prefix) + 1 + len(text)
+	for i := range sc.ops {
+		p := sc.ops[i].Path
+		if len(p) > n && p[n] == '/' && p[len(prefix)] == '/' && p[len(prefix)+1:n] == string(text) && p[:len(prefix)] == prefix {
+			return p[:n], true
 		}
 	}
-	o.to = len(sc.members)
-	sc.objects = append(sc.objects, o)
-	return sc
+	return "", false
 }
 
 // root returns the offsets in raw of its trimmed value.
@@ -541,10 +603,16 @@ func (sc *scans) object(start int) (scannedObject, bool) {
 // how many members have that name.
 func (sc *scans) member(o scannedObject, key string) (m scannedMember, count int) {
 	plain := plainName(key)
-	for i := o.from; i < o.to; i++ {
-		if sc.is(&sc.members[i], key, plain) {
-			m, count = sc.members[i], count+1
+	for i := o.first; i >= 0 && o.n > 0; i = sc.members[i].next {
+		mi := &sc.members[i]
+		if n := mi.keyEnd - mi.keyStart - 2; plain && mi.keyEnd != 0 && n <= len(key) { // is, inline
+			if n < len(key) || string(sc.raw[mi.keyStart+1:mi.keyEnd-1]) != key {
+				continue
+			}
+		} else if !sc.is(mi, key, plain) {
+			continue
 		}
+		m, count = *mi, count+1
 	}
 	return m, count
 }

@@ -32,9 +32,9 @@ func TestScannedKeysMatchAsEncodingJSONDecodesThem(t *testing.T) {
 			}
 			raw := []byte(`{` + tc.lit + `:1}`)
 			sc := scans{source: &source{raw: raw}}
-			sc = sc.scan(nil)
+			sc, _ = sc.scan(nil, "")
 			o, ok := sc.object(0)
-			if !ok || o.to-o.from != 1 {
+			if !ok || o.n != 1 {
 				t.Fatalf("scanned %+v, want the one member of %s", sc.members, raw)
 			}
 			_, count := sc.member(o, tc.key)
