@@ -74,7 +74,8 @@ func spliceInto(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.O
 	grow := 0
 	for i := range ops {
 		var e spliceEdit
-		if p := parentPath(ops[i].Path); slices.ContainsFunc(resets, func(r reset) bool { return r.path == p }) {
+		p := parentPath(ops[i].Path)
+		if slices.ContainsFunc(resets, func(r reset) bool { return r.path == p }) {
 			continue
 		}
 		tokens, ok := pointerTokens(ops[i].Path, tokensBuf[:0])
@@ -82,7 +83,7 @@ func spliceInto(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.O
 			return nil, false
 		}
 		var parent valueAt
-		sc, parent = sc.scan(tokens[:len(tokens)-1], parentPath(ops[i].Path))
+		sc, parent = sc.scan(tokens[:len(tokens)-1], p)
 		if e, texts, ok = spliceOf(t, whole, &sc, &ops[i], tokens, parent, texts); !ok {
 			return nil, false
 		}
@@ -148,8 +149,11 @@ type reset struct {
 func resetMaps(t reflect.Type, whole bool, ops []patch.Operation) []reset {
 	var resets []reset
 	for i := range ops {
+		if ops[i].Operation != "remove" {
+			continue
+		}
 		p := parentPath(ops[i].Path)
-		if ops[i].Operation != "remove" || p == "" || slices.ContainsFunc(resets, func(r reset) bool { return r.path == p }) {
+		if p == "" || slices.ContainsFunc(resets, func(r reset) bool { return r.path == p }) {
 			continue
 		}
 		tokens, ok := pointerTokens(p, make([]string, 0, strings.Count(p, "/")))
@@ -605,11 +609,16 @@ func (sc *scans) member(o scannedObject, key string) (m scannedMember, count int
 	plain := plainName(key)
 	for i := o.first; i >= 0 && o.n > 0; i = sc.members[i].next {
 		mi := &sc.members[i]
-		if n := mi.keyEnd - mi.keyStart - 2; plain && mi.keyEnd != 0 && n <= len(key) { // is, inline
+		switch n := mi.keyEnd - mi.keyStart - 2; { // is, inline where it can
+		case mi.keyEnd == 0:
+			if sc.top[mi.keyStart].Key != key {
+				continue
+			}
+		case plain && n <= len(key):
 			if n < len(key) || string(sc.raw[mi.keyStart+1:mi.keyEnd-1]) != key {
 				continue
 			}
-		} else if !sc.is(mi, key, plain) {
+		case !sc.is(mi, key, plain):
 			continue
 		}
 		m, count = *mi, count+1
