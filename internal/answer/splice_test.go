@@ -295,27 +295,7 @@ func TestSpliceAnswersAsOfDoesForAnyPatch(t *testing.T) {
 		{"the whole document replaced", []patch.Operation{{Operation: "replace", Path: "", Value: json.RawMessage(`{"kind":"Pod","spec":{"xUnknown":2}}`)}}},
 	} {
 		t.Run(tc.name+" gets Of's object", func(t *testing.T) {
-			doc := jsondoc.New(raw)
-			if err := doc.ApplyOps(tc.ops); err != nil {
-				t.Fatal(err)
-			}
-			want, err := answer.Of(podType, doc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := answer.Splice(podType, raw, nil, tc.ops)
-			if err != nil {
-				t.Fatalf("Splice: %v", err)
-			}
-			if !json.Valid(got) {
-				t.Fatalf("Splice's answer is not JSON: %s", got)
-			}
-			if g, w := decodeFresh(t, got), decodeFresh(t, want); g != w {
-				t.Errorf("decoded fresh:\n%s\nwant\n%s", g, w)
-			}
-			if g, w := decodeInto(t, raw, got), decodeInto(t, raw, want); g != w {
-				t.Errorf("decoded into the request's Pod:\n%s\nwant\n%s\nanswer %s", g, w, got)
-			}
+			got := spliceAsOf(t, raw, tc.ops)
 			var m map[string]any
 			if err := json.Unmarshal(got, &m); err != nil || m["spec"].(map[string]any)["xUnknown"] == nil {
 				t.Errorf("spec.xUnknown lost: %s", got)
@@ -377,27 +357,37 @@ func TestSpliceFindsKeysAsOfDoes(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name+" gets Of's object", func(t *testing.T) {
-			raw := []byte(tc.raw)
-			doc := jsondoc.New(raw)
-			if err := doc.ApplyOps(tc.ops); err != nil {
-				t.Fatal(err)
-			}
-			want, err := answer.Of(podType, doc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := answer.Splice(podType, raw, nil, tc.ops)
-			if err != nil {
-				t.Fatalf("Splice: %v", err)
-			}
-			if g, w := decodeFresh(t, got), decodeFresh(t, want); g != w {
-				t.Errorf("decoded fresh:\n%s\nwant\n%s\nanswer %s", g, w, got)
-			}
-			if g, w := decodeInto(t, raw, got), decodeInto(t, raw, want); g != w {
-				t.Errorf("decoded into the request's Pod:\n%s\nwant\n%s\nanswer %s", g, w, got)
-			}
+			spliceAsOf(t, []byte(tc.raw), tc.ops)
 		})
 	}
+}
+
+// spliceAsOf returns Splice's answer to ops on raw after checking it against Of's on raw's Doc
+// with ops applied: valid JSON that gives the same Pod decoded fresh and decoded into raw's.
+func spliceAsOf(t *testing.T, raw []byte, ops []patch.Operation) []byte {
+	t.Helper()
+	doc := jsondoc.New(raw)
+	if err := doc.ApplyOps(ops); err != nil {
+		t.Fatal(err)
+	}
+	want, err := answer.Of(podType, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := answer.Splice(podType, raw, nil, ops)
+	if err != nil {
+		t.Fatalf("Splice: %v", err)
+	}
+	if !json.Valid(got) {
+		t.Fatalf("Splice's answer is not JSON: %s", got)
+	}
+	if g, w := decodeFresh(t, got), decodeFresh(t, want); g != w {
+		t.Errorf("decoded fresh:\n%s\nwant\n%s\nanswer %s", g, w, got)
+	}
+	if g, w := decodeInto(t, raw, got), decodeInto(t, raw, want); g != w {
+		t.Errorf("decoded into the request's Pod:\n%s\nwant\n%s\nanswer %s", g, w, got)
+	}
+	return got
 }
 
 // decodeInto decodes request and then a into one Pod, as vcluster reads an answer, and returns
