@@ -36,7 +36,8 @@ type mutateDoc struct {
 // yamlDocuments splits data at its "---" lines and returns each document that holds something
 // (not empty, not only comments) as JSON, in order. A document that is JSON is taken as it is,
 // numbers exact, as the server takes it (a YAML step would turn 12345678901234567890123 into
-// 1.2345678901234568e+22); YAML is converted. what names the input in errors; an error names the
+// 1.2345678901234568e+22); YAML is converted, a repeated key an error as in kubectl (the server
+// refuses a repeated key in JSON too). what names the input in errors; an error names the
 // document (counted without the empty ones).
 func yamlDocuments(data []byte, what string) ([][]byte, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
@@ -51,7 +52,7 @@ func yamlDocuments(data []byte, what string) ([][]byte, error) {
 		}
 		j := bytes.TrimSpace(doc)
 		if len(j) == 0 || j[0] != '{' || !json.Valid(j) {
-			if j, err = yaml.YAMLToJSON(doc); err != nil {
+			if j, err = yaml.YAMLToJSONStrict(doc); err != nil { // a repeated key is an error, as in kubectl
 				return nil, fmt.Errorf("%s: document %d is not YAML or JSON: %w", what, len(docs)+1, err)
 			}
 		}

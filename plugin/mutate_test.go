@@ -90,6 +90,7 @@ func TestMutateChecksEveryDocumentBeforePrintingAny(t *testing.T) {
 	}{
 		{"a document without a kind", pod("default", "web") + "---\napiVersion: v1\nmetadata: {name: x}\n", "document 2 of 2: object has no apiVersion and kind"},
 		{"a document that is not YAML", pod("default", "web") + "---\n" + pod("default", "api") + "---\nkind: [\n", "document 3 is not YAML or JSON"},
+		{"a document that repeats a key, as kubectl refuses", pod("default", "web") + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: x, labels: {a: b}, labels: {c: d}}\n", "document 2 is not YAML or JSON: yaml: unmarshal errors:\n  line 3: key \"labels\" already set in map"},
 		{"a document that is a list", "- a\n- b\n---\n" + pod("default", "web"), "document 1 of 2 is not an object"},
 		{"only empty documents", "---\n# nothing\n---\n", "no object"},
 	} {
