@@ -216,7 +216,7 @@ func (f *File) objectJSON(raw json.RawMessage, key string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w %s: %s: %w", ErrInvalid, f.path, key, err)
 		}
-		if raw, err = yaml.YAMLToJSON(data); err != nil {
+		if raw, err = yaml.YAMLToJSONStrict(data); err != nil { // a repeated key is an error, as in kubectl
 			return nil, fmt.Errorf("%w %s: %s: %s: %w", ErrInvalid, f.path, key, name, err)
 		}
 	}

@@ -79,15 +79,16 @@ cases:
 
 func TestAMalformedTestFileExitsTwoNamingTheKey(t *testing.T) {
 	for name, tt := range map[string]struct{ file, want string }{
-		"a misspelt key":    {"config: config.yaml\ncases:\n  - name: a\n    object: pod.yaml\n    expect: {mach: subset}\n", `unknown field "mach"`},
-		"no object":         {"config: config.yaml\ncases:\n  - name: a\n", "cases[0].object: required"},
-		"a bad hook type":   {"config: config.yaml\ncases:\n  - name: a\n    type: CreatPhysical\n    object: pod.yaml\n", `cases[0].type: unknown hook type "CreatPhysical"`},
-		"a duplicate name":  {"config: config.yaml\ncases:\n  - {name: a, object: pod.yaml}\n  - {name: a, object: pod.yaml}\n", `cases[1].name: "a" is cases[0].name already`},
-		"a bad readKeeps":   {"config: config.yaml\ncases:\n  - name: a\n    object: pod.yaml\n    expect: {readKeeps: [spec]}\n", `cases[0].expect.readKeeps[0]: "spec" is not a JSON Pointer`},
-		"an invalid config": {"config: bad.yaml\ncases:\n  - {name: a, object: pod.yaml}\n", `bad.yaml": invalid synchook config: hooks[0]: unknown field "lables"`},
+		"a misspelt key":                    {"config: config.yaml\ncases:\n  - name: a\n    object: pod.yaml\n    expect: {mach: subset}\n", `unknown field "mach"`},
+		"no object":                         {"config: config.yaml\ncases:\n  - name: a\n", "cases[0].object: required"},
+		"a bad hook type":                   {"config: config.yaml\ncases:\n  - name: a\n    type: CreatPhysical\n    object: pod.yaml\n", `cases[0].type: unknown hook type "CreatPhysical"`},
+		"a duplicate name":                  {"config: config.yaml\ncases:\n  - {name: a, object: pod.yaml}\n  - {name: a, object: pod.yaml}\n", `cases[1].name: "a" is cases[0].name already`},
+		"a bad readKeeps":                   {"config: config.yaml\ncases:\n  - name: a\n    object: pod.yaml\n    expect: {readKeeps: [spec]}\n", `cases[0].expect.readKeeps[0]: "spec" is not a JSON Pointer`},
+		"an invalid config":                 {"config: bad.yaml\ncases:\n  - {name: a, object: pod.yaml}\n", `bad.yaml": invalid synchook config: hooks[0]: unknown field "lables"`},
+		"an object file that repeats a key": {"config: config.yaml\ncases:\n  - {name: a, object: twice.yaml}\n", `cases[0].object: twice.yaml: yaml: unmarshal errors:`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			d := dir(t, map[string]string{"config.yaml": labelsConfig, "bad.yaml": "hooks:\n  - lables: {}\n", "pod.yaml": pod, hooktest.FileName: tt.file})
+			d := dir(t, map[string]string{"config.yaml": labelsConfig, "bad.yaml": "hooks:\n  - lables: {}\n", "pod.yaml": pod, "twice.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: x, labels: {a: b}, labels: {c: d}}\n", hooktest.FileName: tt.file})
 			code, _, errOut := run(t, d, hooktest.Options{}, false)
 			if code != hooktest.ExitInvalid || !strings.Contains(errOut, tt.want) || !strings.Contains(errOut, hooktest.FileName) {
 				t.Errorf("exit %d, stderr %q; want %d naming the file and %q", code, errOut, hooktest.ExitInvalid, tt.want)
