@@ -74,7 +74,11 @@ func buildGoHook(repo, field, value, version string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, f := range []string{"main.go", "go.mod", "go.sum"} {
+	files := []string{"main.go", "go.mod", "go.sum"}
+	if field == "bound" { // the typed hook's bound (bound.go), which needs this build's synchook
+		files = append(files, "bound.go")
+	}
+	for _, f := range files {
 		data, err := os.ReadFile(filepath.Join(goHookDir, f))
 		if err != nil {
 			return "", err

@@ -24,6 +24,7 @@ var value = "unset"
 
 // field is what the hook sets: "label" (the team label) or "nodeSelector" (spec.nodeSelector's
 // pool, a typed spec change: TestV2Throughput's synchook-typed), set with -X main.field=....
+// "bound" serves bound.go's boundServer instead (TestV2Throughput's typed-bound).
 var field = "label"
 
 func main() {
