@@ -75,7 +75,7 @@ func buildGoHook(repo, field, value, version string) (string, error) {
 		return "", err
 	}
 	files := []string{"main.go", "go.mod", "go.sum"}
-	if field == "bound" { // the typed hook's bound (bound.go), which needs this build's synchook
+	if strings.HasPrefix(field, "bound") { // the typed hook's bounds (bound.go), which need this build's synchook
 		files = append(files, "bound.go")
 	}
 	for _, f := range files {

@@ -24,7 +24,7 @@ var value = "unset"
 
 // field is what the hook sets: "label" (the team label) or "nodeSelector" (spec.nodeSelector's
 // pool, a typed spec change: TestV2Throughput's synchook-typed), set with -X main.field=....
-// "bound" serves bound.go's boundServer instead (TestV2Throughput's typed-bound).
+// "bound" and "bound-encode" serve bound.go's boundServer instead (TestV2Throughput's bounds).
 var field = "label"
 
 func main() {
