@@ -36,10 +36,20 @@ import (
 // the way to the operations' parents is read once per call, however many operations go under
 // it. Errors: an operation that does not apply to raw, or a value that does not encode.
 func Splice(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.Operation) ([]byte, error) {
+	return SpliceVia(t, raw, top, nil, ops)
+}
+
+// SpliceVia is Splice for a caller that keeps an index of raw, x (nil: none), such as the
+// engine's intake record: an operation's parent object and its member are taken from what x
+// holds already (split objects, held values, members a walk found: jsonscan.Index.Known and
+// Member), or read by one walk of the parent where it is the only operation's parent, rather
+// than scanned from the top; where x holds neither, or an answer that is not one unique object,
+// Splice scans raw as it does without x. The answer is the same byte for byte.
+func SpliceVia(t reflect.Type, raw []byte, top []jsonscan.Member, x *jsonscan.Index, ops []patch.Operation) ([]byte, error) {
 	if len(ops) == 0 {
 		return raw, nil
 	}
-	if out, ok := spliceInto(t, raw, top, ops); ok {
+	if out, ok := spliceInto(t, raw, top, x, ops); ok {
 		return out, nil
 	}
 	doc := jsondoc.New(raw)
@@ -60,7 +70,7 @@ type spliceEdit struct {
 }
 
 // spliceInto is Splice by hand; ok is false when ops is not a patch it splices (see Splice).
-func spliceInto(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.Operation) (out []byte, ok bool) {
+func spliceInto(t reflect.Type, raw []byte, top []jsonscan.Member, x *jsonscan.Index, ops []patch.Operation) (out []byte, ok bool) {
 	whole := structType(t) == nil // the answer decodes itself: any object is reset like a map
 	resets := resetMaps(t, whole, ops)
 	// most patches: metadata and a map or two, a few operations; on the stack
@@ -82,9 +92,14 @@ func spliceInto(t reflect.Type, raw []byte, top []jsonscan.Member, ops []patch.O
 		if !ok || len(tokens) == 0 {
 			return nil, false
 		}
-		var parent valueAt
-		sc, parent = sc.scan(tokens[:len(tokens)-1], p)
-		if e, texts, ok = spliceOf(t, whole, &sc, &ops[i], tokens, parent, texts); !ok {
+		last := tokens[len(tokens)-1]
+		at, held := placeVia(x, raw, p, last, alone(ops, i, p))
+		if !held {
+			var parent valueAt
+			sc, parent = sc.scan(tokens[:len(tokens)-1], p)
+			at = sc.place(parent, last)
+		}
+		if e, texts, ok = spliceOf(t, whole, raw, &ops[i], tokens, at, texts); !ok {
 			return nil, false
 		}
 		grow += len(e.text) + 1
@@ -275,20 +290,94 @@ func resetOf(sc *scans, r reset, ops []patch.Operation) (spliceEdit, bool) {
 	return spliceEdit{start: start, end: end, text: text, parent: -1}, true
 }
 
+// place is where an operation goes in raw: its parent, an object at raw[start:end] (ok false:
+// none, or no object), whether that has members, and the last member of the operation's key,
+// its value at raw[m.start:m.end], and how many members have that key.
+type place struct {
+	start, end int
+	ok         bool
+	members    bool
+	m          scannedMember
+	count      int
+}
+
+// place returns the place of the member key of the object at (which scan read) in raw.
+func (sc *scans) place(at valueAt, key string) place {
+	if !at.ok || sc.raw[at.start] != '{' {
+		return place{}
+	}
+	o, seen := sc.object(at.start)
+	if !seen {
+		return place{}
+	}
+	m, count := sc.member(o, key)
+	return place{start: at.start, end: at.end, ok: true, members: o.n > 0, m: m, count: count}
+}
+
+// alone reports whether ops[i] is the only operation of ops whose parent is the pointer
+// parent (looked for in a patch of at most 16 operations: linear in the patch).
+func alone(ops []patch.Operation, i int, parent string) bool {
+	if len(ops) > 16 {
+		return false
+	}
+	for j := range ops {
+		if j != i && parentPath(ops[j].Path) == parent {
+			return false
+		}
+	}
+	return true
+}
+
+// placeVia returns the place of the member key of the object at the pointer parent in raw as
+// the index x of raw holds it (read: or as one walk of the parent finds it, when x does not
+// hold its members), and true when x answered with one unique object that is part of raw and
+// at most one member of that key there; false (nil x too): the caller scans raw.
+func placeVia(x *jsonscan.Index, raw []byte, parent, key string, read bool) (place, bool) {
+	if x == nil {
+		return place{}, false
+	}
+	v, ok, known := x.Known(parent)
+	start, in := offsetIn(raw, v)
+	if !known || !ok || !in || v[0] != '{' {
+		return place{}, false
+	}
+	value, count, _, known := x.Member(parent, key, read)
+	if !known || count > 1 {
+		return place{}, false
+	}
+	p := place{start: start, end: start + len(v), ok: true, count: count}
+	if i := jsonscan.SkipSpace(raw, start+1); i < len(raw) {
+		p.members = raw[i] != '}'
+	}
+	if count == 1 {
+		at, in := offsetIn(raw, value)
+		if !in || len(value) == 0 {
+			return place{}, false
+		}
+		p.m = scannedMember{start: at, end: at + len(value)}
+	}
+	return p, true
+}
+
+// offsetIn returns the offset of v in raw, when v is a non-empty sub-slice of raw.
+func offsetIn(raw, v []byte) (int, bool) {
+	at := cap(raw) - cap(v)
+	if len(v) == 0 || at < 0 || at+len(v) > len(raw) || &raw[at] != &v[0] {
+		return 0, false
+	}
+	return at, true
+}
+
 // spliceOf returns the edit of raw that op (at the reference tokens, one or more) makes, when
 // it is one Splice makes by hand, for an object of Go type t (whole: one that decodes itself);
-// sc has read the objects on the way to op's parent, which is at at.
-func spliceOf(t reflect.Type, whole bool, sc *scans, op *patch.Operation, tokens []string, at valueAt, texts []byte) (spliceEdit, []byte, bool) {
+// at is where it goes.
+func spliceOf(t reflect.Type, whole bool, raw []byte, op *patch.Operation, tokens []string, at place, texts []byte) (spliceEdit, []byte, bool) {
 	last := tokens[len(tokens)-1]
-	start, end, ok := at.start, at.end, at.ok
-	if !ok || sc.raw[start] != '{' {
+	start, end := at.start, at.end
+	if !at.ok {
 		return spliceEdit{}, texts, false // a parent that is no object (an array index: not by hand)
 	}
-	parent, seen := sc.object(start)
-	if !seen {
-		return spliceEdit{}, texts, false
-	}
-	m, count := sc.member(parent, last)
+	m, count := at.m, at.count
 	found := count == 1
 	if count > 1 {
 		return spliceEdit{}, texts, false
@@ -304,11 +393,12 @@ func spliceOf(t reflect.Type, whole bool, sc *scans, op *patch.Operation, tokens
 	if !found {
 		texts = append(jsonscan.AppendString(texts, last), ':')
 	}
-	if texts, ok = appendOpValue(texts, op.Value); !ok {
+	texts, ok := appendOpValue(texts, op.Value)
+	if !ok {
 		return spliceEdit{}, texts, false
 	}
 	text := texts[from:len(texts):len(texts)]
-	value := sc.raw[m.start:m.end]
+	value := raw[m.start:m.end]
 	switch op.Operation {
 	case "replace":
 		if !found || !scalar(value) || !scalar(text) {
@@ -325,7 +415,7 @@ func spliceOf(t reflect.Type, whole bool, sc *scans, op *patch.Operation, tokens
 		return spliceEdit{start: m.start, end: m.end, text: text, parent: -1}, texts, true
 	}
 	closing := end - 1 // the object is trimmed: its last byte is '}'
-	return spliceEdit{start: closing, end: closing, text: text, parent: start, comma: parent.n > 0}, texts, true
+	return spliceEdit{start: closing, end: closing, text: text, parent: start, comma: at.members}, texts, true
 }
 
 // nullKinds are the kinds besides a pointer that null zeroes, as a fresh decode leaves them.

@@ -140,6 +140,7 @@ func checkAnswers(t *testing.T, raw []byte, hooked *corev1.Pod, ops []patch.Oper
 			t.Fatalf("Splice given %s top-level members: %s, %v; want %s", name, a, err, spliced)
 		}
 	}
+	checkSpliceVia(t, raw, ops, true)
 	today := []byte(nil) // runTyped's answer before Splice: the hooked Pod's encoding where
 	if mergeSafe(ops) {  // mergeSafe, else Result.Answer's Of on the request's Doc
 		if today, err = json.Marshal(hooked); err != nil {
@@ -496,6 +497,34 @@ func BenchmarkTypedAnswer(b *testing.B) {
 			}
 		}
 	})
+	// the undo's walk of the nodeSelector's object and the answer, on the index the engine's
+	// intake made (top-level members): before SpliceVia, the walk (jsonscan.Find) and Splice's
+	// scan of metadata and spec; now the walk kept in the index (Member) and the annotations
+	// held from the intake, which SpliceVia reads instead of scanning
+	meta, _, _ := jsonscan.Find(raw, "metadata")
+	annotations, _, _ := jsonscan.Find(meta.Value, "annotations")
+	spec, _, _ := jsonscan.Find(raw, "spec")
+	b.Run("walk+Splice given top", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			jsonscan.NewIndexOf(raw, top)
+			jsonscan.Find(spec.Value, "nodeSelector")
+			if _, err := answer.Splice(podType, raw, top, ops); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("walk+SpliceVia the index", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			x := jsonscan.NewIndexOf(raw, top)
+			x.Hold("/metadata/annotations", annotations.Value)
+			x.Member("/spec", "nodeSelector", true)
+			if _, err := answer.SpliceVia(podType, raw, top, x, ops); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("Doc+Of", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -508,4 +537,85 @@ func BenchmarkTypedAnswer(b *testing.B) {
 			}
 		}
 	})
+}
+
+// indexStates returns indexes of raw in the states the engine may hand SpliceVia one: none;
+// fresh (nothing split); with raw's top level read (jsonscan.NewIndexOf, as the intake's
+// record makes it) and, when unique says each key of raw is there once (the intake refuses a
+// repeated one), metadata's annotations held (as the record holds them); with each operation's
+// member of its parent asked for (as undo.EntriesOf asks for an add's) on top of that; and
+// with every parent of an operation split (as a lookup under it splits it).
+func indexStates(raw []byte, ops []patch.Operation, unique bool) map[string]*jsonscan.Index {
+	top, _ := jsonscan.Members(raw)
+	intake := func() *jsonscan.Index {
+		x := jsonscan.NewIndexOf(raw, top)
+		if m, _, ok := jsonscan.Find(raw, "metadata"); ok && unique {
+			if a, _, ok := jsonscan.Find(m.Value, "annotations"); ok {
+				x.Hold("/metadata/annotations", a.Value)
+			}
+		}
+		return x
+	}
+	probed, split := intake(), intake()
+	for _, op := range ops {
+		cut := strings.LastIndexByte(op.Path, '/')
+		if cut < 0 {
+			continue
+		}
+		if key, ok := jsonscan.UnescapeToken(op.Path[cut+1:]); ok {
+			probed.Member(op.Path[:cut], key, true)
+		}
+		split.Lookup(op.Path[:cut] + "/x")
+	}
+	return map[string]*jsonscan.Index{"no index": nil, "a fresh index": jsonscan.NewIndex(raw), "the intake's index": intake(), "the index with the members asked for": probed, "the index with the parents split": split}
+}
+
+// checkSpliceVia checks that SpliceVia, given raw's index in any state (indexStates), answers
+// what Splice answers without one, byte for byte, or fails as it does.
+func checkSpliceVia(t *testing.T, raw []byte, ops []patch.Operation, unique bool) {
+	t.Helper()
+	want, wantErr := answer.Splice(podType, raw, nil, ops)
+	top, _ := jsonscan.Members(raw)
+	for name, x := range indexStates(raw, ops, unique) {
+		got, err := answer.SpliceVia(podType, raw, top, x, slices.Clone(ops))
+		if (err != nil) != (wantErr != nil) || string(got) != string(want) {
+			t.Fatalf("SpliceVia given %s: %s, %v; Splice without one: %s, %v (ops %v)", name, got, err, want, wantErr, ops)
+		}
+	}
+}
+
+func TestSpliceViaAnswersAsSpliceOnTenantInput(t *testing.T) {
+	add := func(path string, v any) patch.Operation {
+		return patch.Operation{Operation: "add", Path: path, Value: v}
+	}
+	replace := func(path string, v any) patch.Operation {
+		return patch.Operation{Operation: "replace", Path: path, Value: v}
+	}
+	remove := func(path string) patch.Operation { return patch.Operation{Operation: "remove", Path: path} }
+	undoAdd := add("/metadata/annotations/synchook.io~1undo", "v1.sealed.x")
+	for _, c := range []struct {
+		name   string
+		raw    string
+		unique bool // each key once (what the intake lets through)
+		ops    []patch.Operation
+	}{
+		{"a nodeSelector and the undo added to the benchmark Pod", string(fixtures.JSON(fixtures.Pod("ns", "web"))), true, []patch.Operation{add("/spec/nodeSelector", map[string]string{"pool": "a"}), undoAdd}},
+		{"a member added to an empty spec and empty annotations", `{"metadata":{"annotations":{}},"spec":{}}`, true, []patch.Operation{add("/spec/nodeSelector", map[string]string{"pool": "a"}), undoAdd}},
+		{"the undo added where annotations are null", `{"metadata":{"annotations":null},"spec":{}}`, true, []patch.Operation{add("/metadata/annotations", map[string]string{"synchook.io/undo": "x"})}},
+		{"members added under keys written with escapes", `{"metadata":{"annotations":{"a\/b":"1"}},"sp\u0065c":{"node\u0053elector":{"pool":"b"}}}`, true, []patch.Operation{replace("/spec/nodeSelector/pool", "c"), add("/metadata/annotations/a~1b", "2"), undoAdd}},
+		{"a member added whose key has a slash and a tilde", `{"metadata":{"annotations":{"x":"1"}},"spec":{}}`, true, []patch.Operation{add("/metadata/annotations/a~1b~0c", "2")}},
+		{"a member added to an object whose key repeats", `{"metadata":{"annotations":{"x":"1"}},"spec":{"a":1},"spec":{"b":2}}`, false, []patch.Operation{add("/spec/nodeSelector", map[string]string{"pool": "a"})}},
+		{"a member added where it repeats", `{"metadata":{"annotations":{"x":"1","x":"2"}},"spec":{}}`, false, []patch.Operation{add("/metadata/annotations/x", "3")}},
+		{"two members added to one object", `{"metadata":{"annotations":{"x":"1"}},"spec":{"a":1}}`, true, []patch.Operation{add("/spec/nodeSelector", map[string]string{"pool": "a"}), add("/spec/schedulerName", "s"), undoAdd}},
+		{"a scalar replaced and a map key removed", `{"metadata":{"labels":{"a":"1","b":"2"},"annotations":{"x":"1"}},"spec":{"restartPolicy":"Always"}}`, true, []patch.Operation{replace("/spec/restartPolicy", "Never"), remove("/metadata/labels/a"), undoAdd}},
+		{"a member added to an array's object", `{"spec":{"containers":[{"name":"a"}]}}`, true, []patch.Operation{add("/spec/containers/0/image", "i")}},
+		{"a member added to what is no object", `{"spec":[1],"metadata":{"annotations":"x"}}`, true, []patch.Operation{add("/spec/nodeSelector", "x"), undoAdd}},
+		{"a member added under what is absent", `{"metadata":{}}`, true, []patch.Operation{add("/spec/nodeSelector", map[string]string{"pool": "a"})}},
+		{"white space around every value", " { \"metadata\" : { \"annotations\" : { } } , \"spec\" : { \"a\" : 1 } } ", true, []patch.Operation{add("/spec/nodeSelector", map[string]string{"pool": "a"}), undoAdd}},
+		{"an empty object at the top", `{}`, true, []patch.Operation{add("/spec", map[string]any{})}},
+	} {
+		t.Run(c.name+" gives Splice's answer byte for byte", func(t *testing.T) {
+			checkSpliceVia(t, []byte(c.raw), c.ops, c.unique)
+		})
+	}
 }

@@ -34,7 +34,7 @@ type Result struct {
 // Unmarshal INTO the object the request was decoded from (the way vcluster reads it), and also
 // into a new one, it gives exactly the hooked object (package answer). nil when nothing changed.
 // It is the request's bytes with the chain's edits: spliced into them where the edits add or
-// remove members or replace scalars (answer.Splice), else encoded along the kind's Go type
+// remove members or replace scalars (answer.SpliceVia, from what the intake read of them), else encoded along the kind's Go type
 // (answer.Of). Errors: an edit that does not apply (a bug) or a value that does not encode.
 func (r Result) Answer() ([]byte, error) {
 	if r.Patch == nil {
@@ -43,7 +43,7 @@ func (r Result) Answer() ([]byte, error) {
 	if r.doc != nil {
 		return answer.Of(r.goType, r.doc)
 	}
-	return answer.Splice(r.goType, r.raw, r.rec.TopLevel(), r.ops)
+	return answer.SpliceVia(r.goType, r.raw, r.rec.TopLevel(), r.rec.IndexOf(r.raw), r.ops)
 }
 
 // Object returns the request object with Patch applied: the request bytes themselves when

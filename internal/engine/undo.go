@@ -70,7 +70,7 @@ func (r *call) undoAnnotationOf(raw []byte) (string, bool) {
 func (r *call) record(c *chain, raw []byte, ops []patch.Operation, whole bool) ([]patch.Operation, string, bool, error) {
 	rec := r.recordOf(raw)
 	meta, hasMeta := rec.Meta()
-	out, value, ok, err := undo.RecordOps(raw, rec.Indexed(), meta, hasMeta, ops, whole, func(entries []undo.Entry) (string, error) {
+	out, value, ok, err := undo.RecordOps(raw, rec.Indexed(), meta, hasMeta, rec.Annotations(), ops, whole, func(entries []undo.Entry) (string, error) {
 		return r.reg.seal(c, r.identityOf(c.key, raw), entries, r.carry)
 	})
 	if err != nil {

@@ -71,11 +71,36 @@ func (rec *Record) Indexed() *jsonscan.Index {
 	if rec.index == nil {
 		if rec.own {
 			rec.index = jsonscan.NewIndexOf(rec.Raw, rec.members)
+			if a := rec.facts.Annotations; a != nil { // the check refuses a repeated key: each is there once
+				rec.index.Hold("/metadata/annotations", a)
+			}
 		} else {
 			rec.index = jsonscan.NewIndex(rec.Raw)
 		}
 	}
 	return rec.index
+}
+
+// IndexOf returns the index of raw when rec is raw's own record (the same bytes) and a reader
+// made it already (Indexed), nil otherwise: for a reader that takes what the intake and the
+// stages before it read, and scans raw itself without it.
+func (rec *Record) IndexOf(raw []byte) *jsonscan.Index {
+	if rec == nil || !rec.own || rec.index == nil || len(raw) == 0 || len(rec.Raw) != len(raw) || &rec.Raw[0] != &raw[0] {
+		return nil
+	}
+	return rec.index
+}
+
+// Annotations returns the value of the annotations member of Meta's value (nil: none, or
+// metadata is no object), the last one as jsonscan.Find reads it: an own record's from its
+// check, without reading Raw again.
+func (rec *Record) Annotations() []byte {
+	if rec.own {
+		return rec.facts.Annotations
+	}
+	meta, _ := rec.Meta()
+	m, _, _ := jsonscan.Find(meta, "annotations")
+	return m.Value
 }
 
 // MayCarryUndo reports whether Raw may carry an undo.Annotation (undo.Marker in its metadata;

@@ -21,7 +21,8 @@ func checkString(t *testing.T, lit []byte) {
 }
 
 // FuzzScan checks Members, EachMember, ScanObject, Find, Elements and String against encoding/json on every valid document
-// (and Index against Lookup at every pointer of it):
+// (and Index against Lookup at every pointer of it, its Member against Find and its Known
+// against LookupUnique, with objects held and without):
 // the same keys and values in the same order (the last of repeated keys is what Unmarshal
 // keeps), offsets that cut out exactly the member, and never a panic on invalid input.
 func FuzzScan(f *testing.F) {
@@ -39,6 +40,8 @@ func FuzzScan(f *testing.F) {
 		} else {
 			checkScanObject(t, doc)
 			checkIndex(t, doc)
+			checkMembers(t, doc, false)
+			checkMembers(t, doc, true)
 		}
 		els, isArray := jsonscan.Elements(doc)
 		str, isString := jsonscan.String(bytes.TrimSpace(doc))

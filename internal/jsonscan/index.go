@@ -14,6 +14,18 @@ import (
 type Index struct {
 	doc        []byte
 	containers map[string]*container // by the escaped pointer of the object or array
+	probes     []probe               // members read without splitting their object: Hold, Member
+	probesBuf  [3]probe              // most documents: a held value and a member or two, here
+}
+
+// probe is a member of the object at the pointer parent that Hold noted or Member's walk read:
+// its value (the last of that key), how many members have the key, and whether the keys on the
+// way to parent are each there once.
+type probe struct {
+	parent, key string
+	value       []byte
+	count       int32
+	unique      bool
 }
 
 // container is one object or array of the document, split.
@@ -48,6 +60,75 @@ func NewIndexOf(doc []byte, top []Member) *Index {
 	return x
 }
 
+// Hold notes that value (trimmed; a sub-slice of the document) is the value at the JSON Pointer
+// pointer, a member of an object (pointer's last token its key), reached through keys that
+// every object on the way has once, pointer's own among them: what a caller's scan of the
+// document read already. Lookups at and
+// under pointer start from it, without splitting the objects above it.
+func (x *Index) Hold(pointer string, value []byte) {
+	cut := strings.LastIndexByte(pointer, '/')
+	key, ok := UnescapeToken(pointer[cut+1:])
+	if cut < 0 || !ok {
+		return
+	}
+	x.note(probe{parent: pointer[:cut], key: key, value: value, count: 1, unique: true})
+}
+
+// note keeps p (Hold, Member).
+func (x *Index) note(p probe) {
+	if x.probes == nil {
+		x.probes = x.probesBuf[:0]
+	}
+	x.probes = append(x.probes, p)
+}
+
+// probed returns the probe of the member key of the object at parent, when there is one.
+func (x *Index) probed(parent, key string) (probe, bool) {
+	for _, p := range x.probes {
+		if p.parent == parent && p.key == key {
+			return p, true
+		}
+	}
+	return probe{}, false
+}
+
+// Member returns the value of the last member named key (unescaped) of the object at the JSON
+// Pointer parent and how many members have that name (0: none, or parent names no object);
+// unique is false when an object on the way to parent has the key it passes through more than
+// once. It answers from parent's split where a lookup made one, else — only when read is set,
+// otherwise ok is false — by one walk of parent (Find), cheaper than splitting it when few
+// members are asked for, and keeps that answer: asking again reads nothing.
+func (x *Index) Member(parent, key string, read bool) (value []byte, count int, unique, ok bool) {
+	if c, split := x.containers[parent]; split {
+		if c == nil || c.isArray {
+			return nil, 0, c != nil && !c.viaDup, true
+		}
+		m := c.members[key]
+		return m.value, m.count, !c.viaDup, true
+	}
+	if p, ok := x.probed(parent, key); ok {
+		return p.value, int(p.count), p.unique, true
+	}
+	if !read {
+		return nil, 0, false, false
+	}
+	v, unique, found := x.lookup(parent)
+	if !found || len(v) == 0 || v[0] != '{' {
+		return nil, 0, unique, true // no object: nothing to keep
+	}
+	m, count, _ := Find(v, key)
+	x.note(probe{parent: parent, key: key, value: m.Value, count: int32(min(count, 1<<30)), unique: unique})
+	return m.Value, count, unique, true
+}
+
+// Known is LookupUnique where it splits nothing and walks nothing: known is false where the
+// answer needs an object or array that no lookup split (Hold's values and Member's answers
+// count as read).
+func (x *Index) Known(pointer string) (value []byte, ok, known bool) {
+	value, unique, ok, known := x.find(pointer, false)
+	return value, ok && unique, known
+}
+
 // Lookup returns the trimmed value at the JSON Pointer pointer ("" is the whole document; else
 // "/"-separated reference tokens, "~1" for "/" and "~0" for "~"), through an object by the last
 // member of that key, through an array by a decimal index without leading zeros. ok is false
@@ -66,39 +147,60 @@ func (x *Index) LookupUnique(pointer string) (value []byte, ok bool) {
 }
 
 func (x *Index) lookup(pointer string) (value []byte, unique, ok bool) {
+	value, unique, ok, _ = x.find(pointer, true)
+	return value, unique, ok
+}
+
+// find is lookup; where split is false it splits nothing, and known is false where the answer
+// needs a split that no lookup made (nor Hold nor Member's walk).
+func (x *Index) find(pointer string, split bool) (value []byte, unique, ok, known bool) {
 	if pointer == "" {
-		return x.doc, true, len(x.doc) > 0
+		return x.doc, true, len(x.doc) > 0, true
 	}
 	if pointer[0] != '/' {
-		return nil, false, false
+		return nil, false, false, true
 	}
 	cut := strings.LastIndexByte(pointer, '/')
-	parent, ok := x.container(pointer[:cut])
+	if len(x.probes) > 0 {
+		if tok, ok := UnescapeToken(pointer[cut+1:]); ok {
+			if p, ok := x.probed(pointer[:cut], tok); ok { // what a split of the parent answers
+				return p.value, p.unique && p.count == 1, p.count > 0, true
+			}
+		}
+	}
+	parent, ok, known := x.container(pointer[:cut], split)
+	if !known {
+		return nil, false, false, false
+	}
 	if !ok {
-		return nil, false, false
+		return nil, false, false, true
 	}
 	tok, ok := UnescapeToken(pointer[cut+1:])
 	if !ok {
-		return nil, false, false
+		return nil, false, false, true
 	}
 	if parent.isArray {
 		i, isIndex := arrayIndex(tok)
 		if !isIndex || i >= len(parent.elements) {
-			return nil, false, false
+			return nil, false, false, true
 		}
-		return parent.elements[i], !parent.viaDup, true
+		return parent.elements[i], !parent.viaDup, true, true
 	}
 	m, found := parent.members[tok]
 	if !found {
-		return nil, false, false
+		return nil, false, false, true
 	}
-	return m.value, !parent.viaDup && m.count == 1, true
+	return m.value, !parent.viaDup && m.count == 1, true, true
 }
 
-// container returns the object or array at pointer, split; ok is false when there is none.
-func (x *Index) container(pointer string) (*container, bool) {
+// container returns the object or array at pointer, split (where split is false: known false
+// when no lookup split it); ok is false when there is none.
+func (x *Index) container(pointer string, split bool) (_ *container, ok, known bool) {
 	if c, seen := x.containers[pointer]; seen {
-		return c, c != nil
+		return c, c != nil, true
+	}
+	if !split {
+		return nil, false, false
 	}
 	v, unique, ok := x.lookup(pointer)
 	var c *container
@@ -115,7 +217,7 @@ func (x *Index) container(pointer string) (*container, bool) {
 		c = &container{elements: els, isArray: true, viaDup: !unique}
 	}
 	x.containers[pointer] = c
-	return c, c != nil
+	return c, c != nil, true
 }
 
 // AppendToken appends tok to b as one reference token of a JSON Pointer, escaped as RFC 6901

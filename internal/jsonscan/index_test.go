@@ -98,3 +98,70 @@ func TestJoinEscapesTheTokenAsPointerDoes(t *testing.T) {
 		}
 	}
 }
+
+// checkMembers checks, on one Index of doc (given held: every unique object that is a member
+// of an object held, as a scan that read them would hold them), that Member answers for every pointer of doc what Find
+// answers in Lookup's value of its parent, before and after a walk or a split read it, and
+// that Known, wherever it knows, answers what LookupUnique answers on a fresh Index.
+func checkMembers(t *testing.T, doc []byte, held bool) {
+	t.Helper()
+	var cases []pointerCase
+	pointers(doc, "", nil, &cases)
+	x := jsonscan.NewIndex(doc)
+	if held {
+		for _, c := range cases {
+			if len(c.tokens) == 0 {
+				continue
+			}
+			parent, _ := jsonscan.Lookup(doc, c.tokens[:len(c.tokens)-1])
+			if v, ok := jsonscan.NewIndex(doc).LookupUnique(c.ptr); ok && v[0] == '{' && parent[0] == '{' {
+				x.Hold(c.ptr, v)
+			}
+		}
+	}
+	for pass := range 3 { // read by a walk, asked again, then with every parent split
+		for _, c := range cases {
+			if len(c.tokens) == 0 {
+				continue
+			}
+			parent, key := c.ptr[:strings.LastIndexByte(c.ptr, '/')], c.tokens[len(c.tokens)-1]
+			if pass == 2 {
+				x.Lookup(parent + "/x")
+			}
+			value, count, _, ok := x.Member(parent, key, pass != 1)
+			if !ok && pass == 1 {
+				continue // a member no walk read: Member says so
+			}
+			var want []byte
+			wantCount := 0
+			if p, found := jsonscan.Lookup(doc, c.tokens[:len(c.tokens)-1]); found {
+				m, n, _ := jsonscan.Find(p, key)
+				want, wantCount = m.Value, n
+			}
+			if !ok || count != wantCount || !bytes.Equal(value, want) {
+				t.Fatalf("%s, pass %d: Member(%q, %q) = %q, %d, %v; want %q, %d", doc, pass, parent, key, value, count, ok, want, wantCount)
+			}
+			got, gotOK, known := x.Known(c.ptr)
+			if want, wantOK := jsonscan.NewIndex(doc).LookupUnique(c.ptr); known && (gotOK != wantOK || !bytes.Equal(got, want)) {
+				t.Fatalf("%s, pass %d: Known(%q) = %q, %v; LookupUnique = %q, %v", doc, pass, c.ptr, got, gotOK, want, wantOK)
+			}
+		}
+	}
+}
+
+func TestIndexMemberAndKnownAgreeWithLookup(t *testing.T) {
+	for _, doc := range []string{
+		`{}`, `[]`, `"x"`, `{"a":{"b":[1,{"c/d":2,"e~f":[3]}]},"":{"":4}}`,
+		` [ {"a":1} , [ [] , {} ] , null ] `, `{"a":1,"a":{"b":2}}`,
+		`{"metadata":{"annotations":{"x":"1","x":"2"},"labels":null},"sp\u0065c":{"a\/b":{}}}`,
+		`{"a":{"b":{"c":1}},"a":{"b":{"d":2}}}`,
+	} {
+		for _, held := range []bool{false, true} {
+			name := "in " + doc + " answers as Lookup and Find"
+			if held {
+				name += " with its objects held"
+			}
+			t.Run(name, func(t *testing.T) { checkMembers(t, []byte(doc), held) })
+		}
+	}
+}

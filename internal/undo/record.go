@@ -119,7 +119,7 @@ func EntriesOf(ops []patch.Operation, before *jsonscan.Index) ([]Entry, bool) {
 		var original []byte
 		var had bool
 		if op.Operation == "add" && parent[0] == '{' && fewUnder(ops, op.Path[:cut]) {
-			original, had = member(parent, op.Path[cut+1:])
+			original, had = member(before, op.Path[:cut], op.Path[cut+1:])
 		} else {
 			original, had = before.Lookup(op.Path)
 		}
@@ -150,18 +150,19 @@ func EntriesOf(ops []patch.Operation, before *jsonscan.Index) ([]Entry, bool) {
 	return entries, true
 }
 
-// member is before.Lookup of the member at the escaped reference token tok of the object
-// parent, read by one walk of parent (jsonscan.Find: the last member of that key, as the index
-// finds it) rather than by splitting parent into the index, its members and a map of them,
-// which costs about three walks: for an add (a member that runTyped's compare found missing),
-// whose object no lookup before EntriesOf split and nothing after it reads through the index.
-func member(parent []byte, tok string) ([]byte, bool) {
+// member is before.Lookup of the member at the escaped reference token tok of the object at
+// the pointer parent, read by one walk of it (jsonscan.Index.Member: the last member of that
+// key, as the index finds it) rather than by splitting it into the index, its members and a
+// map of them, which costs about three walks: for an add (a member that runTyped's compare
+// found missing), whose object no lookup before EntriesOf split. The index keeps the answer,
+// for the answer's splice (answer.SpliceVia) to read where the member goes.
+func member(before *jsonscan.Index, parent, tok string) ([]byte, bool) {
 	key, ok := jsonscan.UnescapeToken(tok)
 	if !ok {
 		return nil, false
 	}
-	m, _, found := jsonscan.Find(parent, key)
-	return m.Value, found
+	v, count, _, _ := before.Member(parent, key, true)
+	return v, count > 0
 }
 
 // fewUnder reports whether at most two operations of ops are on members of the object at
@@ -309,11 +310,12 @@ func recordOn(annotations []byte, entries []Entry) []Entry {
 // when they change nothing an undo records). It is how every write that has a patch records
 // its undo: the entries come from EntriesOf on before (raw's index) where it can read them on
 // raw alone, and the annotation goes where raw's metadata member meta (hasMeta: present)
-// holds them; otherwise, or where an operation replaces metadata or its annotations whole,
+// holds them, whose annotations member is annotations (nil: none; the last one, as
+// jsonscan.Find reads it in meta: the caller's scan has it); otherwise, or where an operation replaces metadata or its annotations whole,
 // from the hooked object (ops applied: Entries) when whole is set, else ok is false and
 // nothing is recorded (the caller takes a path that can). Errors: ops do not apply to raw, or
 // seal's.
-func RecordOps(raw []byte, before *jsonscan.Index, meta []byte, hasMeta bool, ops []patch.Operation, whole bool, seal func([]Entry) (string, error)) (out []patch.Operation, value string, ok bool, err error) {
+func RecordOps(raw []byte, before *jsonscan.Index, meta []byte, hasMeta bool, annotations []byte, ops []patch.Operation, whole bool, seal func([]Entry) (string, error)) (out []patch.Operation, value string, ok bool, err error) {
 	entries, ok := EntriesOf(ops, before)
 	for _, op := range ops {
 		ok = ok && op.Path != "/metadata" && op.Path != "/metadata/annotations"
@@ -333,13 +335,11 @@ func RecordOps(raw []byte, before *jsonscan.Index, meta []byte, hasMeta bool, op
 		entries = Entries(ops, raw, hooked)
 		m, _, found := jsonscan.Find(hooked, "metadata")
 		meta, hasMeta = m.Value, found
+		a, _, _ := jsonscan.Find(meta, "annotations") // the state of the annotations after ops
+		annotations = a.Value
 	}
 	if len(entries) == 0 {
 		return ops, "", true, nil
-	}
-	var annotations []byte // the state of the annotations after ops
-	if m, _, found := jsonscan.Find(meta, "annotations"); found {
-		annotations = m.Value
 	}
 	if value, err = seal(recordOn(annotations, entries)); err != nil {
 		return ops, "", false, err
