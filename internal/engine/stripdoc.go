@@ -22,7 +22,7 @@ const stripStepEvery = 256
 // fallbackWhole): the typed path runs instead.
 func (rn *call) runStripDoc(ctx context.Context, c *chain, rec *intake.Record, records bool) (o outcome, done bool, err error) {
 	raw := rec.Raw
-	doc := jsondoc.New(raw)
+	doc := rec.Doc()
 	if _, write := c.key.Type.ReadOf(); write { // the reserved annotations are synchook's (undo.DropReserved)
 		for _, k := range undo.Reserved {
 			doc.Remove([]string{"metadata", "annotations", k})

@@ -8,7 +8,6 @@ import (
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/failure"
 	"github.com/synchook/synchook/internal/intake"
-	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/undo"
 	"github.com/synchook/synchook/patch"
 )
@@ -22,10 +21,11 @@ func (rn *call) runRestored(ctx context.Context, c *chain, raw []byte) (o outcom
 	if !had {
 		return outcome{}, false, nil
 	}
-	if err := rn.recordOf(raw).CheckJSON(c.key.GVK, rn.validJSON); err != nil { // the Doc splits only what it reads
+	rec := rn.recordOf(raw)
+	if err := rec.CheckJSON(c.key.GVK, rn.validJSON); err != nil { // the Doc splits only what it reads
 		return outcome{}, true, err
 	}
-	doc := jsondoc.New(raw)
+	doc := rec.Doc()
 	read, _ := c.key.Type.ReadOf() // runChain calls runRestored for a Create or an Update only
 	readKey := Key{GVK: c.key.GVK, Type: read}
 	var theirs error // the chain's and the seal's errors, which go out as they are
@@ -83,7 +83,7 @@ func (rn *call) runUndoRead(ctx context.Context, c *chain, raw []byte) (outcome,
 	if err := rec.CheckJSON(c.key.GVK, rn.validJSON); err != nil { // the Doc splits only what it reads
 		return outcome{}, err
 	}
-	doc := jsondoc.New(raw)
+	doc := rec.Doc()
 	plan := rn.reg.rule(c.key).PlanRead(rn.subjectOf(c.key, raw, doc), value)
 	if plan.Reason == "" {
 		if o, res, done, err := inner.undoMetadata(ctx, c, rec, plan); done {

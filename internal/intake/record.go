@@ -16,6 +16,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/synchook/synchook/internal/failure"
+	"github.com/synchook/synchook/internal/jsondoc"
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/internal/undo"
 )
@@ -89,6 +90,13 @@ func (rec *Record) IndexOf(raw []byte) *jsonscan.Index {
 		return nil
 	}
 	return rec.index
+}
+
+// Doc returns a jsondoc.Doc of Raw (valid JSON): an own record's with its top level split
+// from the members the check read (jsondoc.NewOf), so that no reader walks it again; a derived
+// record's as jsondoc.New makes it.
+func (rec *Record) Doc() *jsondoc.Doc {
+	return jsondoc.NewOf(rec.Raw, rec.TopLevel())
 }
 
 // Annotations returns the value of the annotations member of Meta's value (nil: none, or

@@ -66,6 +66,32 @@ func New(raw []byte) *Doc {
 	return &Doc{root: &Node{Raw: raw, Orig: raw}}
 }
 
+// NewOf is New for an object raw whose top-level members a scan read already: top, in
+// document order, each key once, each value trimmed and a sub-slice of raw (as jsonscan.Members
+// gives them). The root starts split into them, as the first reader would split it, so none
+// walks raw's top level again. With no members, more than 16, or a key twice (the root is then
+// decoded, not split: splitNode), it is New.
+func NewOf(raw []byte, top []jsonscan.Member) *Doc {
+	d := New(raw)
+	if len(top) == 0 || len(top) > 16 {
+		return d
+	}
+	for i := range top {
+		for j := range i {
+			if top[j].Key == top[i].Key {
+				return d
+			}
+		}
+	}
+	root := d.root
+	root.Members = make([]Member, len(top))
+	for i, m := range top {
+		root.Members[i] = Member{Key: m.Key, Node: &Node{Raw: m.Value, Orig: m.Value}}
+	}
+	root.split = true
+	return d
+}
+
 // Root returns the document's root value.
 func (d *Doc) Root() *Node { return d.root }
 

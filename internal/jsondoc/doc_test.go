@@ -3,11 +3,13 @@ package jsondoc_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
 
 	"github.com/synchook/synchook/internal/jsondoc"
+	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/patch"
 )
 
@@ -48,7 +50,8 @@ func TestApplyOpsNamesTheOperationThatDoesNotApply(t *testing.T) {
 
 // FuzzApplyOps applies the patch between two JSON documents the fuzzer gives (patch.Diff) to a
 // Doc of the first: its bytes must hold the second, and its recorded operations, applied by
-// patch.Apply (evanphx/json-patch, the oracle), must give the same.
+// patch.Apply (evanphx/json-patch, the oracle), must give the same; a Doc made by NewOf must
+// edit as New's (checkNewOf).
 func FuzzApplyOps(f *testing.F) {
 	f.Add([]byte(`{"a":[1,2,3],"b":{"c":"d"}}`), []byte(`{"a":[1,"x",3,4],"b":{}}`))
 	f.Add([]byte(`{"spec":{"args":["x","y"],"n":null}}`), []byte(`{"spec":{"args":["z"],"n":{"m":[]}}}`))
@@ -61,6 +64,7 @@ func FuzzApplyOps(f *testing.F) {
 		if err != nil {
 			t.Skip()
 		}
+		checkNewOf(t, x, ops)
 		doc := jsondoc.New(x)
 		if err := doc.ApplyOps(ops); err != nil {
 			t.Fatalf("ApplyOps(%v): %v", ops, err)
@@ -129,5 +133,73 @@ func TestRemovedHoldsOnlyTheOriginalsMembers(t *testing.T) {
 				t.Errorf("Removed = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// dump appends the tree of n as edited (its form, bytes, members, removed members and
+// elements, recursively): two Docs with the same dump answer every reader the same.
+func dump(b []byte, n *jsondoc.Node) []byte {
+	object, array := n.IsSplit()
+	b = fmt.Appendf(b, "{raw %q orig %q set %v %#v changed %v object %v array %v", n.Raw, n.Orig, n.IsSet, n.Value, n.Changed, object, array)
+	for _, m := range n.Members {
+		b = dump(fmt.Appendf(b, " member %q ", m.Key), m.Node)
+	}
+	for _, m := range n.Removed {
+		b = dump(fmt.Appendf(b, " removed %q ", m.Key), m.Node)
+	}
+	for _, e := range n.Elements {
+		b = dump(append(b, " element "...), e)
+	}
+	return append(b, '}')
+}
+
+// checkNewOf applies ops to New(raw) and to NewOf(raw, its top-level members) and checks that
+// both give the same tree, bytes, recorded operations and errors, after every operation (NewOf
+// split only what the first reader of New splits).
+func checkNewOf(t *testing.T, raw []byte, ops []patch.Operation) {
+	t.Helper()
+	top, _ := jsonscan.Members(raw)
+	want, got := jsondoc.New(raw), jsondoc.NewOf(raw, top)
+	for i := range ops {
+		wantErr, gotErr := want.ApplyOps(ops[i:i+1]), got.ApplyOps(ops[i:i+1])
+		if (wantErr == nil) != (gotErr == nil) {
+			t.Fatalf("%s: operation %d: NewOf's error %v, New's %v", raw, i, gotErr, wantErr)
+		}
+		if wantErr != nil {
+			return // the Doc is half-edited: dropped
+		}
+		if w, g := dump(nil, want.Root()), dump(nil, got.Root()); string(g) != string(w) {
+			t.Fatalf("%s: after operation %d the trees differ:\nNewOf %s\nNew   %s", raw, i, g, w)
+		}
+		wb, wErr := want.Bytes()
+		gb, gErr := got.Bytes()
+		if string(gb) != string(wb) || (wErr == nil) != (gErr == nil) {
+			t.Fatalf("%s: Bytes: NewOf %s, %v; New %s, %v", raw, gb, gErr, wb, wErr)
+		}
+		if w, g := fmt.Sprint(want.Ops()), fmt.Sprint(got.Ops()); g != w {
+			t.Fatalf("%s: Ops: NewOf %s; New %s", raw, g, w)
+		}
+	}
+}
+
+func TestNewOfEditsAsNew(t *testing.T) {
+	add := func(path string, v any) patch.Operation {
+		return patch.Operation{Operation: "add", Path: path, Value: v}
+	}
+	remove := func(path string) patch.Operation { return patch.Operation{Operation: "remove", Path: path} }
+	for _, c := range []struct {
+		name string
+		raw  string
+		ops  []patch.Operation
+	}{
+		{"an annotation removed and a nodeSelector removed", `{"kind":"Pod","metadata":{"annotations":{"synchook.io/undo":"x","a":"b"}},"spec":{"nodeSelector":{"pool":"p"},"x":1}}`, []patch.Operation{remove("/metadata/annotations/synchook.io~1undo"), remove("/spec/nodeSelector")}},
+		{"a top-level member removed and added again", ` { "a" : 1 , "b" : [ 1 , 2 ] } `, []patch.Operation{remove("/a"), add("/a", 2), add("/b/0", 0)}},
+		{"a member added to an empty object", `{}`, []patch.Operation{add("/a", map[string]any{"b": 1})}},
+		{"keys written with escapes", `{"sp\u0065c":{"a\/b":1},"x~y":2}`, []patch.Operation{remove("/spec/a~1b"), remove("/x~0y")}},
+		{"a repeated top-level key (decoded, not split)", `{"a":1,"a":{"b":2}}`, []patch.Operation{add("/a/c", 3)}},
+		{"an operation that does not apply", `{"a":1}`, []patch.Operation{remove("/nope")}},
+		{"a repeated key inside a member", `{"m":{"k":1,"k":2},"n":3}`, []patch.Operation{remove("/m/k"), add("/n", 4)}},
+	} {
+		t.Run("a Doc of "+c.name+" edits as New's", func(t *testing.T) { checkNewOf(t, []byte(c.raw), c.ops) })
 	}
 }
