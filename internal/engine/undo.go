@@ -48,7 +48,7 @@ func (r *Registry) seal(c *chain, id undo.Identity, entries, carry []undo.Entry)
 // subjectOf is undo.SubjectIn for the object raw of the call, read from what checkInput found
 // when raw is the request's object (no scan of the whole object), with doc as its Doc.
 func (r *call) subjectOf(key Key, raw []byte, doc *jsondoc.Doc) undo.Subject {
-	immutable, _ := r.recordOf(raw).Indexed().Lookup("/immutable")
+	immutable, _ := r.recordOf(raw).TopMember("immutable")
 	return undo.SubjectIn(r.identityOf(key, raw), key.GVK, key.Type.Side(), string(immutable), doc)
 }
 

@@ -58,6 +58,21 @@ func (rec *Record) TopLevel() []jsonscan.Member {
 	return rec.members
 }
 
+// TopMember returns the value of Raw's top-level member key and whether Raw has it (the last
+// one, as a decode reads it): an own record's from the members its check read.
+func (rec *Record) TopMember(key string) ([]byte, bool) {
+	if !rec.own {
+		m, _, ok := jsonscan.Find(rec.Raw, key)
+		return m.Value, ok
+	}
+	for i := len(rec.members) - 1; i >= 0; i-- {
+		if rec.members[i].Key == key {
+			return rec.members[i].Value, true
+		}
+	}
+	return nil, false
+}
+
 // Meta returns metadata's value and whether Raw has it (the last one, as a decode reads it).
 func (rec *Record) Meta() ([]byte, bool) {
 	if rec.own {

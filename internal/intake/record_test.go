@@ -62,3 +62,34 @@ func TestRecordAnnotationsAreWhatFindReads(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordTopMemberIsWhatAnIndexLooksUp checks that Record.TopMember gives, for an own record
+// and a derived one, what a jsonscan.Index of the object looks up at the member's pointer.
+func TestRecordTopMemberIsWhatAnIndexLooksUp(t *testing.T) {
+	gvk := corev1.SchemeGroupVersion.WithKind("Secret")
+	for name, raw := range map[string]string{
+		"immutable true":            `{"apiVersion":"v1","kind":"Secret","immutable":true,"data":{}}`,
+		"no immutable":              `{"apiVersion":"v1","kind":"Secret","data":{}}`,
+		"immutable written escaped": `{"apiVersion":"v1","kind":"Secret","imm\u0075table":false}`,
+		"immutable twice":           `{"immutable":true,"immutable":false}`,
+		"a key that has a slash":    `{"a/b":1}`,
+		"no object":                 `[1]`,
+	} {
+		t.Run("an object with "+name+" gives the member the index looks up", func(t *testing.T) {
+			b := []byte(raw)
+			records := map[string]*intake.Record{"derived": {Raw: b}}
+			var own intake.Record
+			if err := intake.ShapeOf(scheme.Scheme, gvk, false).Check(b, gvk, "object", "the request is for", &own); err == nil && own.Raw != nil {
+				records["own"] = &own
+			}
+			for _, key := range []string{"immutable", "a/b", "data"} {
+				want, wantOK := jsonscan.NewIndex(b).Lookup("/" + string(jsonscan.AppendToken(nil, key)))
+				for kind, rec := range records {
+					if got, ok := rec.TopMember(key); ok != wantOK || !bytes.Equal(got, want) {
+						t.Errorf("%s record: TopMember(%q) = %q, %v; the index: %q, %v", kind, key, got, ok, want, wantOK)
+					}
+				}
+			}
+		})
+	}
+}

@@ -6,7 +6,6 @@ package undo
 // object has none.
 
 import (
-	"encoding/json"
 
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/patch"
@@ -26,11 +25,17 @@ func AnnotationIn(meta []byte) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	var s string
-	if json.Unmarshal(m.Value, &s) != nil {
-		return "", false
+	return annotationValue(m.Value)
+}
+
+// annotationValue is encoding/json's Unmarshal of the value v into a string, without its
+// reflection for the sealed value's plain text (jsonscan.String): null is "", any value that
+// is no string literal is refused.
+func annotationValue(v []byte) (string, bool) {
+	if string(v) == "null" {
+		return "", true
 	}
-	return s, true
+	return jsonscan.String(v)
 }
 
 // AnnotationOp returns the JSON Patch operation that writes the Annotation value on an object

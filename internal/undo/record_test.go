@@ -151,3 +151,39 @@ func BenchmarkEntriesOf(b *testing.B) {
 		}
 	}
 }
+
+// annotationInBefore is AnnotationIn as it was before it read the value without encoding/json:
+// the oracle of FuzzAnnotationIn.
+func annotationInBefore(meta []byte) (string, bool) {
+	ann, _, ok := jsonscan.Find(meta, "annotations")
+	if !ok {
+		return "", false
+	}
+	m, _, ok := jsonscan.Find(ann.Value, Annotation)
+	if !ok {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(m.Value, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// FuzzAnnotationIn checks that AnnotationIn reads the Annotation's value in any metadata bytes
+// (a tenant's, valid JSON or not) as encoding/json's Unmarshal of it into a string did.
+func FuzzAnnotationIn(f *testing.F) {
+	for _, lit := range []string{
+		`"s2.u.abc-DEF_0"`, `null`, `1`, `{}`, `[]`, `true`, `"a\"b"`, `"\u00e9\ud800"`, "\"\xff\"", "\"a\x01\"", `"abc`, `"a\qb"`, `""`, ` "x" `,
+	} {
+		f.Add([]byte(`{"name":"a","annotations":{"x":"1","synchook.io/undo":` + lit + `}}`))
+	}
+	f.Add([]byte(`{"annotations":{"synchook.io/undo":"a","synchook.io/undo":null}}`))
+	f.Add([]byte(`{"annotations":null}`))
+	f.Fuzz(func(t *testing.T, meta []byte) {
+		got, gotOK := AnnotationIn(meta)
+		if want, wantOK := annotationInBefore(meta); got != want || gotOK != wantOK {
+			t.Fatalf("AnnotationIn(%q) = %q, %v; encoding/json: %q, %v", meta, got, gotOK, want, wantOK)
+		}
+	})
+}
