@@ -6,7 +6,6 @@ package undo
 // object has none.
 
 import (
-
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/patch"
 )
