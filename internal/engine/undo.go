@@ -82,9 +82,13 @@ func (r *call) record(c *chain, raw []byte, ops []patch.Operation, whole bool) (
 }
 
 // identityOf is undo.IdentityIn for the object raw of the call, of key's kind and side, read in
-// its metadata (its record's).
+// its metadata (its record's; the request's from the members its check read).
 func (r *call) identityOf(key Key, raw []byte) undo.Identity {
-	meta, _ := r.recordOf(raw).Meta()
+	rec := r.recordOf(raw)
+	if mm, ok := rec.MetaMembers(); ok { // the check read them: no walk of metadata
+		return mm.Identity(key.GVK, key.Type.Side())
+	}
+	meta, _ := rec.Meta()
 	return undo.IdentityIn(key.GVK, key.Type.Side(), meta)
 }
 

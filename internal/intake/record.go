@@ -44,6 +44,7 @@ type Facts struct {
 	// counts: the typed decode decides).
 	Object, Repeats                                         bool
 	Name, GenerateName, UID, Namespace, Labels, Annotations []byte
+	CreationTimestamp                                       []byte
 }
 
 // Own reports whether rec is the request's own record, made by Shape.Check.
@@ -105,6 +106,20 @@ func (rec *Record) IndexOf(raw []byte) *jsonscan.Index {
 		return nil
 	}
 	return rec.index
+}
+
+// MetaMembers returns the members of metadata an undo.Identity is made of, as the check read
+// them, for an own record whose metadata is present (each key there once); false otherwise
+// (undo.IdentityIn reads them in Meta's value).
+func (rec *Record) MetaMembers() (undo.MetaMembers, bool) {
+	if !rec.own || rec.Metadata == nil {
+		return undo.MetaMembers{}, false
+	}
+	f := &rec.facts
+	return undo.MetaMembers{
+		Namespace: f.Namespace, Name: f.Name, GenerateName: f.GenerateName, UID: f.UID,
+		CreationTimestamp: f.CreationTimestamp, Annotations: f.Annotations,
+	}, true
 }
 
 // Doc returns a jsondoc.Doc of Raw (valid JSON): an own record's with its top level split
@@ -170,6 +185,8 @@ func (rec *Record) Facts() *Facts {
 			f.GenerateName = v
 		case "uid":
 			f.UID = v
+		case "creationTimestamp":
+			f.CreationTimestamp = v
 		case "namespace":
 			once(3, &f.Namespace, v)
 		case "labels":
@@ -296,6 +313,8 @@ func (s *Shape) checkMetadata(rest []byte, f *Facts, errp *error) int {
 			slot = &f.GenerateName
 		case "uid":
 			slot = &f.UID
+		case "creationTimestamp":
+			slot = &f.CreationTimestamp
 		case "namespace":
 			slot = &f.Namespace
 		}

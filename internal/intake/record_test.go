@@ -2,6 +2,7 @@ package intake_test
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/synchook/synchook/internal/intake"
 	"github.com/synchook/synchook/internal/jsonscan"
+	"github.com/synchook/synchook/internal/undo"
 )
 
 // TestRecordAnnotationsAreWhatFindReads checks that Record.Annotations gives, for the request's
@@ -89,6 +91,44 @@ func TestRecordTopMemberIsWhatAnIndexLooksUp(t *testing.T) {
 						t.Errorf("%s record: TopMember(%q) = %q, %v; the index: %q, %v", kind, key, got, ok, want, wantOK)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestRecordMetaMembersAreWhatFindReads checks that an own record's MetaMembers are the
+// members jsonscan.Find reads in its metadata, and that a derived record, or one without
+// metadata, has none (undo.IdentityIn reads those).
+func TestRecordMetaMembersAreWhatFindReads(t *testing.T) {
+	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
+	for name, c := range map[string]struct {
+		raw  string
+		want bool
+	}{
+		"every member":            {`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","generateName":"a-","namespace":"n","uid":"u","creationTimestamp":"2026-01-02T03:04:05Z","annotations":{"vcluster.loft.sh/object-uid":"v"},"labels":{}}}`, true},
+		"members written escaped": {`{"apiVersion":"v1","kind":"Pod","metadata":{"n\u0061me":"a","creationTim\u0065stamp":null}}`, true},
+		"no members":              {`{"apiVersion":"v1","kind":"Pod","metadata":{}}`, true},
+		"metadata that is null":   {`{"apiVersion":"v1","kind":"Pod","metadata":null}`, true},
+		"no metadata":             {`{"apiVersion":"v1","kind":"Pod"}`, false},
+	} {
+		t.Run("an object with "+name+" has the members Find reads", func(t *testing.T) {
+			b := []byte(c.raw)
+			if _, ok := (&intake.Record{Raw: b}).MetaMembers(); ok {
+				t.Error("a derived record has MetaMembers")
+			}
+			var own intake.Record
+			if err := intake.ShapeOf(scheme.Scheme, gvk, false).Check(b, gvk, "object", "the request is for", &own); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := own.MetaMembers()
+			if ok != c.want {
+				t.Fatalf("MetaMembers ok = %v, want %v", ok, c.want)
+			}
+			meta, _ := own.Meta()
+			find := func(key string) []byte { m, _, _ := jsonscan.Find(meta, key); return m.Value }
+			want := undo.MetaMembers{Namespace: find("namespace"), Name: find("name"), GenerateName: find("generateName"), UID: find("uid"), CreationTimestamp: find("creationTimestamp"), Annotations: find("annotations")}
+			if ok && !reflect.DeepEqual(got, want) {
+				t.Errorf("MetaMembers = %q, Find reads %q", got, want)
 			}
 		})
 	}

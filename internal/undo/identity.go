@@ -62,36 +62,70 @@ func IdentityIn(gvk schema.GroupVersionKind, side Side, meta []byte) Identity {
 	jsonscan.ScanObject(meta, func(key, rest []byte) int {
 		name := jsonscan.MemberName(key)
 		if string(name) == "annotations" { // its members read on the way past it: one pass
-			if n := jsonscan.ScanObject(rest, func(key, rest []byte) int {
-				end := jsonscan.SkipValue(rest, 0)
-				if keyIs(key, ObjectUIDAnnotation) {
-					m.ObjectUID, _ = jsonscan.String(rest[:end])
-				}
-				return end
-			}); n >= 0 {
+			if n := m.readAnnotations(rest); n >= 0 {
 				return n
 			}
 		}
 		end := jsonscan.SkipValue(rest, 0)
-		switch v := rest[:end]; string(name) {
-		case "creationTimestamp":
-			if s, ok := jsonscan.String(v); ok {
-				if t, err := time.Parse(time.RFC3339, s); err == nil {
-					m.Created = t.Unix()
-				}
-			}
-		case "namespace":
-			m.Namespace, _ = jsonscan.String(v)
-		case "name":
-			m.Name, _ = jsonscan.String(v)
-		case "generateName":
-			m.GenerateName, _ = jsonscan.String(v)
-		case "uid":
-			m.UID, _ = jsonscan.String(v)
-		}
+		m.read(string(name), rest[:end])
 		return end
 	})
 	return m.Identity(gvk, side)
+}
+
+// MetaMembers are the members of a metadata object that its Identity is made of, as JSON
+// literals (nil: absent): for a caller whose scan of the metadata read them already, each key
+// there once.
+type MetaMembers struct {
+	Namespace, Name, GenerateName, UID, CreationTimestamp, Annotations []byte
+}
+
+// Identity is IdentityIn of a metadata object (present) whose members are mm.
+func (mm MetaMembers) Identity(gvk schema.GroupVersionKind, side Side) Identity {
+	var m Meta
+	m.read("namespace", mm.Namespace)
+	m.read("name", mm.Name)
+	m.read("generateName", mm.GenerateName)
+	m.read("uid", mm.UID)
+	m.read("creationTimestamp", mm.CreationTimestamp)
+	if mm.Annotations != nil {
+		m.readAnnotations(mm.Annotations)
+	}
+	return m.Identity(gvk, side)
+}
+
+// readAnnotations reads vcluster's ObjectUIDAnnotation in the annotations object at the start
+// of rest into m (the last of that key) and returns the object's length (jsonscan.ScanObject:
+// -1 when rest is no object).
+func (m *Meta) readAnnotations(rest []byte) int {
+	return jsonscan.ScanObject(rest, func(key, rest []byte) int {
+		end := jsonscan.SkipValue(rest, 0)
+		if keyIs(key, ObjectUIDAnnotation) {
+			m.ObjectUID, _ = jsonscan.String(rest[:end])
+		}
+		return end
+	})
+}
+
+// read reads the metadata member name's value v (a JSON literal; nil: absent, nothing read)
+// into m, where an Identity is made of it.
+func (m *Meta) read(name string, v []byte) {
+	switch name {
+	case "creationTimestamp":
+		if s, ok := jsonscan.String(v); ok {
+			if t, err := time.Parse(time.RFC3339, s); err == nil {
+				m.Created = t.Unix()
+			}
+		}
+	case "namespace":
+		m.Namespace, _ = jsonscan.String(v)
+	case "name":
+		m.Name, _ = jsonscan.String(v)
+	case "generateName":
+		m.GenerateName, _ = jsonscan.String(v)
+	case "uid":
+		m.UID, _ = jsonscan.String(v)
+	}
 }
 
 // keyIs reports whether the member key literal lit denotes name (as jsonscan.Find matches it).

@@ -90,3 +90,54 @@ func BenchmarkIdentityIn(b *testing.B) {
 		}
 	}
 }
+
+// FuzzMetaMembersIdentity checks that the Identity of a metadata object's members as a scan
+// read them (MetaMembers, each key once: the intake's check refuses a repeated one) is
+// IdentityIn of the object, on both sides.
+func FuzzMetaMembersIdentity(f *testing.F) {
+	meta, _, _ := jsonscan.Find(fixtures.JSON(fixtures.Pod("ns", "web")), "metadata")
+	f.Add(meta.Value)
+	f.Add([]byte(`{"name":"a","uid":"u","annotations":{"vcluster.loft.sh/object-uid":"v","vcluster.loft.sh/object-uid":"w"}}`))
+	f.Add([]byte(`{"n\u0061me":"a","creationTimestamp":"2026-01-02T03:04:05Z","annotations":{"vcluster.loft.sh\/object-uid":"v"}}`))
+	f.Add([]byte(`{"generateName":"g-","namespace":1,"annotations":null,"creationTimestamp":"yesterday"}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`{"annotations":[],"uid":null}`))
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	f.Fuzz(func(t *testing.T, meta []byte) {
+		if !jsonscan.Valid(meta) {
+			t.Skip() // read after the request was found valid
+		}
+		var mm undo.MetaMembers
+		for _, m := range []struct {
+			key  string
+			into *[]byte
+		}{{"namespace", &mm.Namespace}, {"name", &mm.Name}, {"generateName", &mm.GenerateName}, {"uid", &mm.UID}, {"creationTimestamp", &mm.CreationTimestamp}, {"annotations", &mm.Annotations}} {
+			v, count, _ := jsonscan.Find(meta, m.key)
+			if count > 1 {
+				t.Skip() // refused by the intake
+			}
+			*m.into = v.Value
+		}
+		for _, side := range []undo.Side{undo.Physical, undo.Virtual} {
+			if got, want := mm.Identity(gvk, side), undo.IdentityIn(gvk, side, meta); got != want {
+				t.Fatalf("%s, side %v: MetaMembers.Identity = %+v, IdentityIn = %+v", meta, side, got, want)
+			}
+		}
+	})
+}
+
+// BenchmarkMetaMembersIdentity is BenchmarkIdentityIn from the members a scan read already (the
+// intake's check, as the engine's identityOf takes them): only the annotations are read.
+func BenchmarkMetaMembersIdentity(b *testing.B) {
+	meta, _, _ := jsonscan.Find(fixtures.JSON(fixtures.Pod("ns", "web")), "metadata")
+	find := func(key string) []byte { m, _, _ := jsonscan.Find(meta.Value, key); return m.Value }
+	mm := undo.MetaMembers{Namespace: find("namespace"), Name: find("name"), UID: find("uid"), CreationTimestamp: find("creationTimestamp"), Annotations: find("annotations")}
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if id := mm.Identity(gvk, undo.Physical); id.Name != "web" {
+			b.Fatal(id)
+		}
+	}
+}
