@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -365,20 +364,9 @@ func removeElements(st *stepper, n []any, rest []string) (_ any, removed bool, e
 	return n, removed, nil
 }
 
-// arrayIndex parses an RFC 6901 array index (digits, no leading zero) and checks it is below
-// n. "-" (past the end) and anything else are not an element.
+// arrayIndex parses an RFC 6901 array index (jsonscan.ArrayIndex) and checks it is below n.
+// "-" (past the end) and anything else are not an element.
 func arrayIndex(tok string, n int) (int, bool) {
-	if tok == "" || (len(tok) > 1 && tok[0] == '0') {
-		return 0, false
-	}
-	for _, c := range []byte(tok) {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-	}
-	i, err := strconv.Atoi(tok)
-	if err != nil || i >= n {
-		return 0, false
-	}
-	return i, true
+	i, ok := jsonscan.ArrayIndex(tok)
+	return i, ok && i < n
 }

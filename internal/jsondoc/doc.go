@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/synchook/synchook/internal/jsonscan"
 	"github.com/synchook/synchook/patch"
@@ -654,17 +653,12 @@ func Decode(doc []byte) (any, error) {
 	return v, nil
 }
 
-// arrayIndex parses an array reference token for an array of n elements: 0..n ("-" is n).
+// arrayIndex parses an array reference token for an array of n elements: 0..n ("-" is n; an
+// index as jsonscan.ArrayIndex reads it).
 func arrayIndex(tok string, n int) (int, bool) {
 	if tok == "-" {
 		return n, true
 	}
-	if tok == "" || len(tok) > 1 && tok[0] == '0' {
-		return 0, false
-	}
-	i, err := strconv.Atoi(tok)
-	if err != nil || i < 0 || i > n {
-		return 0, false
-	}
-	return i, true
+	i, ok := jsonscan.ArrayIndex(tok)
+	return i, ok && i <= n
 }

@@ -40,6 +40,9 @@ func TestApplyOpsNamesTheOperationThatDoesNotApply(t *testing.T) {
 		{Operation: "add", Path: "/a/9", Value: 1},
 		{Operation: "move", Path: "/a"},
 		{Operation: "add", Path: "a", Value: 1},
+		{Operation: "add", Path: "/a/+0", Value: 1}, // RFC 6901: an index is digits, no sign
+		{Operation: "add", Path: "/a/-0", Value: 1},
+		{Operation: "add", Path: "/a/00", Value: 1},
 	} {
 		err := jsondoc.New([]byte(`{"a":[]}`)).ApplyOps([]patch.Operation{op})
 		if err == nil || !strings.Contains(err.Error(), op.Operation) || !strings.Contains(err.Error(), op.Path) {

@@ -180,7 +180,7 @@ func (x *Index) find(pointer string, split bool) (value []byte, unique, ok, know
 		return nil, false, false, true
 	}
 	if parent.isArray {
-		i, isIndex := arrayIndex(tok)
+		i, isIndex := ArrayIndex(tok)
 		if !isIndex || i >= len(parent.elements) {
 			return nil, false, false, true
 		}

@@ -316,7 +316,7 @@ func Lookup(doc []byte, tokens []string) (value []byte, ok bool) {
 			}
 			cur = m.Value
 		case len(cur) > 0 && cur[0] == '[':
-			i, isIndex := arrayIndex(tok)
+			i, isIndex := ArrayIndex(tok)
 			els, _ := Elements(cur)
 			if !isIndex || i >= len(els) {
 				return nil, false
@@ -329,8 +329,10 @@ func Lookup(doc []byte, tokens []string) (value []byte, ok bool) {
 	return cur, true
 }
 
-// arrayIndex parses an RFC 6901 array index: decimal digits, no leading zero.
-func arrayIndex(tok string) (int, bool) {
+// ArrayIndex parses an RFC 6901 array index: decimal digits, no leading zero ("0" alone is
+// zero), at most 9 of them (no array of a document is that long); no sign, no "-". The one
+// rule of what an array index is, for every reader of JSON Pointers (bounds are the caller's).
+func ArrayIndex(tok string) (int, bool) {
 	if tok == "" || len(tok) > 1 && tok[0] == '0' || len(tok) > 9 {
 		return 0, false
 	}
