@@ -91,9 +91,12 @@ func (p *Plugin) mutate(o *mutateOptions, stdin io.Reader, stdout, stderr io.Wri
 		what = "stdin"
 	}
 	// Every document is checked before any runs: a bad one prints nothing.
-	docs, err := readMutateDocuments(data, what)
+	docs, notes, err := readMutateDocuments(data, what)
 	if err != nil {
 		return fail(exitUsage, "%v", err)
+	}
+	for _, note := range notes {
+		fmt.Fprintf(stderr, "synchook mutate: %s\n", note)
 	}
 	nsLookup, err := readMutateNamespaces(o.namespacesFile)
 	if err != nil {

@@ -14,11 +14,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/synchook/synchook/hooks"
 	"github.com/synchook/synchook/internal/engine"
+	"github.com/synchook/synchook/internal/intake"
 	"github.com/synchook/synchook/internal/namespaces"
 	"github.com/synchook/synchook/internal/sidecar"
 )
@@ -64,41 +67,123 @@ func yamlDocuments(data []byte, what string) ([][]byte, error) {
 }
 
 // readMutateDocuments returns the objects of mutate's input data (from the file named what), all
-// checked before any runs: each a JSON object with apiVersion and kind. Errors name the document
-// ("document 2 of 3") and are the caller's exit code 2.
-func readMutateDocuments(data []byte, what string) ([]mutateDoc, error) {
+// checked before any runs: each a JSON object with apiVersion and kind. A document that is a
+// List (mutateListItems) stands for its items, each checked and run as a document of its own,
+// in order; an empty List adds a note for stderr instead. Errors name the document ("document 2
+// of 3") or the item ("document 1, item 2 (ns/b)") and are the caller's exit code 2.
+func readMutateDocuments(data []byte, what string) (docs []mutateDoc, notes []string, err error) {
 	raw, err := yamlDocuments(data, what)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(raw) == 0 {
-		return nil, fmt.Errorf("%s: no object (want YAML or JSON with apiVersion and kind)", what)
+		return nil, nil, fmt.Errorf("%s: no object (want YAML or JSON with apiVersion and kind)", what)
 	}
-	docs := make([]mutateDoc, len(raw))
 	for i, j := range raw {
 		n := fmt.Sprintf("document %d of %d", i+1, len(raw))
 		if j[0] != '{' {
-			return nil, fmt.Errorf("%s: %s is not an object (a mapping with apiVersion and kind)", what, n)
+			return nil, nil, fmt.Errorf("%s: %s is not an object (a mapping with apiVersion and kind)", what, n)
 		}
-		gvk, err := engine.ObjectGVK(j)
+		items, isList, err := mutateListItems(j)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", what, n, err)
+			return nil, nil, fmt.Errorf("%s: %s: a List: %w", what, n, err)
 		}
-		var meta struct {
-			Metadata struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
+		if !isList {
+			gvk, id, err := mutateIdentity(j)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %s: %w", what, n, err)
+			}
+			apiVersion, kind := gvk.ToAPIVersionAndKind()
+			docs = append(docs, mutateDoc{json: j, name: fmt.Sprintf("%s: %s/%s %s", n, apiVersion, kind, cmp.Or(id, "(no name)"))})
+			continue
 		}
-		_ = json.Unmarshal(j, &meta) // ObjectGVK read it: an object; a metadata of another shape names nothing
-		name := cmp.Or(meta.Metadata.Name, "(no name)")
-		if meta.Metadata.Namespace != "" {
-			name = meta.Metadata.Namespace + "/" + name
+		if len(items) == 0 {
+			notes = append(notes, fmt.Sprintf("%s: document %d: an empty List", what, i+1))
+			continue
 		}
-		apiVersion, kind := gvk.ToAPIVersionAndKind()
-		docs[i] = mutateDoc{json: j, name: fmt.Sprintf("%s: %s/%s %s", n, apiVersion, kind, name)}
+		for k, item := range items {
+			at := fmt.Sprintf("document %d, item %d", i+1, k+1)
+			if len(item) == 0 || item[0] != '{' {
+				return nil, nil, fmt.Errorf("%s: %s is not an object (a mapping with apiVersion and kind)", what, at)
+			}
+			gvk, id, err := mutateIdentity(item)
+			if err != nil {
+				if id != "" {
+					at += " (" + id + ")"
+				}
+				return nil, nil, fmt.Errorf("%s: %s: %w", what, at, err)
+			}
+			apiVersion, kind := gvk.ToAPIVersionAndKind()
+			at += " (" + strings.TrimSpace(apiVersion+"/"+kind+" "+id) + ")"
+			if _, nested, _ := mutateListItems(item); nested {
+				return nil, nil, fmt.Errorf("%s: %s: a List inside a List: give its items in the outer List", what, at)
+			}
+			docs = append(docs, mutateDoc{json: item, name: at})
+		}
 	}
-	return docs, nil
+	return docs, notes, nil
+}
+
+// mutateIdentity reads the object j's apiVersion and kind (an error without them) and its
+// "namespace/name" (empty when it has neither).
+func mutateIdentity(j []byte) (schema.GroupVersionKind, string, error) {
+	var meta struct {
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(j, &meta) // a metadata of another shape names nothing
+	gvk, err := engine.ObjectGVK(j)
+	if meta.Metadata.Name == "" && meta.Metadata.Namespace == "" {
+		return gvk, "", err
+	}
+	id := cmp.Or(meta.Metadata.Name, "(no name)")
+	if meta.Metadata.Namespace != "" {
+		id = meta.Metadata.Namespace + "/" + id
+	}
+	return gvk, id, err
+}
+
+// mutateListItems returns the items of the document j (a JSON object) and true when j is a
+// list as kubectl's resource builder flattens one: kind List (v1 List, what kubectl get -o yaml
+// prints for several objects), or a kind ending in List whose items is an array (PodList, as
+// the API server sends it). The items of such a kind's list that have neither apiVersion nor
+// kind get the list's apiVersion and the item kind (v1 PodList: v1 Pod), as apimachinery's
+// UnstructuredList decode gives them and the engine's list path does; the items are the
+// document's bytes, numbers and member order as they are. It returns false for any other
+// document, and an error for a List whose items is not an array.
+func mutateListItems(j []byte) ([][]byte, bool, error) {
+	var head struct {
+		APIVersion string          `json:"apiVersion"`
+		Kind       string          `json:"kind"`
+		Items      json.RawMessage `json:"items"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(j, &head); err != nil || !strings.HasSuffix(head.Kind, "List") {
+		return nil, false, nil // not a list; the object's own check names what is wrong with it
+	}
+	itemGVK, typed := schema.GroupVersionKind{}, false
+	if head.Kind != "List" {
+		if !bytes.HasPrefix(bytes.TrimSpace(head.Items), []byte("[")) {
+			return nil, false, nil // an object whose kind ends in List, not a list of objects
+		}
+		if gv, err := schema.ParseGroupVersion(head.APIVersion); err == nil {
+			itemGVK, typed = engine.ListItemGVK(gv.WithKind(head.Kind))
+		}
+	}
+	items, err := intake.ListItems(j, true) // yamlDocuments gave valid JSON
+	if err != nil {
+		return nil, true, err
+	}
+	if typed {
+		for k, item := range items {
+			// Only an item with neither (an object; ItemIdentity says so) takes the list's kind.
+			if id, err := intake.ItemIdentity(item, itemGVK); err == nil {
+				items[k] = id.WithTypeMeta(item, itemGVK)
+			}
+		}
+	}
+	return items, true, nil
 }
 
 // mutateNamespaces are mutate's namespaces (--namespaces FILE), the only ones there are: a hook
