@@ -204,8 +204,9 @@ func (n mutateNamespaces) Get(ctx context.Context, name string) (*corev1.Namespa
 }
 
 // readMutateNamespaces reads the --namespaces file path: Namespace objects (apiVersion v1),
-// YAML or JSON, one a document or as the items of a List (kubectl get namespaces -o yaml). No
-// path: no namespaces. Errors name the document and item.
+// YAML or JSON, one a document or as the items of a List (kubectl get namespaces -o yaml) or a
+// NamespaceList (the API's, items without apiVersion and kind), read by mutateListItems as -f's
+// are. No path: no namespaces. Errors name the document and item (from 1).
 func readMutateNamespaces(path string) (mutateNamespaces, error) {
 	if path == "" {
 		return mutateNamespaces{static: namespaces.Static{}, hint: "synchook mutate reads no cluster: give the Namespace with --namespaces FILE"}, nil
@@ -245,20 +246,20 @@ func readMutateNamespaces(path string) (mutateNamespaces, error) {
 	}
 	for i, j := range docs {
 		where := fmt.Sprintf("document %d", i+1)
-		var list struct {
-			Kind  string            `json:"kind"`
-			Items []json.RawMessage `json:"items"`
+		items, isList, err := mutateListItems(j) // a List as mutate's -f reads one
+		if err != nil {
+			return n, fmt.Errorf("%s: %s: a List: %w", path, where, err)
 		}
-		if err := json.Unmarshal(j, &list); err == nil && (list.Kind == "List" || list.Kind == "NamespaceList") {
-			for k, item := range list.Items {
-				if err := add(fmt.Sprintf("%s, items[%d]", where, k), item); err != nil {
-					return n, err
-				}
+		if !isList {
+			if err := add(where, j); err != nil {
+				return n, err
 			}
 			continue
 		}
-		if err := add(where, j); err != nil {
-			return n, err
+		for k, item := range items {
+			if err := add(fmt.Sprintf("%s, item %d", where, k+1), item); err != nil {
+				return n, err
+			}
 		}
 	}
 	return n, nil

@@ -130,6 +130,11 @@ func TestMutateLooksNamespacesUpInTheNamespacesFile(t *testing.T) {
 		{"a Namespace document gives its label", pod("shop", "api"), other + "---\n" + shop, nil, 0, "team: payments"},
 		{"a v1 List of Namespaces gives its label", pod("shop", "api"), "apiVersion: v1\nkind: List\nitems:\n- " +
 			strings.TrimSpace(strings.ReplaceAll(other, "\n", "\n  ")) + "\n- " + strings.TrimSpace(strings.ReplaceAll(shop, "\n", "\n  ")) + "\n", nil, 0, "team: payments"},
+		{
+			"a NamespaceList as the API sends it, items without apiVersion and kind, gives its label", pod("shop", "api"),
+			`{"kind":"NamespaceList","apiVersion":"v1","items":[{"metadata":{"name":"other"}},{"metadata":{"name":"shop","labels":{"team":"payments"}}}]}`, nil, 0, "team: payments",
+		},
+		{"a namespace in a List that is not one is refused naming the item", pod("shop", "api"), listOf(shop, pod("shop", "x")), nil, 2, `document 1, item 2: apiVersion "v1" kind "Pod", want v1 Namespace`},
 		{"--virtual-namespaces reads the namespace vcluster's annotation names", hostPod, shop, []string{"--virtual-namespaces"}, 0, "team: payments"},
 		{
 			"no --namespaces fails naming the namespace and the flag", pod("shop", "api"), "", nil, 1,
