@@ -15,7 +15,7 @@ func mutateFlags() (*pflag.FlagSet, *mutateOptions) {
 	o := &mutateOptions{}
 	fs := pflag.NewFlagSet("mutate", pflag.ContinueOnError)
 	fs.StringVar(&o.configFile, "config", "", "path of the YAML hook config; empty: the SYNCHOOK_CONFIG env var, else the built-in default, or none in a program with Go hooks")
-	fs.StringVarP(&o.file, "filename", "f", "", "the objects, YAML or JSON, each with apiVersion and kind, several as YAML documents (---) run in order (empty documents skipped); - reads stdin (required)")
+	fs.StringVarP(&o.file, "filename", "f", "", "the objects, YAML or JSON, each with apiVersion and kind, several as YAML documents (---) run in order (empty documents skipped); a List (kind List, as kubectl get -o yaml prints, or PodList) stands for its items, each run as a document; - reads stdin (required)")
 	fs.StringVar(&o.hookType, "type", "", "the hook type to run (required): "+hooks.ValidHookTypes())
 	fs.DurationVar(&o.timeout, "timeout", webhook.DefaultRequestTimeout, "time the hook chain may take")
 	fs.BoolVar(&o.skipIdempotencyCheck, "skip-idempotency-check", false, "do not refuse a hook chain that changes its own result again (checked on built-in sample objects and the given one)")
@@ -35,9 +35,12 @@ func (p *Plugin) newMutateCommand(stdin io.Reader, stdout, stderr io.Writer) *co
 		Short: "Dry-run a hook type on objects, offline: print the JSON Patch and the result",
 		Long: `Run the hooks of one hook type on each object of FILE (YAML documents, or JSON), offline,
 as serve would, and print each object's JSON Patch and result (-o json or -o yaml: only the
-results, for scripts). Every document is checked before any runs and every one runs before any
-prints: an invalid one exits 2, a failing hook exits 1, naming the document, with nothing
-printed. Hooks that read namespaces find them in --namespaces FILE only. --explain prints each
+results, for scripts). A List document (kind List, as kubectl get -o yaml prints several
+objects, or a kind's list such as PodList) stands for its items: each is checked, run and
+printed as a document of its own, named "document 1, item 2 (v1/Pod ns/b)"; an empty List
+prints nothing and says so on stderr. Every document and item is checked before any runs and
+every one runs before any prints: an invalid one exits 2, a failing hook exits 1, naming the
+document or item, with nothing printed. Hooks that read namespaces find them in --namespaces FILE only. --explain prints each
 document's plan first, as "# " lines: the path its chain takes (metadata, document, typed,
 unstructured, list, none) and why, its hooks in order, undo's steps, the fallbacks a run may
 take and the limits.
@@ -53,7 +56,10 @@ document or config.`,
   synchook mutate --type CreatePhysical -f examples/pod.yaml --explain
 
   # From stdin, the result only, as YAML
-  kubectl get pod web -o yaml | synchook mutate --type UpdatePhysical -f - -o yaml`,
+  kubectl get pod web -o yaml | synchook mutate --type UpdatePhysical -f - -o yaml
+
+  # Every pod of a namespace: kubectl's List runs item by item
+  kubectl get pods -n shop -o yaml | synchook mutate --type CreatePhysical -f -`,
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return exitCode(p.mutate(o, stdin, stdout, stderr))
