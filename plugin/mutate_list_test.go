@@ -3,6 +3,8 @@ package plugin
 import (
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // teamA is a config that labels pods team: a on CreatePhysical.
@@ -140,6 +142,40 @@ func TestMutateRunsEachItemOfAList(t *testing.T) {
 			}
 			if tc.notOut != "" && strings.Contains(out, tc.notOut) {
 				t.Errorf("output holds %q:\n%s", tc.notOut, out)
+			}
+		})
+	}
+}
+
+// The rule of a kind's list's items without apiVersion and kind is apimachinery's: each item's
+// apiVersion and kind as mutateListItems gives them are what UnstructuredList's decode gives.
+func TestMutateListItemsTakeTheirKindAsUnstructuredListDoes(t *testing.T) {
+	for _, tc := range []struct{ name, list string }{
+		{"a PodList as the API sends it", podList},
+		{"an apps/v1 DeploymentList", `{"apiVersion":"apps/v1","kind":"DeploymentList","items":[{"metadata":{"name":"d"}},{}]}`},
+		{"a PodList whose items have only a kind or only an apiVersion keeps them", `{"apiVersion":"v1","kind":"PodList","items":[{"kind":"Pod"},{"apiVersion":"v1"}]}`},
+		{"a PodList holding another kind keeps that kind", `{"apiVersion":"v1","kind":"PodList","items":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"}}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			items, isList, err := mutateListItems([]byte(tc.list))
+			if err != nil || !isList {
+				t.Fatalf("list %v, error %v", isList, err)
+			}
+			var want unstructured.UnstructuredList
+			if err := want.UnmarshalJSON([]byte(tc.list)); err != nil {
+				t.Fatal(err)
+			}
+			if len(items) != len(want.Items) {
+				t.Fatalf("%d items, UnstructuredList has %d", len(items), len(want.Items))
+			}
+			for i, item := range items {
+				var got unstructured.Unstructured
+				if err := got.UnmarshalJSON(item); err != nil && !strings.Contains(err.Error(), "Object 'Kind' is missing") {
+					t.Fatalf("item %d %s: %v", i+1, item, err)
+				}
+				if got.GetAPIVersion() != want.Items[i].GetAPIVersion() || got.GetKind() != want.Items[i].GetKind() {
+					t.Errorf("item %d: %q %q, UnstructuredList's %q %q", i+1, got.GetAPIVersion(), got.GetKind(), want.Items[i].GetAPIVersion(), want.Items[i].GetKind())
+				}
 			}
 		})
 	}
