@@ -132,14 +132,7 @@ func TestMutateRunsEachItemOfAList(t *testing.T) {
 			if len(tc.wantOut) == 0 && out != "" {
 				t.Errorf("stdout %q, want nothing", out)
 			}
-			rest := out
-			for _, want := range tc.wantOut {
-				i := strings.Index(rest, want)
-				if i < 0 {
-					t.Fatalf("output lacks %q after what came before it:\n%s", want, out)
-				}
-				rest = rest[i+len(want):]
-			}
+			wantInOrder(t, out, tc.wantOut)
 			if tc.notOut != "" && strings.Contains(out, tc.notOut) {
 				t.Errorf("output holds %q:\n%s", tc.notOut, out)
 			}

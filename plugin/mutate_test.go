@@ -64,15 +64,7 @@ func TestMutateRunsEveryDocumentInOrder(t *testing.T) {
 			if code := New().run(args, strings.NewReader(tc.stdin), &stdout, &stderr); code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr.String())
 			}
-			out := stdout.String()
-			rest := out
-			for _, want := range tc.want {
-				i := strings.Index(rest, want)
-				if i < 0 {
-					t.Fatalf("output lacks %q after what came before it:\n%s", want, out)
-				}
-				rest = rest[i+len(want):]
-			}
+			wantInOrder(t, stdout.String(), tc.want)
 		})
 	}
 	t.Run("one document prints as before, without a header", func(t *testing.T) {
@@ -171,5 +163,18 @@ func TestMutateLooksNamespacesUpInTheNamespacesFile(t *testing.T) {
 				t.Errorf("labels %v, want team: payments", got.Labels)
 			}
 		})
+	}
+}
+
+// wantInOrder fails t unless out holds each of wants, each after the one before it.
+func wantInOrder(t *testing.T, out string, wants []string) {
+	t.Helper()
+	rest := out
+	for _, want := range wants {
+		i := strings.Index(rest, want)
+		if i < 0 {
+			t.Fatalf("output lacks %q after what came before it:\n%s", want, out)
+		}
+		rest = rest[i+len(want):]
 	}
 }
