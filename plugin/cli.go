@@ -447,17 +447,27 @@ func hclogJSONLogger(w io.Writer) logr.Logger {
 }
 
 // newLogger returns the process logger: controller-runtime's zap in --zap-devel mode, else a
-// JSON zap logger at --zap-log-level WITHOUT controller-runtime's sampling, which would drop
-// all but every 100th identical line past 100 per second (the per-request lines).
+// JSON zap logger WITHOUT controller-runtime's sampling, which would drop all but every 100th
+// identical line past 100 per second (the per-request lines), with controller-runtime's
+// production defaults for what the flags leave unset: --zap-log-level info,
+// --zap-stacktrace-level error, --zap-time-encoding rfc3339.
 func newLogger(o *zap.Options, w io.Writer) logr.Logger {
 	if o.Development {
 		return zap.New(zap.UseFlagOptions(o), zap.WriteTo(zapcore.Lock(zapcore.AddSync(w))))
 	}
-	var level zapcore.LevelEnabler = zapcore.InfoLevel
+	var level, stack zapcore.LevelEnabler = zapcore.InfoLevel, zapcore.ErrorLevel
 	if o.Level != nil {
 		level = o.Level
 	}
-	setTime := func(c *zapcore.EncoderConfig) { c.EncodeTime = zapcore.RFC3339TimeEncoder }
+	if o.StacktraceLevel != nil {
+		stack = o.StacktraceLevel
+	}
+	setTime := func(c *zapcore.EncoderConfig) {
+		c.EncodeTime = zapcore.RFC3339TimeEncoder
+		if o.TimeEncoder != nil {
+			c.EncodeTime = o.TimeEncoder
+		}
+	}
 	var enc zapcore.Encoder
 	if o.NewEncoder != nil {
 		enc = o.NewEncoder(setTime)
@@ -468,7 +478,7 @@ func newLogger(o *zap.Options, w io.Writer) logr.Logger {
 	}
 	sink := zapcore.Lock(zapcore.AddSync(w)) // one line at a time from every goroutine
 	core := zapcore.NewCore(&zap.KubeAwareEncoder{Encoder: enc}, sink, level)
-	return zapr.NewLogger(uberzap.New(core, uberzap.ErrorOutput(sink), uberzap.AddStacktrace(zapcore.ErrorLevel)))
+	return zapr.NewLogger(uberzap.New(core, uberzap.ErrorOutput(sink), uberzap.AddStacktrace(stack)))
 }
 
 // test runs `synchook test`: the test files below paths (default .) through this binary's config
