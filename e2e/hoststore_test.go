@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -41,7 +42,20 @@ type storedCase struct {
 	// hostMutates, when set, labels both namespaces host-mutates=hostMutates: the host's
 	// MutatingAdmissionPolicy of that name (hostPolicies) acts on both objects.
 	hostMutates string
+	// goHook, when set, is a Go hook registered beside config's (config may be empty): the
+	// typed path, whose answer is spliced from the request's record.
+	goHook hooks.ClientHook
 }
+
+// nodePool is the Go hook a hook ported from vcluster-sdk is (the benchmarks' typed hook): it
+// sets spec.nodeSelector's pool on Pods on their way to the host.
+var nodePool = hooks.Typed("node-pool", []hooks.HookType{hooks.CreatePhysical, hooks.UpdatePhysical}, func(_ context.Context, p *corev1.Pod) error {
+	if p.Spec.NodeSelector == nil {
+		p.Spec.NodeSelector = map[string]string{}
+	}
+	p.Spec.NodeSelector["pool"] = "tenants"
+	return nil
+})
 
 // strip is a config with one strip hook of paths on kind (v1 or a custom resource).
 func strip(apiVersion, kind string, paths ...string) string {
@@ -102,6 +116,14 @@ var storedCases = []storedCase{
 	{
 		name: "Pod, its only nodeSelector key stripped", config: strip("v1", "Pod", "/spec/nodeSelector/disk"),
 		object: pod("  nodeSelector: {disk: ssd}\n  tolerations:" + defaultTolerations), update: `{"metadata":{"labels":{"rev":"2"}}}`,
+	},
+	{
+		name: "Pod with one label, an empty list and no nodeSelector, a Go hook sets the pool (the typed path)", goHook: nodePool,
+		object: pod("  imagePullSecrets: []\n  tolerations:" + defaultTolerations), update: `{"metadata":{"labels":{"rev":"2"}}}`,
+	},
+	{
+		name: "Pod whose nodeSelector has one key, a Go hook adds the pool beside it (the typed path)", goHook: nodePool,
+		object: pod("  nodeSelector: {disk: ssd}\n"), update: `{"metadata":{"annotations":{"rev":"2"}}}`,
 	},
 	{
 		name: "Pod, the last env var (the list) stripped", config: strip("v1", "Pod", "/spec/containers/0/env/*"),
@@ -201,13 +223,18 @@ func TestTheReadIsRightOnWhatARealAPIServerStores(t *testing.T) {
 	installHostPolicies(t, c)
 	for i, tc := range slices.Concat(storedCases, createdParentCases) {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := config.Parse([]byte(tc.config))
-			if err != nil {
-				t.Fatal(err)
-			}
 			reg := engine.NewRegistryWithOptions(engine.RegistryOptions{Undo: true, Keys: undo.NewKeeper(ring)})
-			if err := cfg.Build(reg); err != nil {
-				t.Fatal(err)
+			if tc.config != "" {
+				cfg, err := config.Parse([]byte(tc.config))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := cfg.Build(reg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.goHook != nil {
+				reg.MustRegister(tc.goHook)
 			}
 			plainNS, hookedNS := fmt.Sprintf("plain-%d", i), fmt.Sprintf("hooked-%d", i)
 			for _, ns := range []string{plainNS, hookedNS} {
